@@ -1,0 +1,403 @@
+//! The real `kube-controller-manager` binary as a subprocess against the sim cluster:
+//! flag handling, controller selection, endpoints, leader election, rate limiting.
+
+use std::{
+    io::{Read, Write},
+    net::{TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::api::{apps::v1::ReplicaSet, coordination::v1::Lease};
+use kube::{Api, api::PostParams};
+use serde_json::json;
+use sim::{SimCluster, SimConfig};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
+
+/// A running manager process; killed on drop so a failing test leaves nothing behind.
+struct Manager {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Manager {
+    fn start(kubeconfig: &Path, dir: &Path, name: &str, extra: &[&str]) -> Self {
+        let port = free_port();
+        let log = dir.join(format!("{name}.log"));
+        let log_file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(BINARY)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--secure-port={port}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--plain-http")
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .expect("start manager");
+        Self { child, port, log }
+    }
+
+    fn get(&self, path: &str) -> Option<(u16, String)> {
+        http_get(self.port, path)
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("free port")
+}
+
+/// A minimal HTTP/1.0 GET; `None` while nothing listens.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let code = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())?;
+    Some((code, body))
+}
+
+async fn wait_until<F: FnMut() -> bool>(what: &str, timeout: Duration, mut check: F) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+struct Cluster {
+    sim: SimCluster,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+async fn cluster() -> Cluster {
+    let sim = SimCluster::start(SimConfig::default()).await.expect("sim");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    Cluster {
+        sim,
+        dir,
+        kubeconfig,
+    }
+}
+
+fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
+    }))
+    .expect("valid ReplicaSet")
+}
+
+#[test]
+fn unknown_controller_names_fail_with_the_known_list() {
+    for flag in ["--controllers=nosuch", "--controllers=*,-nosuch"] {
+        let output = Command::new(BINARY)
+            .args([flag, "--secure-port=0", "--master=http://127.0.0.1:1"])
+            .output()
+            .expect("run");
+        assert_eq!(output.status.code(), Some(1), "{flag}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("is not in the list of known controllers")
+                && stderr.contains("replicaset-controller"),
+            "{flag}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn upstream_only_flags_are_accepted_with_a_warning() {
+    let output = Command::new(BINARY)
+        .args([
+            "--controllers=nosuch",
+            "--use-service-account-credentials=true",
+            "--cluster-cidr",
+            "10.0.0.0/8",
+            "--secure-port=0",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("use-service-account-credentials") && stderr.contains("cluster-cidr"),
+        "{stderr}"
+    );
+    // It got past flag parsing to the controller check.
+    assert!(
+        stderr.contains("is not in the list of known controllers"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_controller_opens_no_watch() {
+    let cluster = cluster().await;
+    let manager = Manager::start(
+        &cluster.kubeconfig,
+        cluster.dir.path(),
+        "disabled",
+        &["--leader-elect=false", "--controllers=*,-replicaset"],
+    );
+    wait_until("readyz", Duration::from_secs(20), || {
+        manager.get("/readyz").is_some_and(|(code, _)| code == 200)
+    })
+    .await;
+    let accounting = cluster.sim.accounting();
+    assert_eq!(
+        accounting.count("watch", "replicasets"),
+        0,
+        "{}",
+        manager.log()
+    );
+    assert_eq!(accounting.count("watch", "pods"), 0);
+    assert_eq!(accounting.count("list", "pods"), 0);
+    drop(manager);
+
+    let enabled = Manager::start(
+        &cluster.kubeconfig,
+        cluster.dir.path(),
+        "enabled",
+        &["--leader-elect=false", "--controllers=replicaset"],
+    );
+    wait_until("replicaset watches", Duration::from_secs(20), || {
+        let accounting = cluster.sim.accounting();
+        accounting.count("watch", "replicasets") >= 1 && accounting.count("watch", "pods") >= 1
+    })
+    .await;
+    drop(enabled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_metrics_health_and_readiness_and_runs_the_replicaset_controller() {
+    let cluster = cluster().await;
+    let manager = Manager::start(
+        &cluster.kubeconfig,
+        cluster.dir.path(),
+        "metrics",
+        &["--leader-elect=false"],
+    );
+    wait_until("readyz", Duration::from_secs(20), || {
+        manager.get("/readyz").is_some_and(|(code, _)| code == 200)
+    })
+    .await;
+    let api: Api<ReplicaSet> = Api::namespaced(cluster.sim.client(), "default");
+    api.create(&PostParams::default(), &replica_set("web", 3))
+        .await
+        .expect("create");
+    wait_until("3 ready replicas", Duration::from_secs(20), || {
+        futures_lite_block(api.get("web"))
+            .ok()
+            .and_then(|rs| rs.status)
+            .is_some_and(|status| status.ready_replicas == Some(3))
+    })
+    .await;
+
+    let (code, body) = manager.get("/healthz").expect("healthz");
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    let (code, body) = manager
+        .get("/healthz/replicaset-controller")
+        .expect("healthz/rs");
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    assert_eq!(manager.get("/livez").map(|(code, _)| code), Some(200));
+
+    let (code, metrics) = manager.get("/metrics").expect("metrics");
+    assert_eq!(code, 200);
+    for family in [
+        "workqueue_depth{name=\"replicaset\"}",
+        "workqueue_adds_total{name=\"replicaset\"}",
+        "workqueue_queue_duration_seconds_bucket{name=\"replicaset\"",
+        "workqueue_work_duration_seconds_bucket{name=\"replicaset\"",
+        "workqueue_unfinished_work_seconds{name=\"replicaset\"}",
+        "workqueue_longest_running_processor_seconds{name=\"replicaset\"}",
+        "workqueue_retries_total{name=\"replicaset\"}",
+        "rest_client_request_duration_seconds_bucket",
+        "rest_client_rate_limiter_duration_seconds_bucket",
+        "controller_sync_duration_seconds_bucket{controller=\"replicaset-controller\"",
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+    ] {
+        assert!(metrics.contains(family), "missing {family} in\n{metrics}");
+    }
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line.starts_with("rest_client_requests_total{")
+                && line.contains("code=\"201\"")
+                && line.contains("method=\"POST\"")),
+        "no counted POST in\n{metrics}"
+    );
+}
+
+/// Runs a future to completion from sync test code that is already inside a runtime.
+fn futures_lite_block<F: std::future::Future>(future: F) -> F::Output {
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(future))
+}
+
+fn lease_holder(api: &Api<Lease>) -> Option<String> {
+    futures_lite_block(api.get_opt("kcm-rs"))
+        .ok()
+        .flatten()
+        .and_then(|lease| lease.spec)
+        .and_then(|spec| spec.holder_identity)
+        .filter(|holder| !holder.is_empty())
+}
+
+fn is_leading(manager: &Manager) -> bool {
+    manager
+        .get("/metrics")
+        .is_some_and(|(_, body)| body.contains("leader_election_master_status{name=\"kcm-rs\"} 1"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_election_fails_over_and_releases_on_sigterm() {
+    let cluster = cluster().await;
+    let timings = [
+        "--leader-elect=true",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=500ms",
+    ];
+    let mut first = Manager::start(&cluster.kubeconfig, cluster.dir.path(), "first", &timings);
+    let mut second = Manager::start(&cluster.kubeconfig, cluster.dir.path(), "second", &timings);
+    let leases: Api<Lease> = Api::namespaced(cluster.sim.client(), "kube-system");
+
+    wait_until("one leader", Duration::from_secs(20), || {
+        is_leading(&first) || is_leading(&second)
+    })
+    .await;
+    // Give a would-be second leader time to appear, then check there is exactly one.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        is_leading(&first) != is_leading(&second),
+        "exactly one must lead"
+    );
+    let holder = lease_holder(&leases).expect("lease held");
+    let (leader, standby) = if is_leading(&first) {
+        (&mut first, &mut second)
+    } else {
+        (&mut second, &mut first)
+    };
+    assert_eq!(standby.get("/readyz").map(|(code, _)| code), Some(200));
+
+    // Kill the leader hard: the standby takes over once the lease expires.
+    let killed_at = Instant::now();
+    leader.signal("KILL");
+    leader.wait_exit(Duration::from_secs(5));
+    wait_until("the standby to lead", Duration::from_secs(15), || {
+        is_leading(standby)
+    })
+    .await;
+    let takeover = killed_at.elapsed();
+    assert!(
+        takeover
+            <= Duration::from_secs(3) + Duration::from_millis(500) * 3 + Duration::from_secs(2),
+        "takeover took {takeover:?}"
+    );
+    let new_holder = lease_holder(&leases).expect("lease held");
+    assert_ne!(new_holder, holder);
+
+    // SIGTERM: exit 0 and give the lease up.
+    standby.signal("TERM");
+    assert_eq!(
+        standby.wait_exit(Duration::from_secs(20)),
+        Some(0),
+        "{}",
+        standby.log()
+    );
+    assert_eq!(lease_holder(&leases), None, "lease not released");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_api_qps_bounds_the_request_rate() {
+    let cluster = cluster().await;
+    let manager = Manager::start(
+        &cluster.kubeconfig,
+        cluster.dir.path(),
+        "qps",
+        &[
+            "--leader-elect=false",
+            "--kube-api-qps=5",
+            "--kube-api-burst=1",
+        ],
+    );
+    wait_until("readyz", Duration::from_secs(20), || {
+        manager.get("/readyz").is_some_and(|(code, _)| code == 200)
+    })
+    .await;
+    let api: Api<ReplicaSet> = Api::namespaced(cluster.sim.client(), "default");
+    api.create(&PostParams::default(), &replica_set("many", 40))
+        .await
+        .expect("create");
+    let started = Instant::now();
+    let creates = || {
+        cluster
+            .sim
+            .accounting()
+            .entries()
+            .into_iter()
+            .filter(|((verb, resource, agent), _)| {
+                verb == "create" && resource == "pods" && agent.contains("replicaset-controller")
+            })
+            .map(|(_, count)| count)
+            .sum::<u64>()
+    };
+    wait_until("some creates", Duration::from_secs(20), || creates() >= 10).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    let observed = creates() as f64;
+    // 5 per second plus the burst of 1 (and a little slack for the status writes).
+    assert!(
+        observed <= 5.0 * elapsed + 2.0,
+        "{observed} creates in {elapsed:.2}s exceeds 5 qps"
+    );
+    assert!(
+        creates() < 40,
+        "all 40 pods created: no rate limit in effect"
+    );
+}

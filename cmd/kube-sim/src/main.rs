@@ -1,0 +1,159 @@
+//! `kube-sim`: runs the sim cluster standalone, writes a kubeconfig for kubectl and the
+//! controller manager, and serves until SIGINT/SIGTERM.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use sim::{FaultConfig, KubeletConfig, SimCluster, SimConfig};
+
+/// Command-line flags.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kube-sim",
+    version,
+    about = "In-memory Kubernetes API server with a simulated kubelet"
+)]
+struct Flags {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    address: IpAddr,
+    /// Port to listen on (0 picks a free port).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Where to write the kubeconfig (default: a file in the temporary directory).
+    #[arg(long)]
+    kubeconfig_out: Option<PathBuf>,
+    /// Milliseconds from a pod starting to it becoming Ready.
+    #[arg(long, default_value_t = 0)]
+    ready_delay_ms: u64,
+    /// Milliseconds a gracefully deleted pod lingers before it is gone.
+    #[arg(long, default_value_t = 0)]
+    deletion_delay_ms: u64,
+    /// Disable the simulated kubelet (pods stay Pending).
+    #[arg(long)]
+    no_kubelet: bool,
+    /// Seed of the fault-injection generator.
+    #[arg(long, default_value_t = 0)]
+    fault_seed: u64,
+    /// Probability that a write answers 500.
+    #[arg(long, default_value_t = 0.0)]
+    fault_write_500: f64,
+    /// Probability that a write answers 429 (with Retry-After).
+    #[arg(long, default_value_t = 0.0)]
+    fault_write_429: f64,
+    /// Probability that a write answers 409 Conflict.
+    #[arg(long, default_value_t = 0.0)]
+    fault_write_409: f64,
+    /// Milliseconds of latency added to every request.
+    #[arg(long, default_value_t = 0)]
+    fault_latency_ms: u64,
+    /// Close every watch stream after this many seconds.
+    #[arg(long)]
+    fault_watch_disconnect_secs: Option<u64>,
+    /// Watch events retained per resource for watch resumption.
+    #[arg(long, default_value_t = 10_000)]
+    watch_window: usize,
+}
+
+impl Flags {
+    fn config(&self) -> SimConfig {
+        SimConfig {
+            kubelet: KubeletConfig {
+                enabled: !self.no_kubelet,
+                ready_delay: Duration::from_millis(self.ready_delay_ms),
+                deletion_delay: Duration::from_millis(self.deletion_delay_ms),
+            },
+            faults: FaultConfig {
+                seed: self.fault_seed,
+                write_500: self.fault_write_500,
+                write_429: self.fault_write_429,
+                write_409: self.fault_write_409,
+                latency: Duration::from_millis(self.fault_latency_ms),
+                watch_disconnect_every: self.fault_watch_disconnect_secs.map(Duration::from_secs),
+            },
+            watch_window: self.watch_window,
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn terminated() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing SIGTERM handler")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let flags = Flags::parse();
+    let addr = SocketAddr::new(flags.address, flags.port);
+    let cluster = SimCluster::start_on(addr, flags.config())
+        .await
+        .context("starting the sim")?;
+    let kubeconfig = flags.kubeconfig_out.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("kube-sim-{}.kubeconfig", cluster.addr().port()))
+    });
+    cluster
+        .write_kubeconfig(&kubeconfig)
+        .context("writing the kubeconfig")?;
+    println!("kube-sim serving at {}", cluster.url());
+    println!("kubeconfig written to {}", kubeconfig.display());
+    println!(
+        "try: kubectl --kubeconfig {} get pods",
+        kubeconfig.display()
+    );
+    terminated().await?;
+    tracing::info!("shutting down");
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_map_to_the_config() {
+        let flags = Flags::parse_from([
+            "kube-sim",
+            "--port",
+            "8080",
+            "--ready-delay-ms",
+            "50",
+            "--no-kubelet",
+            "--fault-write-429",
+            "0.5",
+            "--fault-watch-disconnect-secs",
+            "3",
+            "--watch-window",
+            "7",
+        ]);
+        let config = flags.config();
+        assert_eq!(flags.port, 8080);
+        assert!(!config.kubelet.enabled);
+        assert_eq!(config.kubelet.ready_delay, Duration::from_millis(50));
+        assert_eq!(config.faults.write_429, 0.5);
+        assert_eq!(
+            config.faults.watch_disconnect_every,
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(config.watch_window, 7);
+        let defaults = Flags::parse_from(["kube-sim"]).config();
+        assert!(defaults.kubelet.enabled);
+        assert_eq!(defaults.watch_window, 10_000);
+        assert_eq!(defaults.faults.latency, Duration::ZERO);
+    }
+}

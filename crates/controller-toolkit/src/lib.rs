@@ -1,0 +1,18 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod api_errors;
+pub mod controller_ref;
+pub mod events;
+pub mod keys;
+pub mod pod_control;
+pub mod pod_predicates;
+pub mod ranking;
+
+pub use controller_ref::{
+    ClaimDecision, ClaimResult, ControllerRefError, ControllerRefManager, new_controller_ref,
+    recheck_deletion,
+};
+pub use events::{EventRecorder, EventType, RecorderConfig};
+pub use keys::pod_key;
+pub use pod_control::{PodControl, PodControlError, pod_from_template};

@@ -1,0 +1,346 @@
+//! Pod and ReplicaSet predicates shared by the workload controllers (controller-ref.md §3).
+//!
+//! These decide which pods count towards replicas, which are ready and which are available,
+//! so every controller must agree on them exactly. Availability uses the Ready condition's
+//! `lastTransitionTime` (not the pod start time) and takes `now` as a parameter so callers and
+//! tests control the clock.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::jiff::Timestamp;
+
+const PHASE_SUCCEEDED: &str = "Succeeded";
+const PHASE_FAILED: &str = "Failed";
+const CONDITION_READY: &str = "Ready";
+const CONDITION_TRUE: &str = "True";
+const NANOS_PER_SECOND: i128 = 1_000_000_000;
+
+fn phase(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or_default()
+}
+
+fn is_pod_terminal(pod: &Pod) -> bool {
+    matches!(phase(pod), PHASE_SUCCEEDED | PHASE_FAILED)
+}
+
+/// A pod that still counts as a replica: not Succeeded, not Failed and not being deleted
+/// (upstream `IsPodActive`).
+pub fn is_pod_active(pod: &Pod) -> bool {
+    !is_pod_terminal(pod) && pod.metadata.deletion_timestamp.is_none()
+}
+
+/// The active pods of `pods`, in their original order (upstream `FilterActivePods`).
+pub fn filter_active_pods(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
+    pods.iter()
+        .filter(|pod| {
+            let active = is_pod_active(pod);
+            if !active {
+                tracing::trace!(
+                    pod = %crate::keys::pod_key(pod),
+                    phase = phase(pod),
+                    deleting = pod.metadata.deletion_timestamp.is_some(),
+                    "ignoring inactive pod"
+                );
+            }
+            active
+        })
+        .cloned()
+        .collect()
+}
+
+/// A pod that is being deleted but whose containers may still run: deletionTimestamp set and
+/// phase not terminal (upstream `isPodTerminating`, feeds `status.terminatingReplicas`).
+pub fn is_pod_terminating(pod: &Pod) -> bool {
+    !is_pod_terminal(pod) && pod.metadata.deletion_timestamp.is_some()
+}
+
+/// The terminating pods of `pods`, in their original order (upstream `FilterTerminatingPods`).
+pub fn filter_terminating_pods(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
+    pods.iter()
+        .filter(|pod| is_pod_terminating(pod))
+        .cloned()
+        .collect()
+}
+
+/// How many of `pods` are terminating (upstream `CountTerminatingPods`).
+pub fn count_terminating_pods(pods: &[Arc<Pod>]) -> i32 {
+    let count = pods.iter().filter(|pod| is_pod_terminating(pod)).count();
+    i32::try_from(count).unwrap_or(i32::MAX)
+}
+
+/// The first condition of type `Ready`, as upstream's `GetPodReadyCondition`.
+pub fn pod_ready_condition(pod: &Pod) -> Option<&PodCondition> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == CONDITION_READY)
+}
+
+/// Whether the pod's Ready condition exists and is `True` (upstream `IsPodReady`).
+pub fn is_pod_ready(pod: &Pod) -> bool {
+    pod_ready_condition(pod).is_some_and(|c| c.status == CONDITION_TRUE)
+}
+
+/// When the pod last became ready: the `lastTransitionTime` of its True Ready condition.
+/// `None` stands for upstream's zero time (not ready, or no transition time recorded).
+pub fn pod_ready_time(pod: &Pod) -> Option<Timestamp> {
+    pod_ready_condition(pod)
+        .filter(|c| c.status == CONDITION_TRUE)
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0)
+}
+
+/// Whether the pod is ready and has been for more than `min_ready_seconds` at `now`
+/// (upstream `IsPodAvailable`): ready, and either `min_ready_seconds == 0` or the Ready
+/// condition's transition time plus `min_ready_seconds` is strictly before `now`.
+pub fn is_pod_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+    if !is_pod_ready(pod) {
+        return false;
+    }
+    if min_ready_seconds == 0 {
+        return true;
+    }
+    let Some(ready_since) = pod_ready_condition(pod).and_then(|c| c.last_transition_time.as_ref())
+    else {
+        return false;
+    };
+    let available_at =
+        ready_since.0.as_nanosecond() + i128::from(min_ready_seconds) * NANOS_PER_SECOND;
+    available_at < now.as_nanosecond()
+}
+
+/// ReplicaSets that still want pods: `spec.replicas > 0` (upstream `FilterActiveReplicaSets`).
+///
+/// A missing `spec.replicas` counts as the API server's default of 1, since every object read
+/// from the server has it set.
+pub fn filter_active_replicasets(replica_sets: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
+    replica_sets
+        .iter()
+        .filter(|rs| rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0)
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::ReplicaSetSpec;
+    use k8s_openapi::api::core::v1::PodStatus;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+    fn ts(seconds: i64) -> Timestamp {
+        Timestamp::from_second(seconds).expect("valid timestamp")
+    }
+
+    struct PodShape {
+        phase: Option<&'static str>,
+        deleting: bool,
+        ready: Option<(&'static str, Option<i64>)>,
+    }
+
+    fn pod(shape: PodShape) -> Pod {
+        let mut conditions = vec![PodCondition {
+            type_: "PodScheduled".to_owned(),
+            status: "True".to_owned(),
+            ..PodCondition::default()
+        }];
+        if let Some((status, transition)) = shape.ready {
+            conditions.push(PodCondition {
+                type_: CONDITION_READY.to_owned(),
+                status: status.to_owned(),
+                last_transition_time: transition.map(|s| Time(ts(s))),
+                ..PodCondition::default()
+            });
+        }
+        Pod {
+            metadata: ObjectMeta {
+                namespace: Some("ns".to_owned()),
+                name: Some("p".to_owned()),
+                deletion_timestamp: shape.deleting.then(|| Time(ts(100))),
+                ..ObjectMeta::default()
+            },
+            status: Some(PodStatus {
+                phase: shape.phase.map(str::to_owned),
+                conditions: Some(conditions),
+                ..PodStatus::default()
+            }),
+            ..Pod::default()
+        }
+    }
+
+    fn phase_pod(phase: Option<&'static str>, deleting: bool) -> Pod {
+        pod(PodShape {
+            phase,
+            deleting,
+            ready: None,
+        })
+    }
+
+    #[test]
+    fn active_and_terminating_by_phase_and_deletion() {
+        // (phase, deleting, active, terminating)
+        let cases = [
+            (Some("Pending"), false, true, false),
+            (Some("Running"), false, true, false),
+            (Some("Unknown"), false, true, false),
+            (None, false, true, false),
+            (Some("Succeeded"), false, false, false),
+            (Some("Failed"), false, false, false),
+            (Some("Pending"), true, false, true),
+            (Some("Running"), true, false, true),
+            (None, true, false, true),
+            (Some("Succeeded"), true, false, false),
+            (Some("Failed"), true, false, false),
+        ];
+        for (phase, deleting, active, terminating) in cases {
+            let p = phase_pod(phase, deleting);
+            assert_eq!(is_pod_active(&p), active, "active {phase:?} {deleting}");
+            assert_eq!(
+                is_pod_terminating(&p),
+                terminating,
+                "terminating {phase:?} {deleting}"
+            );
+        }
+    }
+
+    #[test]
+    fn filters_keep_order_and_count_terminating() {
+        let pods: Vec<Arc<Pod>> = [
+            (Some("Running"), false),
+            (Some("Running"), true),
+            (Some("Failed"), false),
+            (Some("Pending"), false),
+            (Some("Pending"), true),
+            (Some("Succeeded"), true),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (phase, deleting))| {
+            let mut p = phase_pod(phase, deleting);
+            p.metadata.name = Some(format!("p{i}"));
+            Arc::new(p)
+        })
+        .collect();
+        let names = |pods: Vec<Arc<Pod>>| -> Vec<String> {
+            pods.iter()
+                .map(|p| p.metadata.name.clone().unwrap_or_default())
+                .collect()
+        };
+        assert_eq!(names(filter_active_pods(&pods)), ["p0", "p3"]);
+        assert_eq!(names(filter_terminating_pods(&pods)), ["p1", "p4"]);
+        assert_eq!(count_terminating_pods(&pods), 2);
+    }
+
+    #[test]
+    fn readiness_and_ready_time() {
+        // (ready condition, ready, ready time)
+        let cases = [
+            (None, false, None),
+            (Some(("False", Some(50))), false, None),
+            (Some(("Unknown", Some(50))), false, None),
+            (Some(("True", Some(50))), true, Some(ts(50))),
+            (Some(("True", None)), true, None),
+        ];
+        for (ready, want_ready, want_time) in cases {
+            let p = pod(PodShape {
+                phase: Some("Running"),
+                deleting: false,
+                ready,
+            });
+            assert_eq!(is_pod_ready(&p), want_ready, "{ready:?}");
+            assert_eq!(pod_ready_time(&p), want_time, "{ready:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_first_ready_condition_counts() {
+        let mut p = pod(PodShape {
+            phase: Some("Running"),
+            deleting: false,
+            ready: Some(("False", Some(10))),
+        });
+        if let Some(conditions) = p.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+            conditions.push(PodCondition {
+                type_: CONDITION_READY.to_owned(),
+                status: CONDITION_TRUE.to_owned(),
+                ..PodCondition::default()
+            });
+        }
+        assert!(!is_pod_ready(&p));
+    }
+
+    #[test]
+    fn availability_needs_ready_for_strictly_more_than_min_ready_seconds() {
+        // (ready condition, minReadySeconds, now, available)
+        let cases = [
+            (None, 0, 1000, false),
+            (Some(("False", Some(100))), 0, 1000, false),
+            (Some(("True", Some(100))), 0, 100, true),
+            (Some(("True", None)), 0, 100, true),
+            (Some(("True", None)), 5, 1000, false),
+            (Some(("True", Some(100))), 10, 109, false),
+            (Some(("True", Some(100))), 10, 110, false),
+            (Some(("True", Some(100))), 10, 111, true),
+            (Some(("True", Some(100))), 10, 50, false),
+        ];
+        for (ready, min_ready, now, want) in cases {
+            let p = pod(PodShape {
+                phase: Some("Running"),
+                deleting: false,
+                ready,
+            });
+            assert_eq!(
+                is_pod_available(&p, min_ready, ts(now)),
+                want,
+                "{ready:?} min={min_ready} now={now}"
+            );
+        }
+    }
+
+    #[test]
+    fn availability_boundary_is_strict_at_nanosecond_precision() {
+        let p = pod(PodShape {
+            phase: Some("Running"),
+            deleting: false,
+            ready: Some(("True", Some(100))),
+        });
+        let just_after = Timestamp::from_nanosecond(110 * NANOS_PER_SECOND + 1).expect("valid");
+        assert!(is_pod_available(&p, 10, just_after));
+    }
+
+    #[test]
+    fn active_replicasets_have_positive_replicas() {
+        let rs = |name: &str, replicas: Option<Option<i32>>| {
+            Arc::new(ReplicaSet {
+                metadata: ObjectMeta {
+                    name: Some(name.to_owned()),
+                    ..ObjectMeta::default()
+                },
+                spec: replicas.map(|r| ReplicaSetSpec {
+                    replicas: r,
+                    ..ReplicaSetSpec::default()
+                }),
+                ..ReplicaSet::default()
+            })
+        };
+        let all = [
+            rs("zero", Some(Some(0))),
+            rs("two", Some(Some(2))),
+            rs("defaulted", Some(None)),
+            rs("no-spec", None),
+            rs("negative", Some(Some(-1))),
+        ];
+        let names: Vec<_> = filter_active_replicasets(&all)
+            .iter()
+            .map(|r| r.metadata.name.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(names, ["two", "defaulted", "no-spec"]);
+    }
+}

@@ -1,0 +1,28 @@
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod factory;
+mod handler;
+mod informer;
+mod key;
+mod listener;
+mod lister;
+mod pod_index;
+mod processor;
+mod resync;
+mod store;
+mod sync;
+
+pub use error::InformerError;
+pub use factory::{FactoryConfig, SharedInformerFactory};
+pub use handler::{DeletedObject, EventHandler};
+pub use informer::{InformerResource, LIST_PAGE_SIZE, SharedInformer};
+pub use key::{object_key, split_key};
+pub use listener::HandlerRegistration;
+pub use lister::Lister;
+pub use pod_index::{
+    ORPHAN_POD_INDEX_KEY, POD_CONTROLLER_UID_INDEX, orphan_pod_index_key, pod_controller_uid_index,
+};
+pub use resync::{DEFAULT_MIN_RESYNC_PERIOD, resync_period};
+pub use store::NAMESPACE_INDEX;
+pub use sync::{CACHE_SYNC_POLL_PERIOD, HasSynced, wait_for_cache_sync, wait_for_named_cache_sync};

@@ -1,0 +1,414 @@
+//! Turns `kube::runtime::watcher` events into store changes and handler notifications, with
+//! client-go's semantics (informers.md §4): watch events update the store one by one; a list
+//! (`Init` .. `InitApply`* .. `InitDone`) is buffered and then replaces the store atomically,
+//! yielding deletes for vanished objects (as `DeletedObject::Unknown`), then updates/adds for
+//! the listed objects in list order.
+//!
+//! It does no I/O, so the whole relist diff is unit-tested by feeding events directly.
+
+use std::{collections::HashSet, sync::Arc};
+
+use kube::{Resource, runtime::watcher};
+
+use crate::{
+    handler::{DeletedObject, Notification},
+    key::object_key,
+    store::Store,
+};
+
+/// Changes applied to every object before it enters the store (client-go's transform).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Transform {
+    /// Clear `metadata.managedFields`, as kcm does, to save memory: no controller reads them.
+    pub(crate) drop_managed_fields: bool,
+}
+
+impl Transform {
+    fn apply<K: Resource>(self, obj: &mut K) {
+        if self.drop_managed_fields {
+            obj.meta_mut().managed_fields = None;
+        }
+    }
+}
+
+/// Applies watcher events to a store and says which notifications handlers must get.
+pub(crate) struct EventProcessor<K> {
+    store: Arc<Store<K>>,
+    transform: Transform,
+    /// Objects of the list in progress (between `Init` and `InitDone`).
+    relist_buffer: Option<Vec<Arc<K>>>,
+    /// Whether a complete list has been applied; adds from the first list are "initial".
+    synced: bool,
+}
+
+impl<K: Resource> EventProcessor<K> {
+    pub(crate) fn new(store: Arc<Store<K>>, transform: Transform) -> Self {
+        Self {
+            store,
+            transform,
+            relist_buffer: None,
+            synced: false,
+        }
+    }
+
+    /// Whether the first complete list has been applied to the store.
+    pub(crate) fn has_synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Applies one watcher event to the store and returns the notifications, in order.
+    pub(crate) fn process(&mut self, event: watcher::Event<K>) -> Vec<Notification<K>> {
+        let transform = self.transform;
+        match event.modify(|obj| transform.apply(obj)) {
+            watcher::Event::Init => {
+                tracing::debug!("list started");
+                self.relist_buffer = Some(Vec::new());
+                Vec::new()
+            }
+            watcher::Event::InitApply(obj) => {
+                self.relist_buffer
+                    .get_or_insert_with(Vec::new)
+                    .push(Arc::new(obj));
+                Vec::new()
+            }
+            watcher::Event::InitDone => {
+                let listed = self.relist_buffer.take().unwrap_or_default();
+                self.replace(listed)
+            }
+            watcher::Event::Apply(obj) => vec![self.apply(Arc::new(obj))],
+            watcher::Event::Delete(obj) => vec![self.delete(Arc::new(obj))],
+        }
+    }
+
+    /// `on_update(obj, obj)` for every cached object: a resync, which never contacts the server.
+    pub(crate) fn resync(&self) -> Vec<Notification<K>> {
+        self.store
+            .list()
+            .into_iter()
+            .map(|obj| Notification::Update {
+                old: obj.clone(),
+                new: obj,
+            })
+            .collect()
+    }
+
+    fn apply(&mut self, obj: Arc<K>) -> Notification<K> {
+        let key = object_key(obj.as_ref());
+        match self.store.upsert(obj.clone()) {
+            Some(old) => {
+                tracing::trace!(key, "update");
+                Notification::Update { old, new: obj }
+            }
+            None => {
+                tracing::trace!(key, "add");
+                Notification::Add {
+                    obj,
+                    is_in_initial_list: false,
+                }
+            }
+        }
+    }
+
+    fn delete(&mut self, obj: Arc<K>) -> Notification<K> {
+        let key = object_key(obj.as_ref());
+        tracing::trace!(key, "delete");
+        self.store.remove(&key);
+        Notification::Delete(DeletedObject::Final(obj))
+    }
+
+    fn replace(&mut self, listed: Vec<Arc<K>>) -> Vec<Notification<K>> {
+        let is_in_initial_list = !self.synced;
+        let mut previous = self.store.replace(listed.clone());
+        let mut notifications = Vec::with_capacity(listed.len());
+        let listed_keys: Vec<String> = listed.iter().map(|obj| object_key(obj.as_ref())).collect();
+        let listed_set: HashSet<&String> = listed_keys.iter().collect();
+        let vanished: Vec<String> = previous
+            .keys()
+            .filter(|key| !listed_set.contains(key))
+            .cloned()
+            .collect();
+        for key in vanished {
+            if let Some(last_known) = previous.remove(&key) {
+                tracing::debug!(key, "deleted while the watch was down");
+                notifications.push(Notification::Delete(DeletedObject::Unknown {
+                    key,
+                    last_known,
+                }));
+            }
+        }
+        for (key, obj) in listed_keys.into_iter().zip(listed) {
+            let notification = match previous.insert(key, obj.clone()) {
+                Some(old) => Notification::Update { old, new: obj },
+                None => Notification::Add {
+                    obj,
+                    is_in_initial_list,
+                },
+            };
+            notifications.push(notification);
+        }
+        tracing::debug!(objects = self.store.len(), "list applied");
+        self.synced = true;
+        notifications
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::pod;
+    use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry};
+    use watcher::Event;
+
+    fn rv(obj: &Arc<Pod>) -> String {
+        obj.metadata.resource_version.clone().unwrap_or_default()
+    }
+
+    /// Renders a notification compactly so tables can state expectations as strings.
+    fn render(notification: &Notification<Pod>) -> String {
+        match notification {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => format!(
+                "add {} {}{}",
+                object_key(obj.as_ref()),
+                rv(obj),
+                if *is_in_initial_list { " initial" } else { "" }
+            ),
+            Notification::Update { old, new } => {
+                format!(
+                    "update {} {}->{}",
+                    object_key(new.as_ref()),
+                    rv(old),
+                    rv(new)
+                )
+            }
+            Notification::Delete(DeletedObject::Final(obj)) => {
+                format!("delete {} {}", object_key(obj.as_ref()), rv(obj))
+            }
+            Notification::Delete(DeletedObject::Unknown { key, last_known }) => {
+                format!("delete-unknown {key} {}", rv(last_known))
+            }
+        }
+    }
+
+    fn p(name: &str, rv: &str) -> Pod {
+        pod("ns", name, &[], rv).as_ref().clone()
+    }
+
+    fn list(objects: Vec<Pod>) -> Vec<Event<Pod>> {
+        let mut events = vec![Event::Init];
+        events.extend(objects.into_iter().map(Event::InitApply));
+        events.push(Event::InitDone);
+        events
+    }
+
+    fn run(events: Vec<Event<Pod>>) -> (Vec<String>, Vec<String>, bool) {
+        let store = Arc::new(Store::new());
+        let mut processor = EventProcessor::new(
+            store.clone(),
+            Transform {
+                drop_managed_fields: true,
+            },
+        );
+        let notifications: Vec<String> = events
+            .into_iter()
+            .flat_map(|event| processor.process(event))
+            .map(|n| render(&n))
+            .collect();
+        let cached = store
+            .list()
+            .iter()
+            .map(|obj| format!("{} {}", object_key(obj.as_ref()), rv(obj)))
+            .collect();
+        (notifications, cached, processor.has_synced())
+    }
+
+    #[test]
+    fn events_become_notifications_with_client_go_semantics() {
+        struct Case {
+            name: &'static str,
+            events: Vec<Event<Pod>>,
+            notifications: Vec<&'static str>,
+            cached: Vec<&'static str>,
+            synced: bool,
+        }
+        let cases = vec![
+            Case {
+                name: "nothing before the first list",
+                events: vec![Event::Init, Event::InitApply(p("a", "1"))],
+                notifications: vec![],
+                cached: vec![],
+                synced: false,
+            },
+            Case {
+                name: "first list adds are initial",
+                events: list(vec![p("b", "1"), p("a", "2")]),
+                notifications: vec!["add ns/b 1 initial", "add ns/a 2 initial"],
+                cached: vec!["ns/a 2", "ns/b 1"],
+                synced: true,
+            },
+            Case {
+                name: "empty first list syncs",
+                events: list(vec![]),
+                notifications: vec![],
+                cached: vec![],
+                synced: true,
+            },
+            Case {
+                name: "watch add, update, delete",
+                events: [
+                    list(vec![]),
+                    vec![
+                        Event::Apply(p("a", "2")),
+                        Event::Apply(p("a", "3")),
+                        Event::Delete(p("a", "4")),
+                    ],
+                ]
+                .concat(),
+                notifications: vec!["add ns/a 2", "update ns/a 2->3", "delete ns/a 4"],
+                cached: vec![],
+                synced: true,
+            },
+            Case {
+                name: "delete of an unknown object is still delivered",
+                events: [list(vec![]), vec![Event::Delete(p("x", "9"))]].concat(),
+                notifications: vec!["delete ns/x 9"],
+                cached: vec![],
+                synced: true,
+            },
+            Case {
+                name: "relist: vanished first, then updates (even unchanged) and adds in list order",
+                events: [
+                    list(vec![p("a", "1"), p("b", "1"), p("c", "1")]),
+                    list(vec![p("d", "7"), p("c", "1"), p("a", "5")]),
+                ]
+                .concat(),
+                notifications: vec![
+                    "add ns/a 1 initial",
+                    "add ns/b 1 initial",
+                    "add ns/c 1 initial",
+                    "delete-unknown ns/b 1",
+                    "add ns/d 7",
+                    "update ns/c 1->1",
+                    "update ns/a 1->5",
+                ],
+                cached: vec!["ns/a 5", "ns/c 1", "ns/d 7"],
+                synced: true,
+            },
+            Case {
+                name: "relist after watch events diffs against the latest cached state",
+                events: [
+                    list(vec![p("a", "1")]),
+                    vec![Event::Apply(p("a", "2")), Event::Apply(p("b", "3"))],
+                    list(vec![p("a", "2")]),
+                ]
+                .concat(),
+                notifications: vec![
+                    "add ns/a 1 initial",
+                    "update ns/a 1->2",
+                    "add ns/b 3",
+                    "delete-unknown ns/b 3",
+                    "update ns/a 2->2",
+                ],
+                cached: vec!["ns/a 2"],
+                synced: true,
+            },
+            Case {
+                name: "relist to empty deletes everything",
+                events: [list(vec![p("a", "1"), p("b", "1")]), list(vec![])].concat(),
+                notifications: vec![
+                    "add ns/a 1 initial",
+                    "add ns/b 1 initial",
+                    "delete-unknown ns/a 1",
+                    "delete-unknown ns/b 1",
+                ],
+                cached: vec![],
+                synced: true,
+            },
+            Case {
+                name: "store is unchanged until the list is complete",
+                events: [
+                    list(vec![p("a", "1")]),
+                    vec![Event::Init, Event::InitApply(p("b", "2"))],
+                ]
+                .concat(),
+                notifications: vec!["add ns/a 1 initial"],
+                cached: vec!["ns/a 1"],
+                synced: true,
+            },
+        ];
+        for case in cases {
+            let (notifications, cached, synced) = run(case.events);
+            assert_eq!(
+                notifications, case.notifications,
+                "{}: notifications",
+                case.name
+            );
+            assert_eq!(cached, case.cached, "{}: cache", case.name);
+            assert_eq!(synced, case.synced, "{}: synced", case.name);
+        }
+    }
+
+    #[test]
+    fn resync_redelivers_every_cached_object_as_update_to_itself() {
+        let store = Arc::new(Store::new());
+        let mut processor = EventProcessor::new(
+            store,
+            Transform {
+                drop_managed_fields: true,
+            },
+        );
+        for event in list(vec![p("a", "1"), p("b", "2")]) {
+            processor.process(event);
+        }
+        let rendered: Vec<String> = processor.resync().iter().map(render).collect();
+        assert_eq!(rendered, ["update ns/a 1->1", "update ns/b 2->2"]);
+        for notification in processor.resync() {
+            let Notification::Update { old, new } = notification else {
+                panic!("resync must only update");
+            };
+            assert!(
+                Arc::ptr_eq(&old, &new),
+                "resync hands the cached object twice"
+            );
+        }
+    }
+
+    #[test]
+    fn transform_drops_managed_fields_only_when_configured() {
+        let with_fields = || {
+            let mut obj = p("a", "1");
+            obj.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+                manager: Some("kubectl".into()),
+                ..ManagedFieldsEntry::default()
+            }]);
+            obj
+        };
+        for drop_managed_fields in [true, false] {
+            let store = Arc::new(Store::new());
+            let mut processor = EventProcessor::new(
+                store.clone(),
+                Transform {
+                    drop_managed_fields,
+                },
+            );
+            processor.process(Event::Init);
+            processor.process(Event::InitApply(with_fields()));
+            processor.process(Event::InitDone);
+            processor.process(Event::Apply(with_fields()));
+            let cached = store.get("ns/a").expect("cached");
+            assert_eq!(
+                cached.metadata.managed_fields.is_none(),
+                drop_managed_fields,
+                "drop_managed_fields={drop_managed_fields}"
+            );
+            let notifications = processor.process(Event::Apply(with_fields()));
+            let Some(Notification::Update { old, new }) = notifications.first() else {
+                panic!("expected an update");
+            };
+            assert_eq!(old.metadata.managed_fields.is_none(), drop_managed_fields);
+            assert_eq!(new.metadata.managed_fields.is_none(), drop_managed_fields);
+        }
+    }
+}

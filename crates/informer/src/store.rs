@@ -1,0 +1,308 @@
+//! The informer's cache: a thread-safe map from object key to the shared object, plus named
+//! secondary indexes (client-go's `threadSafeMap` behind `cache.Indexer`).
+//!
+//! Only the informer writes to it (from watch events); listers and controllers read it. Objects
+//! are kept as `Arc<K>` so reads hand out shared pointers instead of copies.
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    sync::Arc,
+};
+
+use kube::Resource;
+use parking_lot::RwLock;
+
+use crate::key::object_key;
+
+/// The name of the index every store has: objects by namespace (`""` for cluster-scoped ones).
+pub const NAMESPACE_INDEX: &str = "namespace";
+
+/// Computes the index values of one object; shared so it can be kept by the store.
+pub(crate) type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+/// A key -> object map with named indexes, safe to share between the informer and listers.
+pub(crate) struct Store<K> {
+    inner: RwLock<StoreInner<K>>,
+}
+
+struct StoreInner<K> {
+    /// Objects by key, ordered so that listings are deterministic.
+    items: BTreeMap<String, Arc<K>>,
+    /// Index functions by index name.
+    indexers: HashMap<String, IndexFn<K>>,
+    /// index name -> index value -> keys of the objects with that value.
+    indices: HashMap<String, HashMap<String, BTreeSet<String>>>,
+}
+
+impl<K: Resource> Store<K> {
+    /// An empty store with the built-in namespace index.
+    pub(crate) fn new() -> Self {
+        let namespace_index: IndexFn<K> =
+            Arc::new(|obj: &K| vec![obj.meta().namespace.clone().unwrap_or_default()]);
+        let mut indexers = HashMap::new();
+        indexers.insert(NAMESPACE_INDEX.to_string(), namespace_index);
+        let mut indices = HashMap::new();
+        indices.insert(NAMESPACE_INDEX.to_string(), HashMap::new());
+        Self {
+            inner: RwLock::new(StoreInner {
+                items: BTreeMap::new(),
+                indexers,
+                indices,
+            }),
+        }
+    }
+
+    /// The object stored under `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<Arc<K>> {
+        self.inner.read().items.get(key).cloned()
+    }
+
+    /// Every stored object, in key order.
+    pub(crate) fn list(&self) -> Vec<Arc<K>> {
+        self.inner.read().items.values().cloned().collect()
+    }
+
+    /// Number of stored objects.
+    pub(crate) fn len(&self) -> usize {
+        self.inner.read().items.len()
+    }
+
+    /// Inserts or replaces `obj`, returning the object it replaced.
+    pub(crate) fn upsert(&self, obj: Arc<K>) -> Option<Arc<K>> {
+        let key = object_key(obj.as_ref());
+        let mut inner = self.inner.write();
+        let old = inner.items.insert(key.clone(), obj.clone());
+        if let Some(old) = &old {
+            inner.unindex(&key, old);
+        }
+        inner.index(&key, &obj);
+        old
+    }
+
+    /// Removes the object stored under `key`, returning it.
+    pub(crate) fn remove(&self, key: &str) -> Option<Arc<K>> {
+        let mut inner = self.inner.write();
+        let old = inner.items.remove(key)?;
+        inner.unindex(key, &old);
+        Some(old)
+    }
+
+    /// Replaces the whole content with `objects` (a relist), rebuilding every index, and
+    /// returns the previous content so the caller can diff it.
+    pub(crate) fn replace(&self, objects: Vec<Arc<K>>) -> BTreeMap<String, Arc<K>> {
+        let items: BTreeMap<String, Arc<K>> = objects
+            .into_iter()
+            .map(|obj| (object_key(obj.as_ref()), obj))
+            .collect();
+        let mut inner = self.inner.write();
+        let previous = std::mem::replace(&mut inner.items, items);
+        inner.rebuild_indices();
+        previous
+    }
+
+    /// Registers an index; a name already registered keeps its original function, so
+    /// registering the same index from several controllers is harmless. Objects already
+    /// stored are indexed at once.
+    pub(crate) fn add_indexer(&self, name: &str, index_fn: IndexFn<K>) {
+        let mut inner = self.inner.write();
+        if inner.indexers.contains_key(name) {
+            return;
+        }
+        let mut index: HashMap<String, BTreeSet<String>> = HashMap::new();
+        for (key, obj) in &inner.items {
+            for value in index_fn(obj) {
+                index.entry(value).or_default().insert(key.clone());
+            }
+        }
+        inner.indexers.insert(name.to_string(), index_fn);
+        inner.indices.insert(name.to_string(), index);
+    }
+
+    /// Objects whose `index_name` index has `value`, in key order; `None` if no such index.
+    pub(crate) fn by_index(&self, index_name: &str, value: &str) -> Option<Vec<Arc<K>>> {
+        let inner = self.inner.read();
+        let index = inner.indices.get(index_name)?;
+        let objects = index
+            .get(value)
+            .map(|keys| {
+                keys.iter()
+                    .filter_map(|key| inner.items.get(key).cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(objects)
+    }
+}
+
+impl<K> StoreInner<K> {
+    fn index(&mut self, key: &str, obj: &K) {
+        for (name, index_fn) in &self.indexers {
+            let index = self.indices.entry(name.clone()).or_default();
+            for value in index_fn(obj) {
+                index.entry(value).or_default().insert(key.to_string());
+            }
+        }
+    }
+
+    fn unindex(&mut self, key: &str, obj: &K) {
+        for (name, index_fn) in &self.indexers {
+            let Some(index) = self.indices.get_mut(name) else {
+                continue;
+            };
+            for value in index_fn(obj) {
+                if let Some(keys) = index.get_mut(&value) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        index.remove(&value);
+                    }
+                }
+            }
+        }
+    }
+
+    fn rebuild_indices(&mut self) {
+        let mut indices: HashMap<String, HashMap<String, BTreeSet<String>>> = HashMap::new();
+        for (name, index_fn) in &self.indexers {
+            let index = indices.entry(name.clone()).or_default();
+            for (key, obj) in &self.items {
+                for value in index_fn(obj) {
+                    index.entry(value).or_default().insert(key.clone());
+                }
+            }
+        }
+        self.indices = indices;
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ObjectMeta;
+
+    /// A pod with the given namespace, name, labels and resource version.
+    pub(crate) fn pod(namespace: &str, name: &str, labels: &[(&str, &str)], rv: &str) -> Arc<Pod> {
+        Arc::new(Pod {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.to_string()),
+                name: Some(name.to_string()),
+                resource_version: Some(rv.to_string()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        })
+    }
+
+    fn names(objects: &[Arc<Pod>]) -> Vec<String> {
+        objects.iter().map(|p| object_key(p.as_ref())).collect()
+    }
+
+    fn app_index() -> IndexFn<Pod> {
+        Arc::new(|pod: &Pod| {
+            pod.metadata
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get("app").cloned())
+                .into_iter()
+                .collect()
+        })
+    }
+
+    #[test]
+    fn upsert_get_remove_keep_namespace_index_current() {
+        let store = Store::new();
+        assert!(store.upsert(pod("a", "p1", &[], "1")).is_none());
+        assert!(store.upsert(pod("b", "p2", &[], "1")).is_none());
+        let old = store.upsert(pod("a", "p1", &[], "2"));
+        assert_eq!(
+            old.and_then(|p| p.metadata.resource_version.clone())
+                .as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            store
+                .get("a/p1")
+                .and_then(|p| p.metadata.resource_version.clone())
+                .as_deref(),
+            Some("2")
+        );
+        assert_eq!(
+            names(&store.by_index(NAMESPACE_INDEX, "a").unwrap_or_default()),
+            ["a/p1"]
+        );
+        assert!(store.remove("a/p1").is_some());
+        assert!(store.remove("a/p1").is_none());
+        assert!(store.get("a/p1").is_none());
+        assert_eq!(store.by_index(NAMESPACE_INDEX, "a"), Some(vec![]));
+        assert_eq!(names(&store.list()), ["b/p2"]);
+        assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn custom_index_follows_label_changes() {
+        let store = Store::new();
+        store.add_indexer("app", app_index());
+        store.upsert(pod("a", "p1", &[("app", "web")], "1"));
+        store.upsert(pod("a", "p2", &[("app", "web")], "1"));
+        store.upsert(pod("a", "p1", &[("app", "db")], "2"));
+        assert_eq!(
+            names(&store.by_index("app", "web").unwrap_or_default()),
+            ["a/p2"]
+        );
+        assert_eq!(
+            names(&store.by_index("app", "db").unwrap_or_default()),
+            ["a/p1"]
+        );
+        assert!(store.by_index("missing", "web").is_none());
+    }
+
+    #[test]
+    fn indexer_added_late_indexes_existing_objects() {
+        let store = Store::new();
+        store.upsert(pod("a", "p1", &[("app", "web")], "1"));
+        store.add_indexer("app", app_index());
+        assert_eq!(
+            names(&store.by_index("app", "web").unwrap_or_default()),
+            ["a/p1"]
+        );
+    }
+
+    #[test]
+    fn add_indexer_is_idempotent_by_name() {
+        let store = Store::new();
+        store.upsert(pod("a", "p1", &[("app", "web")], "1"));
+        store.add_indexer("app", app_index());
+        let other: IndexFn<Pod> = Arc::new(|_: &Pod| vec!["other".to_string()]);
+        store.add_indexer("app", other);
+        assert_eq!(
+            names(&store.by_index("app", "web").unwrap_or_default()),
+            ["a/p1"]
+        );
+        assert_eq!(store.by_index("app", "other"), Some(vec![]));
+    }
+
+    #[test]
+    fn replace_returns_previous_content_and_rebuilds_indices() {
+        let store = Store::new();
+        store.add_indexer("app", app_index());
+        store.upsert(pod("a", "p1", &[("app", "web")], "1"));
+        store.upsert(pod("a", "p2", &[("app", "web")], "1"));
+        let previous = store.replace(vec![pod("b", "p3", &[("app", "web")], "5")]);
+        assert_eq!(
+            previous.keys().cloned().collect::<Vec<_>>(),
+            ["a/p1", "a/p2"]
+        );
+        assert_eq!(
+            names(&store.by_index("app", "web").unwrap_or_default()),
+            ["b/p3"]
+        );
+        assert_eq!(store.by_index(NAMESPACE_INDEX, "a"), Some(vec![]));
+        assert_eq!(names(&store.list()), ["b/p3"]);
+    }
+}

@@ -1,0 +1,486 @@
+//! Informers against the in-process sim API server over real HTTP: handler order, relist after
+//! a lost watch, resync, sharing one watch between controllers, indexes and the transform.
+
+mod support;
+
+use std::time::Duration;
+
+use informer::{
+    FactoryConfig, POD_CONTROLLER_UID_INDEX, SharedInformerFactory, orphan_pod_index_key,
+    pod_controller_uid_index, wait_for_cache_sync,
+};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, ReplicaSet},
+    core::v1::Pod,
+};
+use kube::{
+    Api, ResourceExt,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+    core::Selector,
+};
+use support::{
+    eventually, pod,
+    proxy::Proxy,
+    quiet_sim_config,
+    recorder::{Call, Recorder},
+};
+use tokio_util::sync::CancellationToken;
+
+type TestResult = anyhow::Result<()>;
+
+fn rv(obj: &impl kube::Resource) -> String {
+    obj.meta().resource_version.clone().unwrap_or_default()
+}
+
+fn immediately() -> DeleteParams {
+    DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_see_add_update_delete_in_order() -> TestResult {
+    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let existing = api
+        .create(&PostParams::default(), &pod("old-0", &[]))
+        .await?;
+
+    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
+    let pods = factory.informer::<Pod>();
+    let recorder = Recorder::default();
+    let registration = pods.add_event_handler(recorder.clone());
+    let shutdown = CancellationToken::new();
+    factory.start(shutdown.clone());
+    assert!(wait_for_cache_sync(&shutdown, &[&pods, &registration]).await);
+    assert_eq!(
+        recorder.calls(),
+        [Call::Add {
+            key: "default/old-0".into(),
+            rv: rv(&existing),
+            initial: true
+        }]
+    );
+
+    let created = api
+        .create(&PostParams::default(), &pod("web-0", &[("app", "web")]))
+        .await?;
+    let patch = serde_json::json!({ "metadata": { "labels": { "tier": "fe" } } });
+    let patched = api
+        .patch("web-0", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    api.delete("web-0", &immediately()).await?;
+    eventually("the delete notification", || {
+        matches!(
+            recorder.calls_for("default/web-0").last(),
+            Some(Call::Delete { .. })
+        )
+    })
+    .await;
+
+    let calls = recorder.calls_for("default/web-0");
+    assert_eq!(
+        calls[0],
+        Call::Add {
+            key: "default/web-0".into(),
+            rv: rv(&created),
+            initial: false
+        }
+    );
+    assert_eq!(
+        calls[1],
+        Call::Update {
+            key: "default/web-0".into(),
+            old_rv: rv(&created),
+            new_rv: rv(&patched),
+            same_object: false
+        }
+    );
+    // Any further updates (e.g. a deletionTimestamp) must chain on the previous state.
+    let mut last_rv = rv(&patched);
+    for call in &calls[2..calls.len() - 1] {
+        let Call::Update { old_rv, new_rv, .. } = call else {
+            panic!("only updates between patch and delete, got {call:?}");
+        };
+        assert_eq!(*old_rv, last_rv, "updates arrive in order");
+        last_rv = new_rv.clone();
+    }
+    assert!(
+        matches!(
+            calls.last(),
+            Some(Call::Delete {
+                final_state: true,
+                ..
+            })
+        ),
+        "{calls:?}"
+    );
+    assert!(pods.lister().get("default", "web-0").is_none());
+    assert!(pods.lister().get("default", "old-0").is_some());
+
+    shutdown.cancel();
+    sim.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relist_after_lost_watch_delivers_missed_deletes_as_unknown() -> TestResult {
+    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let a = api.create(&PostParams::default(), &pod("a", &[])).await?;
+    let b = api.create(&PostParams::default(), &pod("b", &[])).await?;
+    api.create(&PostParams::default(), &pod("unchanged", &[]))
+        .await?;
+
+    let proxy = Proxy::start(sim.addr()).await?;
+    let factory = SharedInformerFactory::new(proxy.client(), FactoryConfig::default());
+    let pods = factory.informer::<Pod>();
+    let recorder = Recorder::default();
+    let registration = pods.add_event_handler(recorder.clone());
+    let shutdown = CancellationToken::new();
+    factory.start(shutdown.clone());
+    assert!(wait_for_cache_sync(&shutdown, &[&registration]).await);
+    assert_eq!(recorder.calls().len(), 3);
+    recorder.clear();
+
+    // While the informer is cut off: delete b, change a, create c; then forget the history.
+    proxy.pause();
+    api.delete("b", &immediately()).await?;
+    let patch = serde_json::json!({ "metadata": { "labels": { "changed": "yes" } } });
+    let a2 = api
+        .patch("a", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let c = api.create(&PostParams::default(), &pod("c", &[])).await?;
+    sim.compact();
+    proxy.resume();
+
+    eventually("the relist notifications", || recorder.calls().len() >= 3).await;
+    let calls = recorder.calls();
+    assert_eq!(
+        calls[0],
+        Call::Delete {
+            key: "default/b".into(),
+            rv: rv(&b),
+            final_state: false
+        },
+        "vanished objects come first, as DeletedFinalStateUnknown: {calls:?}"
+    );
+    assert!(calls.contains(&Call::Update {
+        key: "default/a".into(),
+        old_rv: rv(&a),
+        new_rv: rv(&a2),
+        same_object: false
+    }));
+    assert!(calls.contains(&Call::Add {
+        key: "default/c".into(),
+        rv: rv(&c),
+        initial: false
+    }));
+    assert_eq!(
+        calls.len(),
+        3,
+        "an unchanged object is not re-delivered: {calls:?}"
+    );
+    let names: Vec<String> = pods
+        .lister()
+        .list(&Selector::default())
+        .iter()
+        .map(|p| p.name_any())
+        .collect();
+    assert_eq!(names, ["a", "c", "unchanged"]);
+    assert!(
+        sim.accounting().count("list", "pods") >= 2,
+        "the informer relisted"
+    );
+
+    shutdown.cancel();
+    sim.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_redelivers_cached_objects_without_contacting_the_server() -> TestResult {
+    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let a = api.create(&PostParams::default(), &pod("a", &[])).await?;
+
+    let config = FactoryConfig {
+        default_resync: Duration::from_millis(200),
+        ..FactoryConfig::default()
+    };
+    let factory = SharedInformerFactory::new(sim.client(), config);
+    let pods = factory.informer::<Pod>();
+    let recorder = Recorder::default();
+    let registration = pods.add_event_handler(recorder.clone());
+    let shutdown = CancellationToken::new();
+    factory.start(shutdown.clone());
+    assert!(wait_for_cache_sync(&shutdown, &[&registration]).await);
+
+    let resync = Call::Update {
+        key: "default/a".into(),
+        old_rv: rv(&a),
+        new_rv: rv(&a),
+        same_object: true,
+    };
+    eventually("two resyncs", || {
+        recorder.calls().iter().filter(|c| **c == resync).count() >= 2
+    })
+    .await;
+    let accounting = sim.accounting();
+    assert_eq!(accounting.count("list", "pods"), 1);
+    assert_eq!(accounting.count("watch", "pods"), 1);
+
+    shutdown.cancel();
+    sim.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_controllers_share_one_list_and_watch() -> TestResult {
+    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
+    // Two controllers each ask for the pod informer and register their handler.
+    let first = Recorder::default();
+    let second = Recorder::default();
+    let first_registration = factory.informer::<Pod>().add_event_handler(first.clone());
+    let second_registration = factory.informer::<Pod>().add_event_handler(second.clone());
+    let replicasets = factory.informer::<ReplicaSet>();
+    let shutdown = CancellationToken::new();
+    factory.start(shutdown.clone());
+    factory.start(shutdown.clone());
+    assert_eq!(factory.started_count(), 2);
+    assert!(
+        wait_for_cache_sync(
+            &shutdown,
+            &[&first_registration, &second_registration, &replicasets]
+        )
+        .await
+    );
+
+    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    api.create(&PostParams::default(), &pod("web-0", &[]))
+        .await?;
+    eventually("both handlers", || {
+        first.calls().len() == 1 && second.calls().len() == 1
+    })
+    .await;
+    assert_eq!(first.calls(), second.calls());
+
+    let accounting = sim.accounting();
+    assert_eq!(accounting.count("list", "pods"), 1);
+    assert_eq!(accounting.count("watch", "pods"), 1);
+    assert_eq!(accounting.count("list", "replicasets"), 1);
+
+    // An informer requested after start waits for the next start.
+    let deployments = factory.informer::<Deployment>();
+    assert_eq!(factory.started_count(), 2);
+    factory.start(shutdown.clone());
+    assert_eq!(factory.started_count(), 3);
+    assert!(wait_for_cache_sync(&shutdown, &[&deployments]).await);
+    assert_eq!(sim.accounting().count("list", "pods"), 1);
+
+    shutdown.cancel();
+    sim.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods() -> TestResult {
+    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let rs: ReplicaSet = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "web", "namespace": "default" },
+        "spec": {
+            "replicas": 0,
+            "selector": { "matchLabels": { "app": "web" } },
+            "template": {
+                "metadata": { "labels": { "app": "web" } },
+                "spec": { "containers": [{ "name": "c", "image": "busybox" }] }
+            }
+        }
+    }))?;
+    let rs = Api::<ReplicaSet>::namespaced(sim.client(), "default")
+        .create(&PostParams::default(), &rs)
+        .await?;
+    let uid = rs.uid().unwrap_or_default();
+    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let mut owned = pod("owned", &[("app", "web")]);
+    owned.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "web".into(),
+            uid: uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        },
+    ]);
+    api.create(&PostParams::default(), &owned).await?;
+    api.create(&PostParams::default(), &pod("orphan", &[("app", "web")]))
+        .await?;
+
+    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
+    let pods = factory.informer::<Pod>();
+    let shutdown = CancellationToken::new();
+    factory.start(shutdown.clone());
+    assert!(wait_for_cache_sync(&shutdown, &[&pods]).await);
+    pods.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
+    pods.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
+
+    let lister = pods.lister();
+    let names =
+        |pods: Vec<std::sync::Arc<Pod>>| pods.iter().map(|p| p.name_any()).collect::<Vec<_>>();
+    assert_eq!(
+        names(lister.by_index(POD_CONTROLLER_UID_INDEX, &uid)),
+        ["owned"]
+    );
+    assert_eq!(
+        names(lister.by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key("default"))),
+        ["orphan"]
+    );
+
+    // Later pods are indexed as they arrive.
+    let mut second = owned.clone();
+    second.metadata.name = Some("owned-2".into());
+    api.create(&PostParams::default(), &second).await?;
+    eventually("the new pod in the index", || {
+        lister.by_index(POD_CONTROLLER_UID_INDEX, &uid).len() == 2
+    })
+    .await;
+
+    shutdown.cancel();
+    sim.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transform_drops_managed_fields_before_caching() -> TestResult {
+    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let mut with_fields = pod("web-0", &[]);
+    with_fields.metadata.managed_fields = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            operation: Some("Update".into()),
+            api_version: Some("v1".into()),
+            ..Default::default()
+        },
+    ]);
+    let created = api.create(&PostParams::default(), &with_fields).await?;
+    assert!(
+        created.metadata.managed_fields.is_some(),
+        "precondition: the server returns managedFields"
+    );
+
+    let shutdown = CancellationToken::new();
+    let mut cached = Vec::new();
+    for drop_managed_fields in [true, false] {
+        let config = FactoryConfig {
+            drop_managed_fields,
+            ..FactoryConfig::default()
+        };
+        let factory = SharedInformerFactory::new(sim.client(), config);
+        let pods = factory.informer::<Pod>();
+        factory.start(shutdown.clone());
+        assert!(wait_for_cache_sync(&shutdown, &[&pods]).await);
+        cached.push(pods.lister().get("default", "web-0"));
+    }
+    let [Some(dropped), Some(kept)] = cached.as_slice() else {
+        panic!("both informers must cache the pod: {cached:?}");
+    };
+    assert!(dropped.metadata.managed_fields.is_none());
+    assert_eq!(
+        kept.metadata.managed_fields,
+        created.metadata.managed_fields
+    );
+
+    shutdown.cancel();
+    sim.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_disconnects_resume_without_relist_or_duplicates() -> TestResult {
+    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    sim.set_faults(sim::FaultConfig {
+        watch_disconnect_every: Some(Duration::from_millis(150)),
+        ..sim::FaultConfig::default()
+    });
+    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
+    let pods = factory.informer::<Pod>();
+    let recorder = Recorder::default();
+    let registration = pods.add_event_handler(recorder.clone());
+    let shutdown = CancellationToken::new();
+    factory.start(shutdown.clone());
+    assert!(wait_for_cache_sync(&shutdown, &[&registration]).await);
+
+    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let mut created = Vec::new();
+    for i in 0..5 {
+        created.push(
+            api.create(&PostParams::default(), &pod(&format!("p{i}"), &[]))
+                .await?,
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eventually("every add", || recorder.calls().len() == created.len()).await;
+    let want: Vec<Call> = created
+        .iter()
+        .map(|p| Call::Add {
+            key: format!("default/{}", p.name_any()),
+            rv: rv(p),
+            initial: false,
+        })
+        .collect();
+    assert_eq!(recorder.calls(), want);
+    let accounting = sim.accounting();
+    assert!(
+        accounting.count("watch", "pods") > 1,
+        "the watch was cut and resumed"
+    );
+    assert_eq!(
+        accounting.count("list", "pods"),
+        1,
+        "resuming needs no relist"
+    );
+
+    shutdown.cancel();
+    sim.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_list_is_paged_and_applied_as_one_list() -> TestResult {
+    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let count = informer::LIST_PAGE_SIZE as usize + 20;
+    for i in 0..count {
+        api.create(&PostParams::default(), &pod(&format!("p{i:04}"), &[]))
+            .await?;
+    }
+    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
+    let pods = factory.informer::<Pod>();
+    let recorder = Recorder::default();
+    let registration = pods.add_event_handler(recorder.clone());
+    let shutdown = CancellationToken::new();
+    factory.start(shutdown.clone());
+    assert!(wait_for_cache_sync(&shutdown, &[&registration]).await);
+
+    let calls = recorder.calls();
+    assert_eq!(calls.len(), count);
+    assert!(
+        calls
+            .iter()
+            .all(|call| matches!(call, Call::Add { initial: true, .. }))
+    );
+    assert_eq!(pods.lister().len(), count);
+    assert_eq!(
+        sim.accounting().count("list", "pods"),
+        2,
+        "two pages of 500"
+    );
+
+    shutdown.cancel();
+    sim.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! The `--controllers` flag: which controllers run.
+//!
+//! Upstream semantics (manager.md §2): aliases are rewritten to canonical names, every entry but
+//! `*` must name a known controller, and for each controller the first entry naming it (`name`
+//! or `-name`) decides; otherwise `*` enables every controller that is not disabled by default.
+
+use crate::registry::ControllerRegistry;
+
+/// A `--controllers` entry that names no known controller.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{name:?} is not in the list of known controllers: {known}")]
+pub struct UnknownControllerError {
+    name: String,
+    known: String,
+}
+
+/// The validated `--controllers` list, with aliases resolved to canonical names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerSelection {
+    entries: Vec<SelectionEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SelectionEntry {
+    All,
+    Enable(String),
+    Disable(String),
+}
+
+impl ControllerSelection {
+    /// Validates the raw flag entries against the registry; an unknown name is an error that
+    /// lists the known ones, as upstream's message does.
+    pub fn parse(
+        raw_entries: &[String],
+        registry: &ControllerRegistry,
+    ) -> Result<Self, UnknownControllerError> {
+        let mut entries = Vec::with_capacity(raw_entries.len());
+        for raw in raw_entries.iter().map(|entry| entry.trim()) {
+            if raw.is_empty() {
+                continue;
+            }
+            if raw == "*" {
+                entries.push(SelectionEntry::All);
+                continue;
+            }
+            let (disable, name) = match raw.strip_prefix('-') {
+                Some(name) => (true, name),
+                None => (false, raw),
+            };
+            let canonical = registry
+                .canonical_name(name)
+                .ok_or_else(|| UnknownControllerError {
+                    name: name.to_string(),
+                    known: registry.known_names().join(", "),
+                })?
+                .to_string();
+            entries.push(if disable {
+                SelectionEntry::Disable(canonical)
+            } else {
+                SelectionEntry::Enable(canonical)
+            });
+        }
+        Ok(Self { entries })
+    }
+
+    /// Upstream's `IsControllerEnabled`: first explicit mention wins, then `*` enables the
+    /// controllers that are not disabled by default.
+    pub fn is_enabled(&self, canonical_name: &str, disabled_by_default: bool) -> bool {
+        for entry in &self.entries {
+            match entry {
+                SelectionEntry::Enable(name) if name == canonical_name => return true,
+                SelectionEntry::Disable(name) if name == canonical_name => return false,
+                _ => {}
+            }
+        }
+        self.entries.contains(&SelectionEntry::All) && !disabled_by_default
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{ControllerDescriptor, ControllerRegistry};
+
+    fn registry() -> ControllerRegistry {
+        let mut registry = ControllerRegistry::new();
+        let descriptors: [(&'static str, &'static [&'static str], bool); 4] = [
+            ("replicaset-controller", &["replicaset"], false),
+            ("deployment-controller", &["deployment"], false),
+            ("statefulset-controller", &["statefulset"], false),
+            ("bootstrap-signer-controller", &["bootstrapsigner"], true),
+        ];
+        for (name, aliases, disabled_by_default) in descriptors {
+            registry
+                .register(ControllerDescriptor {
+                    name,
+                    aliases,
+                    disabled_by_default,
+                    init: |_| Ok(None),
+                })
+                .expect("register");
+        }
+        registry
+    }
+
+    fn entries(list: &str) -> Vec<String> {
+        list.split(',').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn decides_like_upstream() {
+        let registry = registry();
+        let rs = "replicaset-controller";
+        let signer = "bootstrap-signer-controller";
+        // (flag, controller, disabled by default, expected)
+        let cases = [
+            ("*", rs, false, true),
+            ("*", signer, true, false),
+            ("*,bootstrapsigner", signer, true, true),
+            ("bootstrap-signer-controller", signer, true, true),
+            ("*,-replicaset", rs, false, false),
+            ("-replicaset,*", rs, false, false),
+            ("*,-replicaset-controller", rs, false, false),
+            ("replicaset,-replicaset", rs, false, true),
+            ("-replicaset,replicaset", rs, false, false),
+            ("deployment", rs, false, false),
+            ("deployment,replicaset", rs, false, true),
+            ("", rs, false, false),
+        ];
+        for (flag, name, disabled_by_default, want) in cases {
+            let selection = ControllerSelection::parse(&entries(flag), &registry).expect(flag);
+            assert_eq!(
+                selection.is_enabled(name, disabled_by_default),
+                want,
+                "--controllers={flag} for {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_names_are_errors_listing_the_known_ones() {
+        let registry = registry();
+        for flag in ["nosuch", "*,-nosuch", "replicaset,foo"] {
+            let err = ControllerSelection::parse(&entries(flag), &registry).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.contains("is not in the list of known controllers"),
+                "{message}"
+            );
+            assert!(message.contains("replicaset-controller"), "{message}");
+        }
+    }
+}

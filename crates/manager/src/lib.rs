@@ -1,0 +1,21 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod context;
+pub mod controller_selection;
+pub mod controllers;
+pub mod go_duration;
+pub mod health;
+pub mod leader_election;
+pub mod options;
+pub mod registry;
+pub mod rest_client;
+pub mod run;
+pub mod server;
+
+pub use context::ControllerContext;
+pub use controller_selection::ControllerSelection;
+pub use controllers::default_registry;
+pub use options::Options;
+pub use registry::{Controller, ControllerDescriptor, ControllerRegistry, InitError};
+pub use run::{RunError, run};

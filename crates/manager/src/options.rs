@@ -1,0 +1,368 @@
+//! Command-line options: upstream kube-controller-manager's flag names and defaults for what
+//! kcm-rs does, plus the upstream flags that mean nothing here, accepted with one warning each
+//! so that an upstream manifest runs unchanged.
+
+use std::{net::IpAddr, path::PathBuf, time::Duration};
+
+use clap::{Parser, ValueEnum};
+
+use crate::go_duration::parse_go_duration;
+
+/// kube-controller-manager for Deployments, ReplicaSets and StatefulSets.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "kube-controller-manager", version, about)]
+pub struct Options {
+    /// Controllers to enable: `*` for all on by default, `name` to enable, `-name` to disable;
+    /// the first entry naming a controller wins.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+
+    /// Number of ReplicaSets synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    pub concurrent_replicaset_syncs: usize,
+    /// Number of Deployments synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    pub concurrent_deployment_syncs: usize,
+    /// Number of StatefulSets synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    pub concurrent_statefulset_syncs: usize,
+
+    /// Path to a kubeconfig; empty with no --master means in-cluster configuration.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// API server URL; overrides the kubeconfig's server.
+    #[arg(long)]
+    pub master: Option<String>,
+    /// Client-side queries per second, per client (upstream: per controller).
+    #[arg(long, default_value_t = 20.0)]
+    pub kube_api_qps: f32,
+    /// Client-side burst, per client.
+    #[arg(long, default_value_t = 30)]
+    pub kube_api_burst: u32,
+    /// Request content type. kcm-rs always speaks JSON; protobuf is accepted and logged.
+    #[arg(long, default_value = "application/vnd.kubernetes.protobuf")]
+    pub kube_api_content_type: String,
+    /// Resync of the shared informers is random in [min, 2*min).
+    #[arg(long, default_value = "12h", value_parser = parse_go_duration)]
+    pub min_resync_period: Duration,
+    /// Delay between starting controllers (jittered by up to 100%).
+    #[arg(long, default_value = "0", value_parser = parse_go_duration)]
+    pub controller_start_interval: Duration,
+
+    /// Run leader election on a Lease before starting controllers.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// How long non-leaders wait after the last observed renewal before taking over.
+    #[arg(long, default_value = "15s", value_parser = parse_go_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// The leader gives up if it cannot renew within this.
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// Interval between acquire and renew attempts.
+    #[arg(long, default_value = "2s", value_parser = parse_go_duration)]
+    pub leader_elect_retry_period: Duration,
+    /// Lock type; only `leases` is supported, as upstream.
+    #[arg(long, default_value = "leases")]
+    pub leader_elect_resource_lock: String,
+    /// Lease name. kcm-rs defaults to its own name so it can run beside upstream.
+    #[arg(long, default_value = "kcm-rs")]
+    pub leader_elect_resource_name: String,
+    /// Lease namespace.
+    #[arg(long, default_value = "kube-system")]
+    pub leader_elect_resource_namespace: String,
+
+    /// Address the HTTPS endpoints listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+    /// Port of the HTTPS endpoints; 0 disables serving.
+    #[arg(long, default_value_t = 10257)]
+    pub secure_port: u16,
+    /// Serving certificate (PEM); without it a self-signed one is generated in memory.
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Serving key (PEM).
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// kcm-rs only: serve plain HTTP instead of HTTPS on --secure-port (for local runs).
+    #[arg(long, default_value_t = false)]
+    pub plain_http: bool,
+
+    /// Log verbosity (upstream klog levels; 0-2 info, 3-4 debug, 5+ trace).
+    #[arg(long = "v", short = 'v', default_value_t = 0)]
+    pub verbosity: u8,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LoggingFormat::Text)]
+    pub logging_format: LoggingFormat,
+}
+
+/// `--logging-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoggingFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Options that fail validation before anything starts.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OptionsError {
+    /// Lease timings upstream would reject.
+    #[error(
+        "leader election timings invalid: need lease-duration > renew-deadline > 1.2 x retry-period > 0"
+    )]
+    LeaderElectionTimings,
+    /// A lock type other than leases.
+    #[error("--leader-elect-resource-lock={0}: only \"leases\" is supported")]
+    ResourceLock(String),
+    /// Only one of the certificate and key files was given.
+    #[error("--tls-cert-file and --tls-private-key-file must be given together")]
+    HalfCertificate,
+}
+
+impl Options {
+    /// Upstream's checks (leader election timings, lock type) plus ours.
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        if self.leader_elect {
+            let lease = self.leader_elect_lease_duration;
+            let renew = self.leader_elect_renew_deadline;
+            let retry = self.leader_elect_retry_period;
+            if retry.is_zero() || renew <= retry.mul_f64(1.2) || lease <= renew {
+                return Err(OptionsError::LeaderElectionTimings);
+            }
+            if self.leader_elect_resource_lock != "leases" {
+                return Err(OptionsError::ResourceLock(
+                    self.leader_elect_resource_lock.clone(),
+                ));
+            }
+        }
+        if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
+            return Err(OptionsError::HalfCertificate);
+        }
+        Ok(())
+    }
+}
+
+/// Upstream flags that take a value and have no meaning for kcm-rs.
+pub const IGNORED_VALUE_FLAGS: &[&str] = &[
+    "address",
+    "allocate-node-cidrs-mask-size",
+    "allow-metric-labels",
+    "allow-metric-labels-manifest",
+    "attach-detach-reconcile-sync-period",
+    "authentication-kubeconfig",
+    "authentication-token-webhook-cache-ttl",
+    "authorization-always-allow-paths",
+    "authorization-kubeconfig",
+    "authorization-webhook-cache-authorized-ttl",
+    "authorization-webhook-cache-unauthorized-ttl",
+    "cert-dir",
+    "client-ca-file",
+    "cloud-config",
+    "cloud-provider",
+    "cluster-cidr",
+    "cluster-name",
+    "cluster-signing-cert-file",
+    "cluster-signing-duration",
+    "cluster-signing-key-file",
+    "concurrent-cron-job-syncs",
+    "concurrent-endpoint-syncs",
+    "concurrent-gc-syncs",
+    "concurrent-horizontal-pod-autoscaler-syncs",
+    "concurrent-job-syncs",
+    "concurrent-namespace-syncs",
+    "concurrent-rc-syncs",
+    "concurrent-resource-quota-syncs",
+    "concurrent-service-endpoint-syncs",
+    "concurrent-service-syncs",
+    "concurrent-serviceaccount-token-syncs",
+    "concurrent-ttl-after-finished-syncs",
+    "disabled-metrics",
+    "feature-gates",
+    "flex-volume-plugin-dir",
+    "horizontal-pod-autoscaler-sync-period",
+    "http2-max-streams-per-connection",
+    "large-cluster-size-threshold",
+    "leader-migration-config",
+    "log-flush-frequency",
+    "logging-format-options",
+    "node-cidr-mask-size",
+    "node-eviction-rate",
+    "node-monitor-grace-period",
+    "node-monitor-period",
+    "node-startup-grace-period",
+    "pod-eviction-timeout",
+    "port",
+    "pv-recycler-pod-template-filepath-hostpath",
+    "requestheader-allowed-names",
+    "requestheader-client-ca-file",
+    "requestheader-extra-headers-prefix",
+    "requestheader-group-headers",
+    "requestheader-username-headers",
+    "root-ca-file",
+    "secondary-node-eviction-rate",
+    "service-account-private-key-file",
+    "service-cluster-ip-range",
+    "show-hidden-metrics-for-version",
+    "terminated-pod-gc-threshold",
+    "tls-cipher-suites",
+    "tls-min-version",
+    "tls-sni-cert-key",
+    "unhealthy-zone-threshold",
+];
+
+/// Upstream boolean flags with no meaning for kcm-rs (they only take a value as `--flag=value`).
+pub const IGNORED_BOOL_FLAGS: &[&str] = &[
+    "allocate-node-cidrs",
+    "configure-cloud-routes",
+    "contention-profiling",
+    "enable-dynamic-provisioning",
+    "enable-garbage-collector",
+    "enable-hostpath-provisioner",
+    "enable-leader-migration",
+    "enable-taint-manager",
+    "permit-address-sharing",
+    "permit-port-sharing",
+    "profiling",
+    "use-service-account-credentials",
+];
+
+/// Splits the command line into what clap parses and the ignored upstream flags found,
+/// returned by name so the caller can warn once for each.
+pub fn strip_ignored_flags(args: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let mut kept = Vec::with_capacity(args.len());
+    let mut ignored = Vec::new();
+    let mut args = args.into_iter();
+    if let Some(program) = args.next() {
+        kept.push(program);
+    }
+    while let Some(arg) = args.next() {
+        let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
+            kept.push(arg);
+            continue;
+        };
+        let (name, has_inline_value) = match flag.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (flag, false),
+        };
+        if IGNORED_VALUE_FLAGS.contains(&name) {
+            if !has_inline_value {
+                args.next();
+            }
+            ignored.push(name.to_string());
+        } else if IGNORED_BOOL_FLAGS.contains(&name) {
+            ignored.push(name.to_string());
+        } else {
+            kept.push(arg);
+        }
+    }
+    (kept, ignored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Options {
+        let mut argv = vec!["kube-controller-manager".to_string()];
+        argv.extend(args.iter().map(|arg| arg.to_string()));
+        let (kept, _) = strip_ignored_flags(argv);
+        Options::try_parse_from(kept).expect("parse")
+    }
+
+    #[test]
+    fn defaults_are_upstreams() {
+        let options = parse(&[]);
+        assert_eq!(options.controllers, vec!["*"]);
+        assert_eq!(options.concurrent_replicaset_syncs, 5);
+        assert_eq!(options.concurrent_deployment_syncs, 5);
+        assert_eq!(options.concurrent_statefulset_syncs, 5);
+        assert_eq!(options.kube_api_qps, 20.0);
+        assert_eq!(options.kube_api_burst, 30);
+        assert_eq!(options.min_resync_period, Duration::from_secs(12 * 3600));
+        assert!(options.leader_elect);
+        assert_eq!(options.leader_elect_lease_duration, Duration::from_secs(15));
+        assert_eq!(options.leader_elect_renew_deadline, Duration::from_secs(10));
+        assert_eq!(options.leader_elect_retry_period, Duration::from_secs(2));
+        assert_eq!(options.leader_elect_resource_name, "kcm-rs");
+        assert_eq!(options.leader_elect_resource_namespace, "kube-system");
+        assert_eq!(options.secure_port, 10257);
+        assert_eq!(options.validate(), Ok(()));
+    }
+
+    #[test]
+    fn parses_upstream_forms() {
+        let options = parse(&[
+            "--controllers=*,-deployment",
+            "--leader-elect=false",
+            "--kube-api-qps=50",
+            "--min-resync-period=1h0m0s",
+            "--v=4",
+            "--logging-format=json",
+        ]);
+        assert_eq!(options.controllers, vec!["*", "-deployment"]);
+        assert!(!options.leader_elect);
+        assert_eq!(options.kube_api_qps, 50.0);
+        assert_eq!(options.min_resync_period, Duration::from_secs(3600));
+        assert_eq!(options.verbosity, 4);
+        assert_eq!(options.logging_format, LoggingFormat::Json);
+        assert!(parse(&["--leader-elect"]).leader_elect);
+    }
+
+    #[test]
+    fn strips_ignored_upstream_flags() {
+        let argv = [
+            "kcm",
+            "--use-service-account-credentials=true",
+            "--cluster-cidr",
+            "10.0.0.0/8",
+            "--profiling",
+            "--controllers=*",
+            "--root-ca-file=/ca.crt",
+            "--allocate-node-cidrs=true",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (kept, ignored) = strip_ignored_flags(argv);
+        assert_eq!(kept, vec!["kcm", "--controllers=*"]);
+        assert_eq!(
+            ignored,
+            vec![
+                "use-service-account-credentials",
+                "cluster-cidr",
+                "profiling",
+                "root-ca-file",
+                "allocate-node-cidrs"
+            ]
+        );
+    }
+
+    #[test]
+    fn validation_matches_upstream() {
+        let cases: &[(&[&str], Result<(), OptionsError>)] = &[
+            (
+                &["--leader-elect-renew-deadline=15s"],
+                Err(OptionsError::LeaderElectionTimings),
+            ),
+            (
+                &["--leader-elect-retry-period=9s"],
+                Err(OptionsError::LeaderElectionTimings),
+            ),
+            (
+                &["--leader-elect=false", "--leader-elect-renew-deadline=15s"],
+                Ok(()),
+            ),
+            (
+                &["--leader-elect-resource-lock=endpoints"],
+                Err(OptionsError::ResourceLock("endpoints".into())),
+            ),
+            (
+                &["--tls-cert-file=/c.pem"],
+                Err(OptionsError::HalfCertificate),
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(&parse(args).validate(), want, "{args:?}");
+        }
+    }
+}

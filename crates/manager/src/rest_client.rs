@@ -1,0 +1,229 @@
+//! API clients as upstream builds them: one client per name (its own user agent and its own
+//! client-side token bucket, `--kube-api-qps`/`--kube-api-burst`), all feeding client-go's
+//! `rest_client_*` metrics.
+//!
+//! The limiter and the metrics are a tower layer on top of kube's default stack. kube's inner
+//! service future is lazy (nothing is sent before it is polled), so waiting for a token before
+//! polling it delays the request itself, exactly like client-go's `Throttle` before `Do`.
+
+use std::{
+    num::NonZeroU32,
+    sync::Arc,
+    task::{Context, Poll},
+    time::{Duration, Instant},
+};
+
+use futures::future::BoxFuture;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use http::{HeaderValue, Request, Response};
+use kube::client::{Body, ClientBuilder};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use tower::{Layer, Service};
+
+/// Latency buckets of client-go's request and rate-limiter histograms.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
+];
+
+/// Building a client failed (bad kubeconfig, TLS setup, invalid QPS).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// kube refused the configuration.
+    #[error("building the API client: {0}")]
+    Kube(#[from] kube::Error),
+    /// `--kube-api-qps` or `--kube-api-burst` is not positive.
+    #[error("--kube-api-qps and --kube-api-burst must be positive (got {qps} and {burst})")]
+    InvalidRate {
+        /// The QPS given.
+        qps: f32,
+        /// The burst given.
+        burst: u32,
+    },
+    /// Registering the metrics failed (registered twice into one registry).
+    #[error("registering rest client metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+}
+
+/// client-go's `rest_client_*` families, shared by every client of the process.
+#[derive(Clone)]
+pub struct RestClientMetrics {
+    requests: IntCounterVec,
+    request_duration: HistogramVec,
+    rate_limiter_duration: HistogramVec,
+}
+
+impl RestClientMetrics {
+    /// Creates the families and registers them into `registry`.
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "rest_client_requests_total",
+                "[ALPHA] Number of HTTP requests, partitioned by status code, method, and host.",
+            ),
+            &["code", "method", "host"],
+        )?;
+        let request_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "rest_client_request_duration_seconds",
+                "[ALPHA] Request latency in seconds. Broken down by verb, and host.",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+            &["verb", "host"],
+        )?;
+        let rate_limiter_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "rest_client_rate_limiter_duration_seconds",
+                "[ALPHA] Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+            &["verb", "host"],
+        )?;
+        registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(request_duration.clone()))?;
+        registry.register(Box::new(rate_limiter_duration.clone()))?;
+        Ok(Self {
+            requests,
+            request_duration,
+            rate_limiter_duration,
+        })
+    }
+}
+
+/// Makes one `kube::Client` per client name from one base configuration.
+#[derive(Clone)]
+pub struct ClientFactory {
+    config: kube::Config,
+    quota: Quota,
+    metrics: RestClientMetrics,
+    host: String,
+}
+
+impl ClientFactory {
+    /// Validates the rate and remembers the configuration; no connection is made here.
+    pub fn new(
+        config: kube::Config,
+        qps: f32,
+        burst: u32,
+        metrics: RestClientMetrics,
+    ) -> Result<Self, ClientError> {
+        let invalid = ClientError::InvalidRate { qps, burst };
+        let burst_nonzero =
+            NonZeroU32::new(burst).ok_or(ClientError::InvalidRate { qps, burst })?;
+        if !(qps.is_finite() && qps > 0.0) {
+            return Err(invalid);
+        }
+        let period = Duration::from_secs_f64(1.0 / f64::from(qps));
+        let quota = Quota::with_period(period)
+            .ok_or(invalid)?
+            .allow_burst(burst_nonzero);
+        let host = config
+            .cluster_url
+            .authority()
+            .map(|authority| authority.to_string())
+            .unwrap_or_default();
+        Ok(Self {
+            config,
+            quota,
+            metrics,
+            host,
+        })
+    }
+
+    /// A client with its own token bucket whose user agent ends in `/<client_name>`, like
+    /// upstream's `kube-controller-manager/<version> (<os>/<arch>) kubernetes/<commit>/<name>`.
+    pub fn client(&self, client_name: &str) -> Result<kube::Client, ClientError> {
+        let mut config = self.config.clone();
+        let user_agent = format!(
+            "kube-controller-manager/v{} ({}/{}) kcm-rs/{}",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            client_name
+        );
+        if let Ok(value) = HeaderValue::from_str(&user_agent) {
+            config
+                .headers
+                .retain(|(name, _)| name != http::header::USER_AGENT);
+            config.headers.push((http::header::USER_AGENT, value));
+        }
+        let layer = RestClientLayer {
+            limiter: Arc::new(RateLimiter::direct(self.quota)),
+            metrics: self.metrics.clone(),
+            host: self.host.clone(),
+        };
+        Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
+    }
+}
+
+/// Tower layer: client-side rate limiting plus `rest_client_*` accounting.
+#[derive(Clone)]
+struct RestClientLayer {
+    limiter: Arc<DefaultDirectRateLimiter>,
+    metrics: RestClientMetrics,
+    host: String,
+}
+
+impl<S> Layer<S> for RestClientLayer {
+    type Service = RestClientService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RestClientService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service produced by [`RestClientLayer`].
+struct RestClientService<S> {
+    inner: S,
+    layer: RestClientLayer,
+}
+
+impl<S, B> Service<Request<Body>> for RestClientService<S>
+where
+    S: Service<Request<Body>, Response = Response<B>>,
+    S::Future: Send + 'static,
+    S::Error: 'static,
+    B: 'static,
+{
+    type Response = Response<B>;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<Response<B>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let method = request.method().as_str().to_string();
+        let response = self.inner.call(request);
+        let layer = self.layer.clone();
+        Box::pin(async move {
+            let waited = Instant::now();
+            layer.limiter.until_ready().await;
+            layer
+                .metrics
+                .rate_limiter_duration
+                .with_label_values(&[&method, &layer.host])
+                .observe(waited.elapsed().as_secs_f64());
+            let started = Instant::now();
+            let result = response.await;
+            layer
+                .metrics
+                .request_duration
+                .with_label_values(&[&method, &layer.host])
+                .observe(started.elapsed().as_secs_f64());
+            let code = match &result {
+                Ok(response) => response.status().as_u16().to_string(),
+                Err(_) => "<error>".to_string(),
+            };
+            layer
+                .metrics
+                .requests
+                .with_label_values(&[&code, &method, &layer.host])
+                .inc();
+            result
+        })
+    }
+}

@@ -1,0 +1,355 @@
+//! Start-up, leadership and shutdown, in upstream's order (manager.md §6–§8):
+//! flags -> clients -> HTTP server -> leader election -> construct every enabled controller ->
+//! start the shared informers -> run each controller (staggered by --controller-start-interval).
+//!
+//! Losing the lease stops work and fails at once, as upstream; a graceful shutdown (SIGTERM)
+//! lets in-flight syncs finish within a bound and releases the lease, so a standby takes over
+//! without waiting for the lease to expire.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use informer::{FactoryConfig, SharedInformerFactory};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use prometheus::Registry;
+use rand::Rng;
+use tokio_util::sync::CancellationToken;
+use workqueue::ControllerMetrics;
+
+use crate::{
+    context::ControllerContext,
+    controller_selection::{ControllerSelection, UnknownControllerError},
+    health::{Health, Readiness},
+    leader_election::{
+        Campaign, ElectionError, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector,
+    },
+    options::{Options, OptionsError},
+    registry::{Controller, ControllerRegistry, InitError},
+    rest_client::{ClientError, ClientFactory, RestClientMetrics},
+    server::{self, ServerError, Serving},
+};
+
+/// How long in-flight syncs may take to finish after a shutdown request.
+const SHUTDOWN_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why the manager stopped with a failure; the binary exits 1 on any of these.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Invalid flags.
+    #[error(transparent)]
+    Options(#[from] OptionsError),
+    /// `--controllers` names an unknown controller.
+    #[error(transparent)]
+    Selection(#[from] UnknownControllerError),
+    /// No usable kubeconfig or in-cluster configuration.
+    #[error("loading the client configuration: {0}")]
+    Config(String),
+    /// The API client could not be built.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The HTTP server could not start.
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    /// A controller failed to initialize.
+    #[error(transparent)]
+    Init(#[from] InitError),
+    /// Metrics could not be registered.
+    #[error("registering metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+    /// Releasing the lease on shutdown failed.
+    #[error("releasing the lease: {0}")]
+    Release(#[from] ElectionError),
+    /// The lease could not be renewed in time: stop at once.
+    #[error("leaderelection lost")]
+    LeadershipLost,
+}
+
+/// What the caller may want to know of a running manager (tests use the bound address).
+#[derive(Debug, Clone, Default)]
+pub struct RunHooks {
+    /// Receives the address the HTTP endpoints listen on, once bound.
+    pub on_serving: Option<tokio::sync::mpsc::UnboundedSender<SocketAddr>>,
+}
+
+/// Runs the manager until `shutdown` is cancelled (Ok) or leadership is lost (Err).
+pub async fn run(
+    options: Options,
+    registry: ControllerRegistry,
+    shutdown: CancellationToken,
+) -> Result<(), RunError> {
+    run_with_hooks(options, registry, shutdown, RunHooks::default()).await
+}
+
+/// [`run`] with hooks for embedding.
+pub async fn run_with_hooks(
+    options: Options,
+    registry: ControllerRegistry,
+    shutdown: CancellationToken,
+    hooks: RunHooks,
+) -> Result<(), RunError> {
+    options.validate()?;
+    let selection = ControllerSelection::parse(&options.controllers, &registry)?;
+    if options.kube_api_content_type != "application/json" {
+        tracing::info!(
+            requested = %options.kube_api_content_type,
+            "kcm-rs speaks JSON to the API server; --kube-api-content-type is noted, not used"
+        );
+    }
+
+    let metrics = Registry::new();
+    register_process_metrics(&metrics);
+    let rest_metrics = RestClientMetrics::register(&metrics)?;
+    let config = load_client_config(&options).await?;
+    let clients = ClientFactory::new(
+        config,
+        options.kube_api_qps,
+        options.kube_api_burst,
+        rest_metrics,
+    )?;
+
+    let health = Health::default();
+    if options.secure_port != 0 {
+        let serving = match (&options.tls_cert_file, &options.tls_private_key_file) {
+            _ if options.plain_http => Serving::PlainHttp,
+            (Some(cert), Some(key)) => Serving::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            _ => Serving::TlsSelfSigned,
+        };
+        let addr = SocketAddr::new(options.bind_address, options.secure_port);
+        let bound = server::serve(
+            addr,
+            serving,
+            health.clone(),
+            metrics.clone(),
+            shutdown.clone(),
+        )
+        .await?;
+        tracing::info!(address = %bound, "serving metrics and health");
+        if let Some(sender) = &hooks.on_serving {
+            let _ = sender.send(bound);
+        }
+    }
+
+    let options = Arc::new(options);
+    let controller_metrics = ControllerMetrics::register(&metrics)?;
+    let plan = ControllerPlan {
+        registry,
+        selection,
+        clients: clients.clone(),
+        metrics: metrics.clone(),
+        controller_metrics,
+        options: options.clone(),
+        health: health.clone(),
+    };
+
+    if !options.leader_elect {
+        let result = run_controllers(plan, shutdown.clone()).await;
+        health.set_readiness(Readiness::Stopping);
+        return result;
+    }
+
+    let election_metrics = LeaderElectionMetrics::register(&metrics)?;
+    let mut elector = LeaderElector::new(
+        clients.client("leader-election")?,
+        LeaderElectionConfig {
+            namespace: options.leader_elect_resource_namespace.clone(),
+            name: options.leader_elect_resource_name.clone(),
+            identity: LeaderElectionConfig::default_identity(),
+            lease_duration: options.leader_elect_lease_duration,
+            renew_deadline: options.leader_elect_renew_deadline,
+            retry_period: options.leader_elect_retry_period,
+        },
+        election_metrics,
+    );
+    let lease_health = elector.lease_health();
+    let stale_after = options.leader_elect_lease_duration + Duration::from_secs(20);
+    health.add_check(
+        "leaderElection",
+        Arc::new(move || lease_health.check(stale_after)),
+    );
+    health.set_readiness(Readiness::Standby);
+    tracing::info!(identity = %elector.identity(), "attempting to acquire leader lease");
+    if elector.acquire(&shutdown).await == Campaign::Cancelled {
+        health.set_readiness(Readiness::Stopping);
+        return Ok(());
+    }
+
+    let work = CancellationToken::new();
+    let mut controllers = tokio::spawn(run_controllers(plan, work.clone()));
+    let renew_stop = CancellationToken::new();
+    let renew_token = renew_stop.clone();
+    let mut renewer = tokio::spawn(async move {
+        let kept = elector.keep_renewing(&renew_token).await;
+        (elector, kept)
+    });
+
+    tokio::select! {
+        _ = &mut renewer => {
+            work.cancel();
+            health.set_readiness(Readiness::Stopping);
+            return Err(RunError::LeadershipLost);
+        }
+        finished = &mut controllers => {
+            // Controllers only return early on an init error.
+            work.cancel();
+            renew_stop.cancel();
+            if let Ok((mut elector, _)) = renewer.await {
+                elector.release().await?;
+            }
+            return finished.unwrap_or(Ok(()));
+        }
+        _ = shutdown.cancelled() => {}
+    }
+
+    tracing::info!("shutting down: draining in-flight syncs");
+    health.set_readiness(Readiness::Stopping);
+    work.cancel();
+    match tokio::time::timeout(SHUTDOWN_DRAIN_TIMEOUT, &mut controllers).await {
+        Ok(_) => tracing::info!("controllers stopped"),
+        Err(_) => tracing::warn!("controllers did not stop within the drain timeout"),
+    }
+    renew_stop.cancel();
+    if let Ok((mut elector, _)) = renewer.await {
+        elector.release().await?;
+    }
+    Ok(())
+}
+
+/// Everything needed to construct and run the enabled controllers once leading.
+struct ControllerPlan {
+    registry: ControllerRegistry,
+    selection: ControllerSelection,
+    clients: ClientFactory,
+    metrics: Registry,
+    controller_metrics: ControllerMetrics,
+    options: Arc<Options>,
+    health: Health,
+}
+
+/// Constructs every enabled controller, starts the informers they asked for, then runs each
+/// controller until `work` is cancelled.
+async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Result<(), RunError> {
+    let resync = informer::resync_period(plan.options.min_resync_period, &mut rand::rng());
+    let factory = SharedInformerFactory::new(
+        plan.clients.client("shared-informers")?,
+        FactoryConfig {
+            default_resync: resync,
+            drop_managed_fields: true,
+        },
+    );
+    let context = ControllerContext::new(
+        factory.clone(),
+        plan.metrics.clone(),
+        plan.controller_metrics.clone(),
+        plan.options.clone(),
+        plan.clients.clone(),
+    );
+
+    let mut constructed: Vec<(&'static str, Box<dyn Controller>)> = Vec::new();
+    for descriptor in plan.registry.descriptors() {
+        if !plan
+            .selection
+            .is_enabled(descriptor.name, descriptor.disabled_by_default)
+        {
+            tracing::info!(controller = descriptor.name, "controller is disabled");
+            continue;
+        }
+        match (descriptor.init)(&context)? {
+            Some(controller) => {
+                tracing::info!(controller = descriptor.name, "starting controller");
+                constructed.push((descriptor.name, controller));
+            }
+            None => tracing::info!(controller = descriptor.name, "controller chose not to run"),
+        }
+    }
+
+    plan.health.set_readiness(Readiness::Syncing);
+    factory.start(work.clone());
+    let health = plan.health.clone();
+    let sync_factory = factory.clone();
+    let sync_token = work.clone();
+    tokio::spawn(async move {
+        if sync_factory.wait_for_cache_sync(&sync_token).await {
+            tracing::info!("caches are synced");
+            health.set_readiness(Readiness::Ready);
+        }
+    });
+
+    let start_interval = plan.options.controller_start_interval;
+    let mut tasks = Vec::with_capacity(constructed.len());
+    for (name, controller) in constructed {
+        let running = Arc::new(AtomicBool::new(true));
+        let check_running = running.clone();
+        let check_work = work.clone();
+        plan.health.add_check(
+            name,
+            Arc::new(move || {
+                if check_running.load(Ordering::Relaxed) || check_work.is_cancelled() {
+                    Ok(())
+                } else {
+                    Err("controller stopped unexpectedly".to_string())
+                }
+            }),
+        );
+        let delay = if start_interval.is_zero() {
+            Duration::ZERO
+        } else {
+            start_interval.mul_f64(1.0 + rand::rng().random_range(0.0..1.0))
+        };
+        let token = work.clone();
+        tasks.push(tokio::spawn(async move {
+            tokio::select! {
+                _ = token.cancelled() => {}
+                _ = tokio::time::sleep(delay) => controller.run(token).await,
+            }
+            running.store(false, Ordering::Relaxed);
+            tracing::info!(controller = name, "controller stopped");
+        }));
+    }
+    futures::future::join_all(tasks).await;
+    // With no controller enabled (or all stopped) the manager still serves until shutdown.
+    work.cancelled().await;
+    Ok(())
+}
+
+/// kubeconfig (`--kubeconfig`), else `$KUBECONFIG`/in-cluster inference; `--master` overrides
+/// the server URL.
+async fn load_client_config(options: &Options) -> Result<kube::Config, RunError> {
+    let mut config = match &options.kubeconfig {
+        Some(path) => {
+            let kubeconfig =
+                Kubeconfig::read_from(path).map_err(|error| RunError::Config(error.to_string()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|error| RunError::Config(error.to_string()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|error| RunError::Config(error.to_string()))?,
+    };
+    if let Some(master) = &options.master {
+        config.cluster_url = master
+            .parse()
+            .map_err(|error: http::uri::InvalidUri| RunError::Config(error.to_string()))?;
+    }
+    Ok(config)
+}
+
+/// `process_*` metrics from /proc (Linux).
+fn register_process_metrics(registry: &Registry) {
+    #[cfg(target_os = "linux")]
+    {
+        let collector = prometheus::process_collector::ProcessCollector::for_self();
+        if let Err(error) = registry.register(Box::new(collector)) {
+            tracing::warn!(%error, "process metrics unavailable");
+        }
+    }
+}

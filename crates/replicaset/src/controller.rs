@@ -1,0 +1,487 @@
+//! The ReplicaSet controller: construction, workers, and `sync_replica_set`, which follows
+//! upstream's `syncReplicaSet` step by step (replicaset.md §3), with `manage_replicas` (§4) and
+//! the conflict-safe status write (§7).
+
+use std::sync::Arc;
+
+use controller_toolkit::{
+    controller_ref::{ControllerRefManager, new_controller_ref, recheck_deletion},
+    events::{EventRecorder, EventType, RecorderConfig},
+    keys::pod_key,
+    pod_control::{PodControl, PodControlError},
+    pod_predicates::{filter_active_pods, is_pod_terminating},
+    ranking::{rank_by_related_pods_on_same_node, sort_for_deletion},
+};
+use expectations::UidTrackingExpectations;
+use futures::future::join_all;
+use informer::{
+    HandlerRegistration, Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
+    orphan_pod_index_key, pod_controller_uid_index, split_key, wait_for_named_cache_sync,
+};
+use k8s_openapi::{
+    api::{
+        apps::v1::{ReplicaSet, ReplicaSetStatus},
+        core::v1::Pod,
+    },
+    jiff::Timestamp,
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{GroupVersionKind, PostParams},
+    core::{Selector, SelectorExt},
+};
+use tokio_util::sync::CancellationToken;
+use workqueue::{ControllerMetrics, QueueConfig, RateLimitingQueue, SyncMetrics, WorkerPool};
+
+use crate::{
+    decide::{
+        ReplicaPlan, StatusInputs, availability_requeue, calculate_status, plan_replicas,
+        slow_start_batches, status_unchanged,
+    },
+    handlers::{HandlerContext, PodHandler, ReplicaSetHandler},
+};
+
+/// Canonical controller name: event source, client name, health check.
+pub const CONTROLLER_NAME: &str = "replicaset-controller";
+/// Work queue name (and `name` label of the workqueue metrics).
+pub const QUEUE_NAME: &str = "replicaset";
+/// ReplicaSets indexed by their controller's UID, to find sibling ReplicaSets for ranking.
+const CONTROLLER_UID_INDEX: &str = "controllerUID";
+/// Warning event for a ReplicaSet whose selector cannot be parsed.
+pub const INVALID_SELECTOR_REASON: &str = "InvalidSelector";
+
+/// Construction failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaSetError {
+    /// The work queue could not be created (no tokio runtime) or registered.
+    #[error("creating the work queue: {0}")]
+    Queue(#[from] workqueue::QueueError),
+    /// An index could not be added to a shared informer.
+    #[error("adding an informer index: {0}")]
+    Index(#[from] informer::InformerError),
+}
+
+/// Why one sync failed; the key is retried with backoff.
+#[derive(Debug, thiserror::Error)]
+enum SyncError {
+    #[error("claiming pods: {0}")]
+    Claim(#[from] controller_toolkit::controller_ref::ClaimErrors),
+    #[error(transparent)]
+    PodControl(#[from] PodControlError),
+    #[error("updating status: {0}")]
+    Status(#[source] kube::Error),
+}
+
+/// The ReplicaSet controller. Build it with [`ReplicaSetController::new`] before the informer
+/// factory starts, then [`run`](ReplicaSetController::run) it.
+pub struct ReplicaSetController {
+    sync: Arc<Syncer>,
+    queue: RateLimitingQueue<String>,
+    registrations: [HandlerRegistration; 2],
+    metrics: Option<SyncMetrics>,
+}
+
+/// Everything one sync needs; shared by the workers.
+struct Syncer {
+    client: Client,
+    replica_sets: Lister<ReplicaSet>,
+    pods: Lister<Pod>,
+    queue: RateLimitingQueue<String>,
+    expectations: Arc<UidTrackingExpectations>,
+    pod_control: PodControl,
+    recorder: EventRecorder,
+}
+
+impl ReplicaSetController {
+    /// Wires the ReplicaSet and pod informers (with their indexes and handlers) and the queue.
+    /// Must be called inside a tokio runtime; starts no informer.
+    pub fn new(
+        client: Client,
+        informers: &SharedInformerFactory,
+        metrics: ControllerMetrics,
+    ) -> Result<Self, ReplicaSetError> {
+        let replica_set_informer = informers.informer::<ReplicaSet>();
+        let pod_informer = informers.informer::<Pod>();
+        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
+        replica_set_informer.add_indexer(CONTROLLER_UID_INDEX, |replica_set: &ReplicaSet| {
+            controller_toolkit::controller_ref::controller_of(&replica_set.metadata)
+                .map(|owner| vec![owner.uid.clone()])
+                .unwrap_or_default()
+        })?;
+
+        let mut queue_config = QueueConfig::new(QUEUE_NAME);
+        if let Some(workqueue_metrics) = metrics.workqueue {
+            queue_config = queue_config.with_metrics(workqueue_metrics);
+        }
+        let queue = RateLimitingQueue::new(queue_config)?;
+        let expectations = Arc::new(UidTrackingExpectations::new());
+        let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(CONTROLLER_NAME));
+        let context = HandlerContext {
+            replica_sets: replica_set_informer.lister(),
+            queue: queue.clone(),
+            expectations: expectations.clone(),
+        };
+        let registrations = [
+            replica_set_informer.add_event_handler(ReplicaSetHandler(context.clone())),
+            pod_informer.add_event_handler(PodHandler(context)),
+        ];
+        let sync = Arc::new(Syncer {
+            client: client.clone(),
+            replica_sets: replica_set_informer.lister(),
+            pods: pod_informer.lister(),
+            queue: queue.clone(),
+            expectations,
+            pod_control: PodControl::new(client, recorder.clone()),
+            recorder,
+        });
+        Ok(Self {
+            sync,
+            queue,
+            registrations,
+            metrics: metrics.sync,
+        })
+    }
+
+    /// Waits for the caches, then runs `workers` workers until `shutdown`; returns when every
+    /// in-flight sync has finished.
+    pub async fn run(self, workers: usize, shutdown: CancellationToken) {
+        let [replica_sets, pods] = &self.registrations;
+        if !wait_for_named_cache_sync(CONTROLLER_NAME, &shutdown, &[replica_sets, pods]).await {
+            self.queue.shut_down();
+            return;
+        }
+        let pool = WorkerPool {
+            queue: self.queue.clone(),
+            workers,
+            controller: CONTROLLER_NAME,
+            metrics: self.metrics,
+        };
+        let sync = self.sync.clone();
+        pool.run(shutdown, move |key: String| {
+            let sync = sync.clone();
+            async move { sync.process(key).await }
+        })
+        .await;
+        self.sync.recorder.flush().await;
+    }
+}
+
+impl Syncer {
+    /// One worker step: sync, then forget the key or retry it with backoff (no retry ceiling
+    /// for ReplicaSets, as upstream).
+    async fn process(&self, key: String) {
+        match self.sync_replica_set(&key).await {
+            Ok(()) => self.queue.forget(&key),
+            Err(error) => {
+                tracing::warn!(key = %key, error = %error, "error syncing ReplicaSet");
+                self.queue.add_rate_limited(key);
+            }
+        }
+    }
+
+    /// upstream `syncReplicaSet`, replicaset.md §3.
+    async fn sync_replica_set(&self, key: &str) -> Result<(), SyncError> {
+        // 1-2. Get the ReplicaSet from the cache; gone means nothing is expected any more.
+        let (namespace, name) = split_key(key);
+        let namespace = namespace.unwrap_or_default();
+        let Some(replica_set) = self.replica_sets.get(namespace, name) else {
+            tracing::debug!(key, "ReplicaSet has been deleted");
+            self.expectations.delete_expectations(key);
+            return Ok(());
+        };
+
+        // 3. Decide whether creates/deletes may happen before looking at pods.
+        let needs_sync = self.expectations.satisfied_expectations(key);
+
+        // 4. An unusable selector is the user's to fix: warn once per sync, do not retry hot.
+        let Some(selector) = replica_set
+            .spec
+            .as_ref()
+            .map(|spec| spec.selector.clone())
+            .and_then(|selector| Selector::try_from(selector).ok())
+        else {
+            self.recorder.record(
+                replica_set.as_ref(),
+                EventType::Warning,
+                INVALID_SELECTOR_REASON,
+                "Invalid selector: the ReplicaSet's selector cannot be parsed",
+            );
+            return Ok(());
+        };
+
+        // 5. Candidates: pods controlled by this ReplicaSet plus the namespace's orphans.
+        let uid = replica_set.uid().unwrap_or_default();
+        let mut candidates = self.pods.by_index(POD_CONTROLLER_UID_INDEX, &uid);
+        candidates.extend(
+            self.pods
+                .by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(namespace)),
+        );
+
+        // 6. Claim the active candidates: adopt matching orphans, release non-matching pods.
+        let active = filter_active_pods(&candidates);
+        let manager = ControllerRefManager::new(
+            self.client.clone(),
+            replica_set.as_ref(),
+            &replica_set_gvk(),
+            selector.clone(),
+            recheck_deletion(
+                Api::<ReplicaSet>::namespaced(self.client.clone(), namespace),
+                replica_set.as_ref(),
+            ),
+        );
+        let active_pods = manager.claim_pods(&active).await.into_result()?;
+
+        // 7. Terminating pods that are already ours (no adoption for them).
+        let terminating = candidates
+            .iter()
+            .filter(|pod| is_pod_terminating(pod))
+            .filter(|pod| {
+                controller_toolkit::controller_ref::controller_of(&pod.metadata)
+                    .is_some_and(|owner| owner.uid == uid)
+                    && selector.matches(pod.metadata.labels.as_ref().unwrap_or(&Default::default()))
+            })
+            .count();
+
+        // 8. Create or delete pods, unless earlier creates/deletes are still unobserved.
+        let manage_result = if needs_sync && replica_set.metadata.deletion_timestamp.is_none() {
+            self.manage_replicas(&active_pods, &replica_set, key).await
+        } else {
+            Ok(())
+        };
+
+        // 9-10. Compute and write the status, even if managing failed.
+        let now = Timestamp::now();
+        let new_status = calculate_status(&StatusInputs {
+            replica_set: &replica_set,
+            active_pods: &active_pods,
+            terminating,
+            manage_error: manage_result.as_ref().err().map(ToString::to_string),
+            now,
+        });
+        let written = self
+            .update_status(&replica_set, new_status)
+            .await
+            .map_err(SyncError::Status)?;
+
+        // 12. A failed manage step is retried with backoff.
+        manage_result?;
+
+        // 13. Look again when a ready pod should have turned available.
+        let min_ready_seconds = replica_set
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.min_ready_seconds)
+            .unwrap_or(0);
+        if let Some(status) = written.status.as_ref()
+            && let Some(delay) = availability_requeue(
+                min_ready_seconds,
+                status,
+                &active_pods,
+                now,
+                Timestamp::now(),
+            )
+        {
+            self.queue.add_after(key.to_string(), delay);
+        }
+        Ok(())
+    }
+
+    /// upstream `manageReplicas`, replicaset.md §4.
+    async fn manage_replicas(
+        &self,
+        active_pods: &[Arc<Pod>],
+        replica_set: &Arc<ReplicaSet>,
+        key: &str,
+    ) -> Result<(), SyncError> {
+        let desired = replica_set
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.replicas)
+            .unwrap_or(1);
+        match plan_replicas(active_pods.len(), desired) {
+            ReplicaPlan::Nothing => Ok(()),
+            ReplicaPlan::Create(count) => self.create_pods(replica_set, key, count).await,
+            ReplicaPlan::Delete(count) => {
+                self.delete_pods(active_pods, replica_set, key, count).await
+            }
+        }
+    }
+
+    /// Creates `count` pods in slow-start batches; stops after the first batch with a failure
+    /// and lowers the expectations for every create that will never be observed.
+    async fn create_pods(
+        &self,
+        replica_set: &Arc<ReplicaSet>,
+        key: &str,
+        count: usize,
+    ) -> Result<(), SyncError> {
+        let namespace = replica_set.namespace().unwrap_or_default();
+        let template = replica_set
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.template.clone())
+            .unwrap_or_default();
+        let controller_ref = new_controller_ref(replica_set.as_ref(), &replica_set_gvk());
+        self.expectations
+            .expect_creations(key, i64::try_from(count).unwrap_or(i64::MAX));
+        let mut successes = 0;
+        let mut first_error = None;
+        for batch in slow_start_batches(count) {
+            let results = join_all((0..batch).map(|_| {
+                self.pod_control.create_pods(
+                    &namespace,
+                    &template,
+                    replica_set.as_ref(),
+                    &controller_ref,
+                )
+            }))
+            .await;
+            for result in results {
+                match result {
+                    Ok(_) => successes += 1,
+                    // No pod will appear, but the namespace is going away: nothing to retry.
+                    Err(error) if error.is_namespace_terminating() => successes += 1,
+                    Err(error) => {
+                        first_error.get_or_insert(error);
+                    }
+                }
+            }
+            if first_error.is_some() {
+                break;
+            }
+        }
+        for _ in successes..count {
+            self.expectations.creation_observed(key);
+        }
+        match first_error {
+            Some(error) => Err(error.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes the `count` lowest-ranked pods, all at once.
+    async fn delete_pods(
+        &self,
+        active_pods: &[Arc<Pod>],
+        replica_set: &Arc<ReplicaSet>,
+        key: &str,
+        count: usize,
+    ) -> Result<(), SyncError> {
+        let victims = self.choose_victims(active_pods, replica_set, count);
+        self.expectations
+            .expect_deletions(key, victims.iter().map(|pod| pod_key(pod)));
+        let namespace = replica_set.namespace().unwrap_or_default();
+        let names: Vec<String> = victims.iter().map(|pod| pod.name_any()).collect();
+        let results = join_all(names.iter().map(|name| {
+            self.pod_control
+                .delete_pod(&namespace, name, replica_set.as_ref())
+        }))
+        .await;
+        let mut first_error = None;
+        for (pod, result) in victims.iter().zip(results) {
+            if let Err(error) = result {
+                // No delete event will come for this pod: stop waiting for it.
+                self.expectations.deletion_observed(key, &pod_key(pod));
+                if !error.is_not_found() {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        match first_error {
+            Some(error) => Err(error.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// replicaset.md §5: all pods if deleting at least as many as exist, otherwise the first
+    /// `count` by upstream's ranking, with ranks counted over pods of sibling ReplicaSets.
+    fn choose_victims(
+        &self,
+        active_pods: &[Arc<Pod>],
+        replica_set: &ReplicaSet,
+        count: usize,
+    ) -> Vec<Arc<Pod>> {
+        if count >= active_pods.len() {
+            return active_pods.to_vec();
+        }
+        let related = self.related_pods(replica_set);
+        let ranked = rank_by_related_pods_on_same_node(active_pods, &related);
+        sort_for_deletion(ranked, Timestamp::now())
+            .into_iter()
+            .take(count)
+            .map(|ranked| ranked.pod)
+            .collect()
+    }
+
+    /// Pods of every ReplicaSet with the same controller as this one (its siblings and itself).
+    fn related_pods(&self, replica_set: &ReplicaSet) -> Vec<Arc<Pod>> {
+        let Some(owner) = controller_toolkit::controller_ref::controller_of(&replica_set.metadata)
+        else {
+            return Vec::new();
+        };
+        let namespace = replica_set.namespace().unwrap_or_default();
+        let mut seen = std::collections::HashSet::new();
+        let mut related = Vec::new();
+        for sibling in self.replica_sets.by_index(CONTROLLER_UID_INDEX, &owner.uid) {
+            let Some(selector) = sibling
+                .spec
+                .as_ref()
+                .and_then(|spec| Selector::try_from(spec.selector.clone()).ok())
+            else {
+                continue;
+            };
+            for pod in self.pods.list_namespaced(&namespace, &selector) {
+                if seen.insert(pod.uid().unwrap_or_default()) {
+                    related.push(pod);
+                }
+            }
+        }
+        related
+    }
+
+    /// replicaset.md §7: skip when unchanged; otherwise PUT status with the object's
+    /// resourceVersion, and on failure re-read the ReplicaSet once and try again.
+    async fn update_status(
+        &self,
+        replica_set: &Arc<ReplicaSet>,
+        mut new_status: ReplicaSetStatus,
+    ) -> Result<ReplicaSet, kube::Error> {
+        if status_unchanged(replica_set, &new_status) {
+            return Ok(replica_set.as_ref().clone());
+        }
+        new_status.observed_generation = replica_set.metadata.generation;
+        let api = Api::<ReplicaSet>::namespaced(
+            self.client.clone(),
+            &replica_set.namespace().unwrap_or_default(),
+        );
+        let name = replica_set.name_any();
+        let mut current = replica_set.as_ref().clone();
+        let mut attempts_left = 2;
+        loop {
+            current.status = Some(new_status.clone());
+            match api
+                .replace_status(&name, &PostParams::default(), &current)
+                .await
+            {
+                Ok(written) => return Ok(written),
+                Err(error) => {
+                    attempts_left -= 1;
+                    if attempts_left == 0 {
+                        return Err(error);
+                    }
+                    tracing::debug!(key = %format!("{}/{name}", replica_set.namespace().unwrap_or_default()), %error, "status update failed; re-reading");
+                    current = api.get(&name).await?;
+                }
+            }
+        }
+    }
+}
+
+/// apps/v1 ReplicaSet, for controller refs.
+fn replica_set_gvk() -> GroupVersionKind {
+    GroupVersionKind::gvk(
+        &ReplicaSet::group(&()),
+        &ReplicaSet::version(&()),
+        &ReplicaSet::kind(&()),
+    )
+}

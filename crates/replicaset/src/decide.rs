@@ -1,0 +1,446 @@
+//! The ReplicaSet controller's decisions as pure functions: plain data in, a plan out.
+//!
+//! Everything here follows replicaset.md §4–§7 and is table-tested without a server: how many
+//! pods to create or delete, the slow-start batch sizes, the new status and whether it differs,
+//! and when to look again for pods turning available.
+
+use std::time::Duration;
+
+use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready, pod_ready_time};
+use k8s_openapi::{
+    api::{
+        apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus},
+        core::v1::Pod,
+    },
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::Timestamp,
+};
+
+/// At most this many creates or deletes per sync (upstream `BurstReplicas`).
+pub const BURST_REPLICAS: usize = 500;
+/// First slow-start batch size (upstream `SlowStartInitialBatchSize`).
+pub const SLOW_START_INITIAL_BATCH_SIZE: usize = 1;
+/// The condition this controller owns.
+pub const REPLICA_FAILURE: &str = "ReplicaFailure";
+
+/// What manageReplicas has to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaPlan {
+    /// Active pods match spec.replicas.
+    Nothing,
+    /// Create this many pods (already capped at the burst size).
+    Create(usize),
+    /// Delete this many pods (already capped at the burst size).
+    Delete(usize),
+}
+
+/// `diff = active - spec.replicas`, capped at [`BURST_REPLICAS`] either way.
+pub fn plan_replicas(active: usize, desired: i32) -> ReplicaPlan {
+    let desired = usize::try_from(desired.max(0)).unwrap_or(0);
+    if active < desired {
+        ReplicaPlan::Create((desired - active).min(BURST_REPLICAS))
+    } else if active > desired {
+        ReplicaPlan::Delete((active - desired).min(BURST_REPLICAS))
+    } else {
+        ReplicaPlan::Nothing
+    }
+}
+
+/// Slow-start batch sizes for `n` creates when every batch succeeds: 1, 2, 4, ... with the last
+/// batch taking what remains. The caller stops after the first batch with a failure.
+pub fn slow_start_batches(n: usize) -> Vec<usize> {
+    let mut batches = Vec::new();
+    let mut remaining = n;
+    let mut size = remaining.min(SLOW_START_INITIAL_BATCH_SIZE);
+    while size > 0 {
+        batches.push(size);
+        remaining -= size;
+        size = (2 * size).min(remaining);
+    }
+    batches
+}
+
+/// Inputs of the status computation, gathered by the sync.
+pub struct StatusInputs<'a> {
+    /// The ReplicaSet as read from the cache.
+    pub replica_set: &'a ReplicaSet,
+    /// Active pods claimed by it.
+    pub active_pods: &'a [std::sync::Arc<Pod>],
+    /// Terminating pods it owns and that match its selector.
+    pub terminating: usize,
+    /// The error of manageReplicas this sync, if any.
+    pub manage_error: Option<String>,
+    /// One `now` for the whole computation.
+    pub now: Timestamp,
+}
+
+/// upstream `calculateStatus`: counts from the active pods and the ReplicaFailure condition.
+/// `observedGeneration` is left as it was; the status write sets it.
+pub fn calculate_status(inputs: &StatusInputs<'_>) -> ReplicaSetStatus {
+    let rs = inputs.replica_set;
+    let mut status = rs.status.clone().unwrap_or_default();
+    let spec = rs.spec.as_ref();
+    let template_labels = spec
+        .and_then(|spec| spec.template.as_ref())
+        .and_then(|template| template.metadata.as_ref())
+        .and_then(|metadata| metadata.labels.as_ref());
+    let min_ready_seconds = spec.and_then(|spec| spec.min_ready_seconds).unwrap_or(0);
+    let desired = spec.and_then(|spec| spec.replicas).unwrap_or(1);
+
+    let mut fully_labeled = 0;
+    let mut ready = 0;
+    let mut available = 0;
+    for pod in inputs.active_pods {
+        let labels = pod.metadata.labels.as_ref();
+        let has_template_labels = template_labels.is_none_or(|wanted| {
+            wanted
+                .iter()
+                .all(|(key, value)| labels.and_then(|labels| labels.get(key)) == Some(value))
+        });
+        if has_template_labels {
+            fully_labeled += 1;
+        }
+        if is_pod_ready(pod) {
+            ready += 1;
+            if is_pod_available(pod, min_ready_seconds, inputs.now) {
+                available += 1;
+            }
+        }
+    }
+
+    let active = inputs.active_pods.len();
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let has_failure = conditions.iter().any(|c| c.type_ == REPLICA_FAILURE);
+    match &inputs.manage_error {
+        Some(message) if !has_failure => {
+            let desired = usize::try_from(desired.max(0)).unwrap_or(0);
+            let reason = if active < desired {
+                "FailedCreate"
+            } else if active > desired {
+                "FailedDelete"
+            } else {
+                ""
+            };
+            conditions.push(ReplicaSetCondition {
+                type_: REPLICA_FAILURE.to_string(),
+                status: "True".to_string(),
+                reason: Some(reason.to_string()),
+                message: Some(message.clone()),
+                last_transition_time: Some(Time(inputs.now)),
+            });
+        }
+        None if has_failure => conditions.retain(|c| c.type_ != REPLICA_FAILURE),
+        _ => {}
+    }
+    if conditions.is_empty() {
+        status.conditions = None;
+    }
+    status.replicas = i32::try_from(active).unwrap_or(i32::MAX);
+    status.fully_labeled_replicas = Some(fully_labeled);
+    status.ready_replicas = Some(ready);
+    status.available_replicas = Some(available);
+    status.terminating_replicas = Some(i32::try_from(inputs.terminating).unwrap_or(i32::MAX));
+    status
+}
+
+/// upstream's no-op check before a status write: counts, conditions and observedGeneration
+/// all unchanged means no write at all.
+pub fn status_unchanged(replica_set: &ReplicaSet, new_status: &ReplicaSetStatus) -> bool {
+    let Some(current) = replica_set.status.as_ref() else {
+        return false;
+    };
+    let zero = |count: Option<i32>| count.unwrap_or(0);
+    current.replicas == new_status.replicas
+        && zero(current.fully_labeled_replicas) == zero(new_status.fully_labeled_replicas)
+        && zero(current.ready_replicas) == zero(new_status.ready_replicas)
+        && zero(current.available_replicas) == zero(new_status.available_replicas)
+        && current.terminating_replicas == new_status.terminating_replicas
+        && replica_set.metadata.generation == current.observed_generation
+        && current.conditions.as_deref().unwrap_or_default()
+            == new_status.conditions.as_deref().unwrap_or_default()
+}
+
+/// When to look again so that pods turning available are counted (§3 step 13): the earliest
+/// moment a ready, not yet available pod passes minReadySeconds, or minReadySeconds itself.
+/// `now` is the sync's clock; `after_write` is the clock after the status write, against which
+/// the remaining time is measured again. `None` when no re-check is needed.
+pub fn availability_requeue(
+    min_ready_seconds: i32,
+    written_status: &ReplicaSetStatus,
+    active_pods: &[std::sync::Arc<Pod>],
+    now: Timestamp,
+    after_write: Timestamp,
+) -> Option<Duration> {
+    if min_ready_seconds <= 0 {
+        return None;
+    }
+    if written_status.ready_replicas.unwrap_or(0) == written_status.available_replicas.unwrap_or(0)
+    {
+        return None;
+    }
+    let min_ready = Duration::from_secs(u64::try_from(min_ready_seconds).unwrap_or(0));
+    let earliest = active_pods
+        .iter()
+        .filter(|pod| is_pod_ready(pod))
+        .filter_map(|pod| pod_ready_time(pod))
+        .filter_map(|ready_since| {
+            let available_at = ready_since.checked_add(min_ready).ok()?;
+            let remaining = available_at.duration_since(now);
+            remaining.is_positive().then_some(available_at)
+        })
+        .min();
+    match earliest {
+        Some(available_at) => {
+            let remaining = available_at.duration_since(after_write);
+            Some(Duration::try_from(remaining).unwrap_or(Duration::ZERO))
+        }
+        None => Some(min_ready),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2026-11-22T10:00:00Z".parse().unwrap()
+    }
+
+    fn replica_set(replicas: i32, min_ready_seconds: i32, status: serde_json::Value) -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "default", "generation": 3},
+            "spec": {
+                "replicas": replicas,
+                "minReadySeconds": min_ready_seconds,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web", "tier": "front"}}}
+            },
+            "status": status
+        }))
+        .unwrap()
+    }
+
+    /// A pod with the given labels, Ready since `ready_since` seconds before `now()` (or not ready).
+    fn pod(labels: serde_json::Value, ready_since: Option<i64>) -> Arc<Pod> {
+        let conditions = match ready_since {
+            Some(seconds) => {
+                let at = now() - k8s_openapi::jiff::SignedDuration::from_secs(seconds);
+                json!([{"type": "Ready", "status": "True", "lastTransitionTime": at.to_string()}])
+            }
+            None => json!([{"type": "Ready", "status": "False"}]),
+        };
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "p", "labels": labels},
+                "status": {"phase": "Running", "conditions": conditions}
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn full() -> serde_json::Value {
+        json!({"app": "web", "tier": "front"})
+    }
+
+    #[test]
+    fn counts_labeled_ready_and_available_pods() {
+        // (pods, minReadySeconds, want (replicas, fullyLabeled, ready, available))
+        type Counts = (i32, i32, i32, i32);
+        let cases: Vec<(Vec<Arc<Pod>>, i32, Counts)> = vec![
+            (vec![], 0, (0, 0, 0, 0)),
+            (
+                vec![pod(full(), Some(10)), pod(full(), None)],
+                0,
+                (2, 2, 1, 1),
+            ),
+            (vec![pod(json!({"app": "web"}), Some(10))], 0, (1, 0, 1, 1)),
+            // Ready for 10 s: available only when minReadySeconds is strictly less.
+            (vec![pod(full(), Some(10))], 9, (1, 1, 1, 1)),
+            (vec![pod(full(), Some(10))], 10, (1, 1, 1, 0)),
+            (vec![pod(full(), Some(10))], 30, (1, 1, 1, 0)),
+        ];
+        for (pods, min_ready, (replicas, labeled, ready, available)) in cases {
+            let rs = replica_set(pods.len() as i32, min_ready, json!({"replicas": 0}));
+            let status = calculate_status(&StatusInputs {
+                replica_set: &rs,
+                active_pods: &pods,
+                terminating: 1,
+                manage_error: None,
+                now: now(),
+            });
+            assert_eq!(status.replicas, replicas);
+            assert_eq!(status.fully_labeled_replicas, Some(labeled));
+            assert_eq!(status.ready_replicas, Some(ready));
+            assert_eq!(
+                status.available_replicas,
+                Some(available),
+                "minReady {min_ready}"
+            );
+            assert_eq!(status.terminating_replicas, Some(1));
+        }
+    }
+
+    #[test]
+    fn replica_failure_condition_follows_upstream() {
+        let failure = json!({"replicas": 0, "conditions": [{
+            "type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+            "message": "old", "lastTransitionTime": "2026-11-22T09:00:00Z"}]});
+        // (desired, active pods, existing status, error, want reason and message)
+        type Case<'a> = (
+            i32,
+            usize,
+            serde_json::Value,
+            Option<&'a str>,
+            Option<(&'a str, &'a str)>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                3,
+                1,
+                json!({}),
+                Some("quota"),
+                Some(("FailedCreate", "quota")),
+            ),
+            (
+                1,
+                3,
+                json!({}),
+                Some("forbidden"),
+                Some(("FailedDelete", "forbidden")),
+            ),
+            (2, 2, json!({}), Some("odd"), Some(("", "odd"))),
+            // An existing failure is not refreshed while errors continue...
+            (
+                3,
+                1,
+                failure.clone(),
+                Some("new"),
+                Some(("FailedCreate", "old")),
+            ),
+            // ...and is removed once a sync succeeds.
+            (3, 1, failure, None, None),
+            (3, 1, json!({}), None, None),
+        ];
+        for (desired, active, existing, error, want) in cases {
+            let rs = replica_set(desired, 0, existing);
+            let pods: Vec<_> = (0..active).map(|_| pod(full(), Some(5))).collect();
+            let status = calculate_status(&StatusInputs {
+                replica_set: &rs,
+                active_pods: &pods,
+                terminating: 0,
+                manage_error: error.map(str::to_string),
+                now: now(),
+            });
+            let condition = status
+                .conditions
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| c.type_ == REPLICA_FAILURE);
+            let got = condition.as_ref().map(|c| {
+                (
+                    c.reason.clone().unwrap_or_default(),
+                    c.message.clone().unwrap_or_default(),
+                )
+            });
+            let want = want.map(|(reason, message)| (reason.to_string(), message.to_string()));
+            assert_eq!(
+                got, want,
+                "desired {desired}, active {active}, error {error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unchanged_status_is_not_written() {
+        let settled = json!({"replicas": 2, "fullyLabeledReplicas": 2, "readyReplicas": 2,
+            "availableReplicas": 2, "terminatingReplicas": 0, "observedGeneration": 3});
+        let rs = replica_set(2, 0, settled.clone());
+        let same: ReplicaSetStatus = serde_json::from_value(settled.clone()).unwrap();
+        assert!(status_unchanged(&rs, &same));
+        let mut fewer_ready = same.clone();
+        fewer_ready.ready_replicas = Some(1);
+        assert!(!status_unchanged(&rs, &fewer_ready));
+        let mut terminating = same.clone();
+        terminating.terminating_replicas = Some(1);
+        assert!(!status_unchanged(&rs, &terminating));
+        let mut stale = settled;
+        stale["observedGeneration"] = json!(2);
+        assert!(!status_unchanged(&replica_set(2, 0, stale), &same));
+    }
+
+    #[test]
+    fn requeues_for_the_first_pod_to_turn_available() {
+        let status = |ready: i32, available: i32| ReplicaSetStatus {
+            ready_replicas: Some(ready),
+            available_replicas: Some(available),
+            ..ReplicaSetStatus::default()
+        };
+        let second = k8s_openapi::jiff::SignedDuration::from_secs(1);
+        let pods = vec![
+            pod(full(), Some(2)),
+            pod(full(), Some(7)),
+            pod(full(), None),
+        ];
+        let requeue = |min_ready, status: &ReplicaSetStatus, pods: &[Arc<Pod>], later| {
+            availability_requeue(min_ready, status, pods, now(), later)
+        };
+        assert_eq!(requeue(0, &status(2, 0), &pods, now()), None);
+        assert_eq!(requeue(10, &status(2, 2), &pods, now()), None);
+        // Nobody ready yet: fall back to minReadySeconds.
+        assert_eq!(
+            requeue(10, &status(1, 0), &[pod(full(), None)], now()),
+            Some(Duration::from_secs(10))
+        );
+        // The pod ready for 7 s turns available first, in 3 s; one second went by writing.
+        assert_eq!(
+            requeue(10, &status(2, 0), &pods, now() + second),
+            Some(Duration::from_secs(2))
+        );
+        // Measured again after the write: never negative.
+        assert_eq!(
+            requeue(10, &status(2, 0), &pods, now() + second * 5),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn plans_with_the_burst_cap() {
+        let cases = [
+            (0, 5, ReplicaPlan::Create(5)),
+            (5, 2, ReplicaPlan::Delete(3)),
+            (3, 3, ReplicaPlan::Nothing),
+            (0, 0, ReplicaPlan::Nothing),
+            (0, 700, ReplicaPlan::Create(500)),
+            (800, 0, ReplicaPlan::Delete(500)),
+            (2, -1, ReplicaPlan::Delete(2)),
+        ];
+        for (active, desired, want) in cases {
+            assert_eq!(
+                plan_replicas(active, desired),
+                want,
+                "{active} -> {desired}"
+            );
+        }
+    }
+
+    #[test]
+    fn slow_start_doubles_and_takes_the_rest() {
+        let cases: &[(usize, &[usize])] = &[
+            (0, &[]),
+            (1, &[1]),
+            (2, &[1, 1]),
+            (3, &[1, 2]),
+            (10, &[1, 2, 4, 3]),
+            (16, &[1, 2, 4, 8, 1]),
+            (500, &[1, 2, 4, 8, 16, 32, 64, 128, 245]),
+        ];
+        for (n, want) in cases {
+            assert_eq!(slow_start_batches(*n), *want, "n = {n}");
+            assert_eq!(slow_start_batches(*n).iter().sum::<usize>(), *n);
+        }
+    }
+}

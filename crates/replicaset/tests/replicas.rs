@@ -1,0 +1,250 @@
+//! The ReplicaSet controller against the sim cluster: scaling, ranking on scale-down, adoption,
+//! release, replacement and minReadySeconds.
+
+mod support;
+
+use std::time::Duration;
+
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use support::{Harness, eventually, orphan_pod, wait_for_settled_status};
+
+fn owner_uid(pod: &k8s_openapi::api::core::v1::Pod) -> Option<String> {
+    pod.metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|owner| owner.controller == Some(true))
+        .map(|owner| owner.uid.clone())
+}
+
+async fn scale(harness: &Harness, name: &str, replicas: i32) {
+    harness
+        .replica_sets()
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .expect("scale");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scales_zero_to_five_to_two_to_zero_with_exact_status() {
+    let harness = Harness::start().await;
+    let created = harness.create_replica_set("web", 0).await;
+    let uid = created.metadata.uid.clone().unwrap();
+    wait_for_settled_status(&harness, "web", 0).await;
+
+    for replicas in [5, 2, 0] {
+        scale(&harness, "web", replicas).await;
+        let rs = wait_for_settled_status(&harness, "web", replicas).await;
+        let pods = harness.active_pods("web").await;
+        assert_eq!(pods.len(), replicas as usize);
+        for pod in &pods {
+            assert_eq!(owner_uid(pod).as_deref(), Some(uid.as_str()));
+            assert!(pod.metadata.name.as_deref().unwrap().starts_with("web-"));
+        }
+        let status = rs.status.unwrap();
+        assert_eq!(status.conditions.unwrap_or_default(), vec![]);
+    }
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopts_a_matching_orphan_and_deletes_the_unready_pod_first() {
+    let harness = Harness::start().await;
+    harness.create_replica_set("web", 3).await;
+    wait_for_settled_status(&harness, "web", 3).await;
+    let ready_names: Vec<String> = harness
+        .active_pods("web")
+        .await
+        .into_iter()
+        .map(|pod| pod.metadata.name.unwrap())
+        .collect();
+
+    // An orphan that matches the selector and never turns ready: adopting it makes four pods,
+    // one too many, and the unready one must be the one deleted.
+    harness
+        .pods()
+        .create(
+            &PostParams::default(),
+            &orphan_pod(
+                "stray",
+                json!({"app": "web"}),
+                json!({"sim.kcm-rs.io/never-ready": "true"}),
+            ),
+        )
+        .await
+        .expect("create orphan");
+    eventually(
+        "the stray pod to be deleted",
+        Duration::from_secs(20),
+        || {
+            let pods = harness.pods();
+            async move { pods.get_opt("stray").await.ok()?.is_none().then_some(()) }
+        },
+    )
+    .await;
+    let remaining: Vec<String> = harness
+        .active_pods("web")
+        .await
+        .into_iter()
+        .map(|pod| pod.metadata.name.unwrap())
+        .collect();
+    let mut expected = ready_names.clone();
+    expected.sort();
+    let mut remaining_sorted = remaining.clone();
+    remaining_sorted.sort();
+    assert_eq!(
+        remaining_sorted, expected,
+        "a ready pod was deleted instead"
+    );
+    wait_for_settled_status(&harness, "web", 3).await;
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopts_orphans_instead_of_creating() {
+    // The orphans exist before the controller starts, so its first sync sees them.
+    let mut harness = Harness::without_controller(sim::SimConfig::default()).await;
+    for name in ["orphan-a", "orphan-b"] {
+        harness
+            .pods()
+            .create(
+                &PostParams::default(),
+                &orphan_pod(name, json!({"app": "web"}), json!({})),
+            )
+            .await
+            .expect("create orphan");
+    }
+    let rs = harness.create_replica_set("web", 2).await;
+    let uid = rs.metadata.uid.unwrap();
+    harness.start_controller();
+    wait_for_settled_status(&harness, "web", 2).await;
+    let pods = harness.active_pods("web").await;
+    let mut names: Vec<_> = pods
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["orphan-a", "orphan-b"]);
+    for pod in &pods {
+        assert_eq!(owner_uid(pod).as_deref(), Some(uid.as_str()));
+        let owner = &pod.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(owner.kind, "ReplicaSet");
+        assert_eq!(owner.block_owner_deletion, Some(true));
+    }
+    assert_eq!(
+        harness
+            .sim
+            .accounting()
+            .count_for_agent(support::CONTROLLER_AGENT, "create", "pods"),
+        0
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_a_relabelled_pod_and_replaces_it() {
+    let harness = Harness::start().await;
+    harness.create_replica_set("web", 2).await;
+    wait_for_settled_status(&harness, "web", 2).await;
+    let victim = harness.active_pods("web").await[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    harness
+        .pods()
+        .patch(
+            &victim,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"app": "debug"}}})),
+        )
+        .await
+        .expect("relabel");
+    eventually(
+        "the relabelled pod to be released",
+        Duration::from_secs(20),
+        || {
+            let pods = harness.pods();
+            let victim = victim.clone();
+            async move {
+                let pod = pods.get(&victim).await.ok()?;
+                owner_uid(&pod).is_none().then_some(())
+            }
+        },
+    )
+    .await;
+    wait_for_settled_status(&harness, "web", 2).await;
+    let pods = harness.active_pods("web").await;
+    assert_eq!(pods.len(), 2);
+    assert!(
+        pods.iter()
+            .all(|pod| pod.metadata.name.as_deref() != Some(victim.as_str()))
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replaces_a_deleted_pod() {
+    let harness = Harness::start().await;
+    harness.create_replica_set("web", 3).await;
+    wait_for_settled_status(&harness, "web", 3).await;
+    let victim = harness.active_pods("web").await[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    harness
+        .pods()
+        .delete(&victim, &DeleteParams::default())
+        .await
+        .expect("delete pod");
+    eventually("a replacement pod", Duration::from_secs(20), || async {
+        let pods = harness.active_pods("web").await;
+        (pods.len() == 3
+            && pods
+                .iter()
+                .all(|pod| pod.metadata.name.as_deref() != Some(victim.as_str())))
+        .then_some(())
+    })
+    .await;
+    wait_for_settled_status(&harness, "web", 3).await;
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_ready_seconds_holds_back_available_replicas() {
+    let harness = Harness::start().await;
+    let mut rs = support::replica_set("slow", 2);
+    rs.spec.as_mut().unwrap().min_ready_seconds = Some(2);
+    harness
+        .replica_sets()
+        .create(&PostParams::default(), &rs)
+        .await
+        .expect("create");
+    let api = harness.replica_sets();
+    eventually(
+        "ready but not yet available",
+        Duration::from_secs(20),
+        || {
+            let api = api.clone();
+            async move {
+                let status = api.get("slow").await.ok()?.status?;
+                (status.ready_replicas == Some(2) && status.available_replicas == Some(0))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    let started = std::time::Instant::now();
+    wait_for_settled_status(&harness, "slow", 2).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "availability was not re-checked after minReadySeconds"
+    );
+    harness.stop().await;
+}

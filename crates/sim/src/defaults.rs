@@ -1,0 +1,278 @@
+//! Defaulting as upstream applies it on create and update: apps/v1 workload defaults,
+//! pod-template and pod defaults (including what admission plugins add to pods), and the
+//! initial status of new objects.
+
+use serde_json::{Map, Value, json};
+
+/// Inserts `value` under `key` when the key is absent or null.
+fn default_field(map: &mut Map<String, Value>, key: &str, value: Value) {
+    match map.get(key) {
+        Some(v) if !v.is_null() => {}
+        _ => {
+            map.insert(key.to_string(), value);
+        }
+    }
+}
+
+/// The object at `key`, created (or replaced if not an object).
+fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let entry = map.entry(key).or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    match entry {
+        Value::Object(m) => m,
+        _ => unreachable!("entry was just made an object"),
+    }
+}
+
+/// `Always` for `:latest` or untagged images, `IfNotPresent` otherwise (upstream rule).
+fn image_pull_policy(image: &str) -> &'static str {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    match last.split_once(':') {
+        Some((_, "latest")) | None => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+fn default_containers(spec: &mut Map<String, Value>, key: &str) {
+    let Some(Value::Array(containers)) = spec.get_mut(key) else {
+        return;
+    };
+    for container in containers.iter_mut().filter_map(Value::as_object_mut) {
+        default_field(container, "resources", json!({}));
+        default_field(
+            container,
+            "terminationMessagePath",
+            json!("/dev/termination-log"),
+        );
+        default_field(container, "terminationMessagePolicy", json!("File"));
+        let image = container
+            .get("image")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        default_field(
+            container,
+            "imagePullPolicy",
+            json!(image_pull_policy(&image)),
+        );
+        if let Some(Value::Array(ports)) = container.get_mut("ports") {
+            for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+                default_field(port, "protocol", json!("TCP"));
+            }
+        }
+    }
+}
+
+/// Defaults of a PodSpec (both in templates and in pods).
+pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
+    default_containers(spec, "initContainers");
+    default_containers(spec, "containers");
+    default_field(spec, "restartPolicy", json!("Always"));
+    default_field(spec, "terminationGracePeriodSeconds", json!(30));
+    default_field(spec, "dnsPolicy", json!("ClusterFirst"));
+    default_field(spec, "securityContext", json!({}));
+    default_field(spec, "schedulerName", json!("default-scheduler"));
+}
+
+/// Defaults of a pod template: spec defaults, and the `creationTimestamp: null` Go writes.
+fn pod_template(spec: &mut Map<String, Value>) {
+    let template = object_at(spec, "template");
+    let metadata = object_at(template, "metadata");
+    if !metadata.contains_key("creationTimestamp") {
+        let mut reordered = Map::new();
+        reordered.insert("creationTimestamp".into(), Value::Null);
+        reordered.extend(std::mem::take(metadata));
+        *metadata = reordered;
+    }
+    pod_spec(object_at(template, "spec"));
+}
+
+/// Defaults for an object of resource `plural` (apps/v1 workloads and pods).
+pub(crate) fn apply(plural: &str, obj: &mut Value) {
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    match plural {
+        "deployments" => {
+            let spec = object_at(map, "spec");
+            default_field(spec, "replicas", json!(1));
+            pod_template(spec);
+            let strategy = object_at(spec, "strategy");
+            default_field(strategy, "type", json!("RollingUpdate"));
+            if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                let rolling = object_at(strategy, "rollingUpdate");
+                default_field(rolling, "maxUnavailable", json!("25%"));
+                default_field(rolling, "maxSurge", json!("25%"));
+            }
+            default_field(spec, "revisionHistoryLimit", json!(10));
+            default_field(spec, "progressDeadlineSeconds", json!(600));
+        }
+        "replicasets" => {
+            let spec = object_at(map, "spec");
+            default_field(spec, "replicas", json!(1));
+            pod_template(spec);
+        }
+        "statefulsets" => {
+            let spec = object_at(map, "spec");
+            default_field(spec, "replicas", json!(1));
+            pod_template(spec);
+            default_field(spec, "podManagementPolicy", json!("OrderedReady"));
+            let strategy = object_at(spec, "updateStrategy");
+            default_field(strategy, "type", json!("RollingUpdate"));
+            if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                let rolling = object_at(strategy, "rollingUpdate");
+                default_field(rolling, "partition", json!(0));
+            }
+            default_field(spec, "revisionHistoryLimit", json!(10));
+            let retention = object_at(spec, "persistentVolumeClaimRetentionPolicy");
+            default_field(retention, "whenDeleted", json!("Retain"));
+            default_field(retention, "whenScaled", json!("Retain"));
+            if let Some(Value::Array(claims)) = spec.get_mut("volumeClaimTemplates") {
+                for claim in claims.iter_mut().filter_map(Value::as_object_mut) {
+                    let claim_spec = object_at(claim, "spec");
+                    default_field(claim_spec, "volumeMode", json!("Filesystem"));
+                    default_field(claim, "status", json!({"phase": "Pending"}));
+                }
+            }
+        }
+        "pods" => {
+            let spec = object_at(map, "spec");
+            pod_spec(spec);
+            default_field(
+                spec,
+                "tolerations",
+                json!([
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                ]),
+            );
+            default_field(spec, "priority", json!(0));
+            default_field(spec, "enableServiceLinks", json!(true));
+            default_field(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+        }
+        "persistentvolumeclaims" => {
+            let spec = object_at(map, "spec");
+            default_field(spec, "volumeMode", json!("Filesystem"));
+        }
+        _ => {}
+    }
+}
+
+/// The pod QoS class upstream computes from container requests and limits.
+fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        let requests = c.pointer("/resources/requests").and_then(Value::as_object);
+        let limits = c.pointer("/resources/limits").and_then(Value::as_object);
+        if requests.is_some_and(|r| !r.is_empty()) || limits.is_some_and(|l| !l.is_empty()) {
+            any = true;
+        }
+        for resource in ["cpu", "memory"] {
+            let limit = limits.and_then(|l| l.get(resource));
+            let request = requests.and_then(|r| r.get(resource)).or(limit);
+            if limit.is_none() || request != limit {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// The status a new object starts with (upstream resets client-sent status on create).
+pub(crate) fn initial_status(plural: &str, obj: &Value) -> Option<Value> {
+    match plural {
+        "deployments" | "replicasets" | "statefulsets" => Some(json!({})),
+        "pods" => {
+            let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+            Some(json!({"phase": "Pending", "qosClass": qos_class(&spec)}))
+        }
+        "namespaces" => Some(json!({"phase": "Active"})),
+        "persistentvolumeclaims" => Some(json!({"phase": "Pending"})),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Value {
+        let path = format!("/work/shared/fixtures/apiserver-v1.28/{name}");
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn deployment_defaults_match_the_fixture() {
+        let expected = fixture("deployment.json");
+        let mut obj = json!({"spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}}}});
+        apply("deployments", &mut obj);
+        assert_eq!(obj["spec"], expected["spec"]);
+    }
+
+    #[test]
+    fn statefulset_defaults_match_the_fixture() {
+        let expected = fixture("statefulset.json");
+        let mut obj = json!({"spec": {"replicas": 1, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}, "annotations": {"note": "a<b & c>d"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.25", "env": [{"name": "X", "value": "1"}],
+                    "resources": {"requests": {"cpu": "500m", "memory": "1536Mi"}}}]}}}});
+        apply("statefulsets", &mut obj);
+        assert_eq!(obj["spec"], expected["spec"]);
+    }
+
+    #[test]
+    fn pod_defaults_and_status_match_the_fixture() {
+        let list = fixture("pod-list.json");
+        let expected = &list["items"][1];
+        let mut obj = json!({"spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}});
+        apply("pods", &mut obj);
+        assert_eq!(obj["spec"], expected["spec"]);
+        assert_eq!(
+            initial_status("pods", &obj),
+            Some(expected["status"].clone())
+        );
+        let burstable = &list["items"][0];
+        assert_eq!(
+            initial_status("pods", burstable),
+            Some(burstable["status"].clone())
+        );
+    }
+
+    #[test]
+    fn pull_policy_and_qos() {
+        let cases = [
+            ("nginx", "Always"),
+            ("nginx:latest", "Always"),
+            ("nginx:1.25", "IfNotPresent"),
+            ("registry:5000/nginx", "Always"),
+            ("registry:5000/nginx:1", "IfNotPresent"),
+            ("nginx@sha256:abc", "IfNotPresent"),
+        ];
+        for (image, policy) in cases {
+            assert_eq!(image_pull_policy(image), policy, "{image}");
+        }
+        let guaranteed =
+            json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]});
+        assert_eq!(qos_class(&guaranteed), "Guaranteed");
+    }
+}

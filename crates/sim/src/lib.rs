@@ -1,0 +1,29 @@
+#![doc = include_str!("../README.md")]
+
+mod accounting;
+mod cluster;
+mod config;
+mod defaults;
+mod discovery;
+mod error;
+mod faults;
+mod kubelet;
+mod object;
+mod openapi;
+mod ops;
+mod patch;
+mod resources;
+mod scale;
+mod selector;
+mod server;
+mod status;
+mod store;
+mod table;
+mod validation;
+mod watch;
+
+pub use accounting::RequestAccounting;
+pub use cluster::SimCluster;
+pub use config::{FaultConfig, KubeletConfig, SimConfig};
+pub use error::SimError;
+pub use kubelet::{FAIL_AFTER_MS, NEVER_READY, READY_AFTER_MS, SUCCEED_AFTER_MS};

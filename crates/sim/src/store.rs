@@ -1,0 +1,376 @@
+//! The object store: one table per resource, one global resourceVersion, and per-resource
+//! rings of recent watch events.
+//!
+//! Objects are kept as their serialized JSON bytes plus the few parsed fields that lists,
+//! selectors and the garbage collector need, so 100,000 pods stay small. Each write
+//! serializes its watch event once; the stored object is a slice of that same buffer and
+//! every watcher shares it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::object::{OwnerLink, labels_of, owners_of};
+use crate::resources::RESOURCES;
+use crate::selector::Labels;
+
+/// `(namespace, name)`; the namespace is "" for cluster-scoped objects.
+pub(crate) type ObjectKey = (String, String);
+
+/// A resource table index plus an object key: names any object of the cluster.
+pub(crate) type ObjectRef = (usize, ObjectKey);
+
+/// The type of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Added => "ADDED",
+            EventKind::Modified => "MODIFIED",
+            EventKind::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One stored object.
+#[derive(Debug, Clone)]
+pub(crate) struct Stored {
+    /// The serialized object (a slice of the watch event frame that wrote it).
+    pub object: Bytes,
+    pub rv: u64,
+    pub uid: Box<str>,
+    pub labels: Arc<Labels>,
+    pub owners: Box<[OwnerLink]>,
+}
+
+impl Stored {
+    /// The object parsed back into JSON (for writes and field selectors).
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.object).unwrap_or(Value::Null)
+    }
+}
+
+/// One retained watch event.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub rv: u64,
+    pub kind: EventKind,
+    pub key: ObjectKey,
+    /// `{"type":...,"object":...}\n`, serialized once and shared by every watcher.
+    pub frame: Bytes,
+    /// The object inside `frame`.
+    pub object: Bytes,
+    pub labels: Arc<Labels>,
+    /// The object before a modification (watchers with selectors turn a modification
+    /// into ADDED or DELETED when the object enters or leaves their selection).
+    pub previous: Option<(Bytes, Arc<Labels>)>,
+}
+
+/// The objects and recent events of one resource.
+#[derive(Debug)]
+pub(crate) struct Table {
+    pub objects: BTreeMap<ObjectKey, Stored>,
+    pub events: VecDeque<Arc<Event>>,
+    /// Every event with a resourceVersion above this is still in `events`.
+    pub floor: u64,
+    /// Carries the global resourceVersion after each event of this table, to wake watchers.
+    pub notify: watch::Sender<u64>,
+}
+
+impl Table {
+    fn new() -> Self {
+        Self {
+            objects: BTreeMap::new(),
+            events: VecDeque::new(),
+            floor: 0,
+            notify: watch::Sender::new(0),
+        }
+    }
+}
+
+/// Work the simulated kubelet is told about.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PodChange {
+    /// A pod was created: start it.
+    Created { key: ObjectKey, uid: String },
+    /// A bound pod got a deletionTimestamp: finish it after the deletion delay.
+    Terminating { key: ObjectKey, uid: String },
+}
+
+/// The whole cluster state, behind one lock.
+#[derive(Debug)]
+pub(crate) struct State {
+    /// The last resourceVersion handed out (global, monotonically increasing).
+    pub rv: u64,
+    pub tables: Vec<Table>,
+    /// uid → where the object lives.
+    pub uids: HashMap<Box<str>, ObjectRef>,
+    /// owner uid → its dependents (objects listing it in ownerReferences).
+    pub dependents: HashMap<Box<str>, BTreeSet<ObjectRef>>,
+    window: usize,
+    pod_changes: Option<tokio::sync::mpsc::UnboundedSender<PodChange>>,
+}
+
+impl State {
+    /// An empty cluster retaining `window` events per resource.
+    pub fn new(
+        window: usize,
+        pod_changes: Option<tokio::sync::mpsc::UnboundedSender<PodChange>>,
+    ) -> Self {
+        Self {
+            rv: 0,
+            tables: RESOURCES.iter().map(|_| Table::new()).collect(),
+            uids: HashMap::new(),
+            dependents: HashMap::new(),
+            window,
+            pod_changes,
+        }
+    }
+
+    /// The stored object, if any.
+    pub fn get(&self, res: usize, key: &ObjectKey) -> Option<&Stored> {
+        self.tables[res].objects.get(key)
+    }
+
+    /// Tells the kubelet about a pod change (no-op when the kubelet is disabled).
+    pub fn tell_kubelet(&self, change: PodChange) {
+        if let Some(tx) = &self.pod_changes {
+            // The kubelet task only stops at shutdown, when nobody cares any more.
+            let _ = tx.send(change);
+        }
+    }
+
+    /// Writes `value` under `key` with a new resourceVersion, recording the watch event.
+    /// The caller has decided the write is valid; this only stores and indexes it.
+    pub fn put(&mut self, res: usize, key: ObjectKey, mut value: Value) -> Bytes {
+        self.rv += 1;
+        let rv = self.rv;
+        crate::object::meta_mut(&mut value)
+            .insert("resourceVersion".into(), Value::from(rv.to_string()));
+        let previous = self.tables[res].objects.get(&key).cloned();
+        let kind = if previous.is_some() {
+            EventKind::Modified
+        } else {
+            EventKind::Added
+        };
+        let (frame, object) = serialize_frame(kind, &value);
+        let stored = Stored {
+            object: object.clone(),
+            rv,
+            uid: crate::object::meta_str(&value, "uid").into(),
+            labels: Arc::new(labels_of(&value)),
+            owners: owners_of(&value).into_boxed_slice(),
+        };
+        if let Some(prev) = &previous {
+            self.unindex(res, &key, prev);
+        }
+        self.index(res, &key, &stored);
+        let event = Event {
+            rv,
+            kind,
+            key: key.clone(),
+            frame,
+            object,
+            labels: stored.labels.clone(),
+            previous: previous.map(|p| (p.object, p.labels)),
+        };
+        self.tables[res].objects.insert(key, stored.clone());
+        self.record(res, event);
+        stored.object
+    }
+
+    /// Removes the object under `key` for good, recording a DELETED event whose object
+    /// carries the deletion's resourceVersion. Returns the final object.
+    pub fn remove(&mut self, res: usize, key: &ObjectKey) -> Option<(Bytes, Value)> {
+        let prev = self.tables[res].objects.remove(key)?;
+        self.unindex(res, key, &prev);
+        self.rv += 1;
+        let rv = self.rv;
+        let mut value = prev.value();
+        crate::object::meta_mut(&mut value)
+            .insert("resourceVersion".into(), Value::from(rv.to_string()));
+        let (frame, object) = serialize_frame(EventKind::Deleted, &value);
+        let event = Event {
+            rv,
+            kind: EventKind::Deleted,
+            key: key.clone(),
+            frame,
+            object: object.clone(),
+            labels: prev.labels,
+            previous: None,
+        };
+        self.record(res, event);
+        Some((object, value))
+    }
+
+    fn index(&mut self, res: usize, key: &ObjectKey, stored: &Stored) {
+        self.uids.insert(stored.uid.clone(), (res, key.clone()));
+        for owner in stored.owners.iter() {
+            self.dependents
+                .entry(owner.uid.clone())
+                .or_default()
+                .insert((res, key.clone()));
+        }
+    }
+
+    fn unindex(&mut self, res: usize, key: &ObjectKey, stored: &Stored) {
+        if self
+            .uids
+            .get(&stored.uid)
+            .is_some_and(|r| r.0 == res && &r.1 == key)
+        {
+            self.uids.remove(&stored.uid);
+        }
+        for owner in stored.owners.iter() {
+            if let Some(set) = self.dependents.get_mut(&owner.uid) {
+                set.remove(&(res, key.clone()));
+                if set.is_empty() {
+                    self.dependents.remove(&owner.uid);
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, res: usize, event: Event) {
+        let rv = event.rv;
+        let table = &mut self.tables[res];
+        table.events.push_back(Arc::new(event));
+        while table.events.len() > self.window {
+            match table.events.pop_front() {
+                Some(dropped) => table.floor = dropped.rv,
+                None => break,
+            }
+        }
+        table.notify.send_replace(rv);
+    }
+
+    /// Forgets every retained event, so a watch from any earlier version gets 410.
+    pub fn compact(&mut self) {
+        let rv = self.rv;
+        for table in &mut self.tables {
+            table.events.clear();
+            table.floor = rv;
+        }
+    }
+}
+
+/// Serializes `{"type":KIND,"object":OBJ}\n` once; returns the frame and the object slice.
+fn serialize_frame(kind: EventKind, value: &Value) -> (Bytes, Bytes) {
+    let prefix = format!("{{\"type\":\"{}\",\"object\":", kind.as_str());
+    let mut buf = BytesMut::with_capacity(prefix.len() + 1024);
+    buf.put_slice(prefix.as_bytes());
+    let start = buf.len();
+    let mut writer = buf.writer();
+    // Serializing a `Value` into memory cannot fail.
+    let _ = serde_json::to_writer(&mut writer, value);
+    let mut buf = writer.into_inner();
+    let end = buf.len();
+    buf.put_slice(b"}\n");
+    let frame = buf.freeze();
+    let object = frame.slice(start..end);
+    (frame, object)
+}
+
+/// A watch frame for `kind` around an already serialized object (used when a selector
+/// turns a modification into ADDED or DELETED).
+pub(crate) fn frame_around(kind: EventKind, object: &Bytes) -> Bytes {
+    let prefix = format!("{{\"type\":\"{}\",\"object\":", kind.as_str());
+    let mut buf = BytesMut::with_capacity(prefix.len() + object.len() + 2);
+    buf.put_slice(prefix.as_bytes());
+    buf.put_slice(object);
+    buf.put_slice(b"}\n");
+    buf.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(name: &str) -> ObjectKey {
+        ("default".to_string(), name.to_string())
+    }
+
+    #[test]
+    fn put_and_remove_record_events_and_versions() {
+        let mut state = State::new(10, None);
+        let pods = crate::resources::PODS;
+        state.put(
+            pods,
+            key("a"),
+            json!({"metadata": {"name": "a", "uid": "u1", "labels": {"x": "y"}}}),
+        );
+        let stored = state.get(pods, &key("a")).unwrap();
+        assert_eq!(stored.rv, 1);
+        assert_eq!(stored.labels.get("x").map(String::as_str), Some("y"));
+        let parsed = stored.value();
+        assert_eq!(parsed["metadata"]["resourceVersion"], "1");
+        state.put(
+            pods,
+            key("a"),
+            json!({"metadata": {"name": "a", "uid": "u1"}}),
+        );
+        let (_, removed) = state.remove(pods, &key("a")).unwrap();
+        assert_eq!(removed["metadata"]["resourceVersion"], "3");
+        let kinds: Vec<_> = state.tables[pods]
+            .events
+            .iter()
+            .map(|e| (e.kind, e.rv))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (EventKind::Added, 1),
+                (EventKind::Modified, 2),
+                (EventKind::Deleted, 3)
+            ]
+        );
+        let frame = std::str::from_utf8(&state.tables[pods].events[0].frame).unwrap();
+        assert!(
+            frame.starts_with("{\"type\":\"ADDED\",\"object\":{") && frame.ends_with("}\n"),
+            "{frame}"
+        );
+        assert!(state.uids.is_empty());
+    }
+
+    #[test]
+    fn window_moves_the_floor() {
+        let mut state = State::new(2, None);
+        let pods = crate::resources::PODS;
+        for i in 0..5 {
+            state.put(
+                pods,
+                key(&format!("p{i}")),
+                json!({"metadata": {"uid": format!("u{i}")}}),
+            );
+        }
+        assert_eq!(state.tables[pods].events.len(), 2);
+        assert_eq!(state.tables[pods].floor, 3);
+        state.compact();
+        assert_eq!(state.tables[pods].floor, 5);
+        assert!(state.tables[pods].events.is_empty());
+    }
+
+    #[test]
+    fn dependents_are_indexed() {
+        let mut state = State::new(10, None);
+        let pods = crate::resources::PODS;
+        state.put(
+            pods,
+            key("a"),
+            json!({"metadata": {"uid": "u1", "ownerReferences": [{"uid": "o"}]}}),
+        );
+        assert_eq!(state.dependents.get("o").map(|s| s.len()), Some(1));
+        state.put(pods, key("a"), json!({"metadata": {"uid": "u1"}}));
+        assert!(!state.dependents.contains_key("o"));
+    }
+}

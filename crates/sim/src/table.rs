@@ -1,0 +1,457 @@
+//! Server-side printing: `meta.k8s.io/v1` `Table` answers for clients that ask for them
+//! (`Accept: application/json;as=Table;...`, as `kubectl get` does), with the columns
+//! upstream's printers show for each kind and ages rendered as upstream's `HumanDuration`.
+
+use serde_json::{Map, Value, json};
+
+use crate::object::meta;
+
+/// Whether the Accept header asks for a Table.
+pub(crate) fn wants_table(accept: &str) -> bool {
+    accept
+        .split(',')
+        .any(|part| part.contains("as=Table") && part.contains("g=meta.k8s.io"))
+}
+
+/// What a row carries as its `object` (`includeObject` query parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    /// Parses `includeObject` (default Metadata, as upstream).
+    pub fn parse(value: Option<&str>) -> Self {
+        match value {
+            Some("None") => IncludeObject::None,
+            Some("Object") => IncludeObject::Object,
+            _ => IncludeObject::Metadata,
+        }
+    }
+}
+
+/// Upstream's `duration.HumanDuration`.
+pub(crate) fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 120 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        let s = seconds % 60;
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = seconds / 3600;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let days = (hours / 24) % 365;
+        return if days == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{days}d", hours / 24 / 365)
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+fn age_of(timestamp: Option<&str>) -> String {
+    let Some(ts) = timestamp else {
+        return "<unknown>".into();
+    };
+    match chrono::DateTime::parse_from_rfc3339(ts) {
+        Ok(t) => human_duration((chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds()),
+        Err(_) => "<unknown>".into(),
+    }
+}
+
+fn column(name: &str, kind: &str, priority: u8) -> Value {
+    let format = if name == "Name" { "name" } else { "" };
+    json!({"name": name, "type": kind, "format": format, "description": name, "priority": priority})
+}
+
+/// The columns shown for resource `plural`.
+fn columns(plural: &str) -> Vec<Value> {
+    let spec: &[(&str, &str, u8)] = match plural {
+        "pods" => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Status", "string", 0),
+            ("Restarts", "string", 0),
+            ("Age", "string", 0),
+            ("IP", "string", 1),
+            ("Node", "string", 1),
+        ],
+        "deployments" => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Up-to-date", "integer", 0),
+            ("Available", "integer", 0),
+            ("Age", "string", 0),
+        ],
+        "replicasets" => &[
+            ("Name", "string", 0),
+            ("Desired", "integer", 0),
+            ("Current", "integer", 0),
+            ("Ready", "integer", 0),
+            ("Age", "string", 0),
+        ],
+        "statefulsets" => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Age", "string", 0),
+        ],
+        "namespaces" | "persistentvolumeclaims" => &[
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Age", "string", 0),
+        ],
+        "controllerrevisions" => &[
+            ("Name", "string", 0),
+            ("Controller", "string", 0),
+            ("Revision", "integer", 0),
+            ("Age", "string", 0),
+        ],
+        "leases" => &[
+            ("Name", "string", 0),
+            ("Holder", "string", 0),
+            ("Age", "string", 0),
+        ],
+        "events" => &[
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Message", "string", 0),
+        ],
+        _ => &[("Name", "string", 0), ("Age", "string", 0)],
+    };
+    spec.iter().map(|(n, k, p)| column(n, k, *p)).collect()
+}
+
+fn int_at(obj: &Value, pointer: &str) -> i64 {
+    obj.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn or_none(s: &str) -> String {
+    if s.is_empty() {
+        "<none>".into()
+    } else {
+        s.to_string()
+    }
+}
+
+/// The cells of one object, matching [`columns`].
+fn cells(plural: &str, obj: &Value) -> Vec<Value> {
+    let name = json!(str_at(obj, "/metadata/name"));
+    let age = json!(age_of(
+        obj.pointer("/metadata/creationTimestamp")
+            .and_then(Value::as_str)
+    ));
+    match plural {
+        "pods" => {
+            let statuses = obj
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array);
+            let total = obj
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = statuses.map_or(0, |s| {
+                s.iter()
+                    .filter(|c| c.get("ready") == Some(&json!(true)))
+                    .count()
+            });
+            let restarts: i64 =
+                statuses.map_or(0, |s| s.iter().map(|c| int_at(c, "/restartCount")).sum());
+            let status = if obj.pointer("/metadata/deletionTimestamp").is_some() {
+                "Terminating".to_string()
+            } else if !str_at(obj, "/status/reason").is_empty() {
+                str_at(obj, "/status/reason").to_string()
+            } else {
+                str_at(obj, "/status/phase").to_string()
+            };
+            vec![
+                name,
+                json!(format!("{ready}/{total}")),
+                json!(status),
+                json!(restarts.to_string()),
+                age,
+                json!(or_none(str_at(obj, "/status/podIP"))),
+                json!(or_none(str_at(obj, "/spec/nodeName"))),
+            ]
+        }
+        "deployments" => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                int_at(obj, "/status/readyReplicas"),
+                int_at(obj, "/spec/replicas")
+            )),
+            json!(int_at(obj, "/status/updatedReplicas")),
+            json!(int_at(obj, "/status/availableReplicas")),
+            age,
+        ],
+        "replicasets" => vec![
+            name,
+            json!(int_at(obj, "/spec/replicas")),
+            json!(int_at(obj, "/status/replicas")),
+            json!(int_at(obj, "/status/readyReplicas")),
+            age,
+        ],
+        "statefulsets" => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                int_at(obj, "/status/readyReplicas"),
+                int_at(obj, "/spec/replicas")
+            )),
+            age,
+        ],
+        "namespaces" | "persistentvolumeclaims" => {
+            vec![name, json!(str_at(obj, "/status/phase")), age]
+        }
+        "controllerrevisions" => {
+            let controller = obj
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .and_then(|refs| {
+                    refs.iter()
+                        .find(|r| r.get("controller") == Some(&json!(true)))
+                })
+                .map(|r| {
+                    let group = str_at(r, "/apiVersion").split('/').next().unwrap_or("");
+                    format!(
+                        "{}.{group}/{}",
+                        str_at(r, "/kind").to_lowercase(),
+                        str_at(r, "/name")
+                    )
+                })
+                .unwrap_or_else(|| "<none>".into());
+            vec![
+                name,
+                json!(controller),
+                json!(int_at(obj, "/revision")),
+                age,
+            ]
+        }
+        "leases" => vec![
+            name,
+            json!(or_none(str_at(obj, "/spec/holderIdentity"))),
+            age,
+        ],
+        "events" => {
+            let last = [
+                "/lastTimestamp",
+                "/eventTime",
+                "/series/lastObservedTime",
+                "/metadata/creationTimestamp",
+            ]
+            .iter()
+            .find_map(|p| obj.pointer(p).and_then(Value::as_str));
+            let target = if obj.get("regarding").is_some() {
+                "/regarding"
+            } else {
+                "/involvedObject"
+            };
+            let object = format!(
+                "{}/{}",
+                str_at(obj, &format!("{target}/kind")).to_lowercase(),
+                str_at(obj, &format!("{target}/name"))
+            );
+            let message = if obj.get("note").is_some() {
+                str_at(obj, "/note")
+            } else {
+                str_at(obj, "/message")
+            };
+            vec![
+                json!(age_of(last)),
+                json!(str_at(obj, "/type")),
+                json!(str_at(obj, "/reason")),
+                json!(object),
+                json!(message),
+            ]
+        }
+        _ => vec![name, age],
+    }
+}
+
+fn row(plural: &str, obj: &Value, include: IncludeObject) -> Value {
+    let mut row = Map::new();
+    row.insert("cells".into(), Value::Array(cells(plural, obj)));
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Object => {
+            row.insert("object".into(), obj.clone());
+        }
+        IncludeObject::Metadata => {
+            let metadata = meta(obj)
+                .cloned()
+                .map(Value::Object)
+                .unwrap_or_else(|| json!({}));
+            row.insert(
+                "object".into(),
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata}),
+            );
+        }
+    }
+    Value::Object(row)
+}
+
+/// A Table of `objects`; `with_columns` is false for watch events after the first.
+pub(crate) fn table(
+    plural: &str,
+    list_meta: Value,
+    objects: &[Value],
+    include: IncludeObject,
+    with_columns: bool,
+) -> Value {
+    let rows: Vec<Value> = objects.iter().map(|o| row(plural, o, include)).collect();
+    let mut table = Map::new();
+    table.insert("kind".into(), json!("Table"));
+    table.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
+    table.insert("metadata".into(), list_meta);
+    if with_columns {
+        table.insert("columnDefinitions".into(), Value::Array(columns(plural)));
+    }
+    table.insert("rows".into(), Value::Array(rows));
+    Value::Object(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations() {
+        let cases = [
+            (-5, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (119, "119s"),
+            (120, "2m"),
+            (150, "2m30s"),
+            (600, "10m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 120, "3h2m"),
+            (9 * 3600, "9h"),
+            (50 * 3600, "2d2h"),
+            (10 * 86400, "10d"),
+            (800 * 86400, "2y70d"),
+            (3000 * 86400, "8y"),
+        ];
+        for (secs, expected) in cases {
+            assert_eq!(human_duration(secs), expected, "{secs}");
+        }
+    }
+
+    #[test]
+    fn accept_headers() {
+        assert!(wants_table(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+        ));
+        assert!(!wants_table("application/json"));
+        assert!(!wants_table(
+            "application/json, application/vnd.kubernetes.protobuf"
+        ));
+    }
+
+    #[test]
+    fn rows_per_kind() {
+        let pod = json!({"metadata": {"name": "p", "creationTimestamp": "2020-01-01T00:00:00Z", "deletionTimestamp": "x"},
+            "spec": {"containers": [{}, {}], "nodeName": "n"},
+            "status": {"phase": "Running", "podIP": "10.0.0.1", "containerStatuses": [{"ready": true, "restartCount": 2}, {"ready": false, "restartCount": 1}]}});
+        let cells = cells("pods", &pod);
+        assert_eq!(
+            cells[..4],
+            [json!("p"), json!("1/2"), json!("Terminating"), json!("3")]
+        );
+        assert_eq!(cells[5..], [json!("10.0.0.1"), json!("n")]);
+        let deploy = json!({"metadata": {"name": "web"}, "spec": {"replicas": 3}, "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
+        assert_eq!(
+            cells("deployments", &deploy)[..4],
+            [json!("web"), json!("2/3"), json!(3), json!(2)]
+        );
+        let cr = json!({"metadata": {"name": "web-1", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": true}]}, "revision": 2});
+        assert_eq!(
+            cells("controllerrevisions", &cr)[1..3],
+            [json!("statefulset.apps/web"), json!(2)]
+        );
+        let event = json!({"involvedObject": {"kind": "ReplicaSet", "name": "web-1"}, "type": "Normal", "reason": "SuccessfulCreate", "message": "m"});
+        assert_eq!(
+            cells("events", &event)[1..],
+            [
+                json!("Normal"),
+                json!("SuccessfulCreate"),
+                json!("replicaset/web-1"),
+                json!("m")
+            ]
+        );
+        for plural in [
+            "pods",
+            "deployments",
+            "replicasets",
+            "statefulsets",
+            "namespaces",
+            "persistentvolumeclaims",
+            "controllerrevisions",
+            "leases",
+            "events",
+        ] {
+            assert_eq!(
+                columns(plural).len(),
+                cells(plural, &json!({})).len(),
+                "{plural}"
+            );
+        }
+        let t = table(
+            "deployments",
+            json!({"resourceVersion": "5"}),
+            &[deploy],
+            IncludeObject::Metadata,
+            true,
+        );
+        assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(t["columnDefinitions"][0]["format"], "name");
+        let t = table("deployments", json!({}), &[], IncludeObject::None, false);
+        assert!(t.get("columnDefinitions").is_none());
+    }
+}

@@ -1,0 +1,184 @@
+//! The real kubectl (/usr/bin/kubectl) against the sim's kubeconfig: create -f, get -o json,
+//! scale, patch --type=merge, patch --type=json, get --watch and delete all succeed with the
+//! default client-side settings (no `--validate=false`).
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+const KUBECTL: &str = "/usr/bin/kubectl";
+
+const MANIFEST: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.25
+";
+
+fn kubectl(dir: &Path) -> Command {
+    let mut cmd = Command::new(KUBECTL);
+    cmd.arg("--kubeconfig")
+        .arg(dir.join("kubeconfig"))
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .env("HOME", dir)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Runs kubectl with `args`; panics with its stderr unless it succeeds; returns stdout.
+async fn run(dir: &Path, args: &[&str]) -> String {
+    let out = kubectl(dir)
+        .args(args)
+        .output()
+        .await
+        .expect("kubectl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test]
+async fn kubectl_drives_a_deployment() {
+    let cluster = common::cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    cluster
+        .write_kubeconfig(&dir.path().join("kubeconfig"))
+        .unwrap();
+    std::fs::write(dir.path().join("web.yaml"), MANIFEST).unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let manifest = dir.path().join("web.yaml");
+
+    let out = run(dir.path(), &["create", "-f", manifest.to_str().unwrap()]).await;
+    assert!(out.contains("deployment.apps/web created"), "{out}");
+
+    let out = run(dir.path(), &["get", "deployment", "web", "-o", "json"]).await;
+    let got: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(got["spec"]["replicas"], 2);
+    assert_eq!(got["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+    assert_eq!(got["metadata"]["generation"], 1);
+
+    // Human output is a server-side Table with upstream's columns.
+    let out = run(dir.path(), &["get", "deployments"]).await;
+    let header: Vec<&str> = out.lines().next().unwrap_or("").split_whitespace().collect();
+    assert_eq!(header, vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"], "{out}");
+    assert!(out.lines().nth(1).is_some_and(|l| l.starts_with("web ")), "{out}");
+
+    run(dir.path(), &["scale", "deployment", "web", "--replicas=3"]).await;
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(3)
+    );
+
+    run(
+        dir.path(),
+        &[
+            "patch",
+            "deployment",
+            "web",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"labels":{"team":"a"}}}"#,
+        ],
+    )
+    .await;
+    assert_eq!(
+        deployments
+            .get("web")
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap()["team"],
+        "a"
+    );
+
+    run(
+        dir.path(),
+        &[
+            "patch",
+            "deployment",
+            "web",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/replicas","value":1}]"#,
+        ],
+    )
+    .await;
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(1)
+    );
+
+    // get --watch: the current state first, then each change.
+    let mut watch = kubectl(dir.path())
+        .args([
+            "get",
+            "deployment",
+            "web",
+            "--watch",
+            "-o",
+            "jsonpath={.spec.replicas}{\"\\n\"}",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut next_line = async || {
+        tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(next_line().await, "1");
+    for replicas in [4, 5] {
+        deployments
+            .patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(next_line().await, replicas.to_string());
+    }
+    watch.kill().await.unwrap();
+
+    let out = run(dir.path(), &["delete", "deployment", "web"]).await;
+    assert!(out.contains("deployment.apps \"web\" deleted"), "{out}");
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    let agents = cluster.accounting();
+    assert!(
+        agents.total_for_agent("kubectl") >= 7,
+        "{:?}",
+        agents.entries()
+    );
+}

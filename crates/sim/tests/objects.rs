@@ -1,0 +1,714 @@
+//! Object semantics through `kube::Client`: generation rules, status and scale
+//! subresources, conflicts, patches (merge, JSON, strategic), label and field selectors,
+//! pagination, defaulting and validation errors.
+
+mod common;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn generation_bumps_on_spec_changes_of_apps_objects_only() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let d = deployments
+        .create(&PostParams::default(), &common::deployment("web", 1))
+        .await
+        .unwrap();
+    assert_eq!(d.metadata.generation, Some(1));
+    let labelled = deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        labelled.metadata.generation,
+        Some(1),
+        "metadata change keeps generation"
+    );
+    let scaled = deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        scaled.metadata.generation,
+        Some(2),
+        "spec change bumps generation"
+    );
+    let status = deployments
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 3, "observedGeneration": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        status.metadata.generation,
+        Some(2),
+        "status change keeps generation"
+    );
+
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let p = pods
+        .create(&PostParams::default(), &common::pod("p", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        p.metadata.generation, None,
+        "pods have no generation (v1.28)"
+    );
+    let p = pods
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"activeDeadlineSeconds": 5}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.metadata.generation, None);
+}
+
+#[tokio::test]
+async fn status_subresource_changes_only_status_and_main_resource_never_status() {
+    let cluster = common::cluster_without_kubelet().await;
+    let replicasets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
+    let rs: ReplicaSet = serde_json::from_value(json!({"metadata": {"name": "rs"}, "spec": {"replicas": 2,
+        "selector": {"matchLabels": {"app": "x"}}, "template": {"metadata": {"labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}}}, "status": {"replicas": 99}}))
+    .unwrap();
+    let created = replicasets
+        .create(&PostParams::default(), &rs)
+        .await
+        .unwrap();
+    assert_eq!(
+        created.status.as_ref().map(|s| s.replicas),
+        Some(0),
+        "create resets status"
+    );
+
+    let mut through_main = created.clone();
+    through_main.status.as_mut().unwrap().replicas = 5;
+    through_main.spec.as_mut().unwrap().replicas = Some(4);
+    let after_main = replicasets
+        .replace("rs", &PostParams::default(), &through_main)
+        .await
+        .unwrap();
+    assert_eq!(
+        after_main.status.as_ref().unwrap().replicas,
+        0,
+        "main resource ignores status"
+    );
+    assert_eq!(after_main.spec.as_ref().unwrap().replicas, Some(4));
+
+    let mut through_status = after_main.clone();
+    through_status.status.as_mut().unwrap().replicas = 7;
+    through_status.spec.as_mut().unwrap().replicas = Some(1);
+    let after_status = replicasets
+        .replace_status("rs", &PostParams::default(), &through_status)
+        .await
+        .unwrap();
+    assert_eq!(after_status.status.as_ref().unwrap().replicas, 7);
+    assert_eq!(
+        after_status.spec.as_ref().unwrap().replicas,
+        Some(4),
+        "status subresource ignores spec"
+    );
+
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    pods.create(&PostParams::default(), &common::pod("p", json!({})))
+        .await
+        .unwrap();
+    let p = pods
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Running"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.status.unwrap().phase.as_deref(), Some("Pending"));
+    let p = pods
+        .patch_status(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Running"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.status.unwrap().phase.as_deref(), Some("Running"));
+}
+
+#[tokio::test]
+async fn a_no_op_update_keeps_the_resource_version() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let d = deployments
+        .create(&PostParams::default(), &common::deployment("web", 1))
+        .await
+        .unwrap();
+    let again = deployments
+        .replace("web", &PostParams::default(), &d)
+        .await
+        .unwrap();
+    assert_eq!(again.metadata.resource_version, d.metadata.resource_version);
+}
+
+#[tokio::test]
+async fn scale_subresource_of_each_workload() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    deployments
+        .create(&PostParams::default(), &common::deployment("web", 2))
+        .await
+        .unwrap();
+    let scale = deployments.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(2));
+    assert_eq!(scale.status.unwrap().selector.as_deref(), Some("app=web"));
+    let scaled = deployments
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(scaled.spec.unwrap().replicas, Some(5));
+    let d = deployments.get("web").await.unwrap();
+    assert_eq!(d.spec.unwrap().replicas, Some(5));
+    assert_eq!(d.metadata.generation, Some(2));
+    // A Scale with a stale resourceVersion conflicts.
+    let stale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web", "resourceVersion": "1"}, "spec": {"replicas": 1}});
+    let stale: k8s_openapi::api::autoscaling::v1::Scale = serde_json::from_value(stale).unwrap();
+    let err = deployments
+        .replace_scale("web", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    assert_eq!(common::api_error(err).code, 409);
+
+    let statefulsets: Api<StatefulSet> = Api::namespaced(cluster.client(), "default");
+    let sts: StatefulSet = serde_json::from_value(json!({"metadata": {"name": "db"}, "spec": {"serviceName": "db",
+        "selector": {"matchLabels": {"app": "db"}}, "template": {"metadata": {"labels": {"app": "db"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}}}})).unwrap();
+    statefulsets
+        .create(&PostParams::default(), &sts)
+        .await
+        .unwrap();
+    let scaled = statefulsets
+        .patch_scale(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(scaled.spec.unwrap().replicas, Some(3));
+
+    let replicasets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
+    let rs: ReplicaSet = serde_json::from_value(json!({"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": {"app": "r"}},
+        "template": {"metadata": {"labels": {"app": "r"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})).unwrap();
+    replicasets
+        .create(&PostParams::default(), &rs)
+        .await
+        .unwrap();
+    let scale = replicasets.get_scale("rs").await.unwrap();
+    assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(1));
+    let mut body = scale.clone();
+    body.spec.as_mut().unwrap().replicas = Some(0);
+    let scaled = replicasets
+        .replace_scale("rs", &PostParams::default(), &body)
+        .await
+        .unwrap();
+    assert_eq!(scaled.spec.unwrap().replicas, Some(0));
+    assert_eq!(cluster.accounting().count("update", "replicasets/scale"), 1);
+    assert_eq!(cluster.accounting().count("patch", "deployments/scale"), 1);
+}
+
+#[tokio::test]
+async fn stale_resource_version_conflicts_through_patch_and_update() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let d = deployments
+        .create(&PostParams::default(), &common::deployment("web", 1))
+        .await
+        .unwrap();
+    let rv = d.metadata.resource_version.clone().unwrap();
+    deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    let err = deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"resourceVersion": rv}, "spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap_err();
+    let status = common::api_error(err);
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        status.message,
+        "Operation cannot be fulfilled on deployments.apps \"web\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+    let err = deployments
+        .replace_status("web", &PostParams::default(), &d)
+        .await
+        .unwrap_err();
+    assert_eq!(common::api_error(err).code, 409);
+}
+
+#[tokio::test]
+async fn patch_types() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let owner = |uid: &str| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("rs-{uid}"), "uid": uid, "controller": uid == "u1", "blockOwnerDeletion": true});
+    let mut pod = common::pod("p", json!({"app": "web"}));
+    pod.metadata.owner_references = Some(vec![serde_json::from_value(owner("u1")).unwrap()]);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+
+    // Strategic merge: ownerReferences merged by uid, then one deleted with $patch: delete.
+    let p = pods
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Strategic(
+                json!({"metadata": {"ownerReferences": [owner("u2")], "labels": {"extra": "1"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let uids: Vec<String> = p
+        .metadata
+        .owner_references
+        .unwrap()
+        .into_iter()
+        .map(|o| o.uid)
+        .collect();
+    assert_eq!(uids, vec!["u1", "u2"]);
+    assert_eq!(p.metadata.labels.unwrap().len(), 2, "labels merged");
+    let p = pods
+        .patch("p", &PatchParams::default(), &Patch::Strategic(json!({"metadata": {"ownerReferences": [{"$patch": "delete", "uid": "u1"}], "uid": p.metadata.uid}})))
+        .await
+        .unwrap();
+    let uids: Vec<String> = p
+        .metadata
+        .owner_references
+        .unwrap()
+        .into_iter()
+        .map(|o| o.uid)
+        .collect();
+    assert_eq!(uids, vec!["u2"]);
+    // Strategic merge: containers merged by name.
+    let p = pods
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Strategic(
+                json!({"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let containers = p.spec.unwrap().containers;
+    assert_eq!(containers.len(), 1);
+    assert_eq!(containers[0].image.as_deref(), Some("nginx:1.26"));
+    assert_eq!(
+        containers[0].termination_message_path.as_deref(),
+        Some("/dev/termination-log"),
+        "other fields kept"
+    );
+
+    // JSON merge patch: null deletes.
+    let p = pods
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"extra": null}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        p.metadata.labels.unwrap().keys().collect::<Vec<_>>(),
+        vec!["app"]
+    );
+
+    // JSON patch.
+    let ops: json_patch::Patch = serde_json::from_value(
+        json!([{"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}}]),
+    )
+    .unwrap();
+    let p = pods
+        .patch("p", &PatchParams::default(), &Patch::<()>::Json(ops))
+        .await
+        .unwrap();
+    assert_eq!(p.metadata.annotations.unwrap()["a"], "b");
+    assert_eq!(cluster.accounting().count("patch", "pods"), 5);
+}
+
+#[tokio::test]
+async fn label_and_field_selectors_on_list_and_watch() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    for (name, labels) in [
+        ("web-1", json!({"app": "web", "tier": "front"})),
+        ("web-2", json!({"app": "web"})),
+        ("db-1", json!({"app": "db"})),
+        ("none", json!({})),
+    ] {
+        pods.create(&PostParams::default(), &common::pod(name, labels))
+            .await
+            .unwrap();
+    }
+    let names = |list: kube::core::ObjectList<Pod>| -> Vec<String> {
+        list.items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect()
+    };
+    let cases = [
+        ("app=web", vec!["web-1", "web-2"]),
+        ("app==web", vec!["web-1", "web-2"]),
+        ("app!=web", vec!["db-1", "none"]),
+        ("app in (web,db)", vec!["db-1", "web-1", "web-2"]),
+        ("app notin (web)", vec!["db-1", "none"]),
+        ("tier", vec!["web-1"]),
+        ("!tier", vec!["db-1", "none", "web-2"]),
+    ];
+    for (selector, expected) in cases {
+        let got = names(
+            pods.list(&ListParams::default().labels(selector))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(got, expected, "{selector}");
+    }
+    let got = names(
+        pods.list(&ListParams::default().fields("metadata.name=db-1"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(got, vec!["db-1"]);
+    let all: Api<Pod> = Api::all(cluster.client());
+    let got = names(
+        all.list(&ListParams::default().fields("metadata.namespace!=default"))
+            .await
+            .unwrap(),
+    );
+    assert!(got.is_empty());
+    let err = pods
+        .list(&ListParams::default().fields("spec.bogus=1"))
+        .await
+        .unwrap_err();
+    assert_eq!(common::api_error(err).code, 400);
+
+    // Watch with a selector: a label change moving an object out is a DELETED for the watcher.
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::{WatchEvent, WatchParams};
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = pods
+        .watch(
+            &WatchParams::default()
+                .labels("app=web")
+                .disable_bookmarks()
+                .timeout(2),
+            &rv,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    pods.patch(
+        "web-2",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "other"}}})),
+    )
+    .await
+    .unwrap();
+    pods.patch(
+        "db-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+    )
+    .await
+    .unwrap();
+    pods.patch(
+        "none",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})),
+    )
+    .await
+    .unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = stream.try_next().await.unwrap() {
+        events.push(match event {
+            WatchEvent::Added(p) => format!("ADDED {}", p.metadata.name.unwrap()),
+            WatchEvent::Modified(p) => format!("MODIFIED {}", p.metadata.name.unwrap()),
+            WatchEvent::Deleted(p) => format!("DELETED {}", p.metadata.name.unwrap()),
+            other => format!("{other:?}"),
+        });
+    }
+    assert_eq!(events, vec!["DELETED web-2", "ADDED none"]);
+
+    let mut stream = pods
+        .watch(
+            &WatchParams::default()
+                .fields("metadata.name=db-1")
+                .disable_bookmarks()
+                .timeout(1),
+            "0",
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let first = stream.try_next().await.unwrap();
+    assert!(
+        matches!(first, Some(WatchEvent::Added(p)) if p.metadata.name.as_deref() == Some("db-1"))
+    );
+    assert!(stream.try_next().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn event_field_selectors_for_kubectl_describe() {
+    let cluster = common::cluster_without_kubelet().await;
+    let events: Api<Event> = Api::namespaced(cluster.client(), "default");
+    for (name, kind, target, uid) in [
+        ("a.1", "ReplicaSet", "web-1", "u1"),
+        ("b.1", "Deployment", "web", "u2"),
+        ("c.1", "ReplicaSet", "web-2", "u3"),
+    ] {
+        let ev: Event = serde_json::from_value(json!({"metadata": {"name": name},
+            "involvedObject": {"kind": kind, "name": target, "namespace": "default", "uid": uid},
+            "reason": "SuccessfulCreate", "message": "m", "type": "Normal", "source": {"component": "replicaset-controller"}})).unwrap();
+        events.create(&PostParams::default(), &ev).await.unwrap();
+    }
+    let selector = "involvedObject.name=web-1,involvedObject.namespace=default,involvedObject.kind=ReplicaSet,involvedObject.uid=u1";
+    let got: Vec<String> = events
+        .list(&ListParams::default().fields(selector))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|e| e.metadata.name)
+        .collect();
+    assert_eq!(got, vec!["a.1"]);
+    let got = events
+        .list(&ListParams::default().fields("involvedObject.kind=ReplicaSet"))
+        .await
+        .unwrap()
+        .items
+        .len();
+    assert_eq!(got, 2);
+}
+
+#[tokio::test]
+async fn pagination_with_limit_and_continue() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    for i in 0..7 {
+        pods.create(
+            &PostParams::default(),
+            &common::pod(
+                &format!("p{i}"),
+                json!({"app": if i % 2 == 0 { "even" } else { "odd" }}),
+            ),
+        )
+        .await
+        .unwrap();
+    }
+    let mut names = Vec::new();
+    let mut params = ListParams::default().limit(3);
+    let mut pages = 0;
+    let mut first_rv = None;
+    loop {
+        let page = pods.list(&params).await.unwrap();
+        pages += 1;
+        first_rv.get_or_insert(page.metadata.resource_version.clone());
+        assert_eq!(
+            page.metadata.resource_version,
+            first_rv.clone().unwrap(),
+            "pages share the list's version"
+        );
+        names.extend(page.items.into_iter().filter_map(|p| p.metadata.name));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => {
+                if pages == 1 {
+                    assert_eq!(page.metadata.remaining_item_count, Some(4));
+                }
+                params = params.continue_token(&token);
+            }
+            _ => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(names, (0..7).map(|i| format!("p{i}")).collect::<Vec<_>>());
+    let page = pods
+        .list(&ListParams::default().labels("app=even").limit(2))
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 2);
+    assert_eq!(page.metadata.remaining_item_count, Some(2));
+}
+
+#[tokio::test]
+async fn defaulting_matches_upstream() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let d = deployments
+        .create(&PostParams::default(), &common::deployment("web", 2))
+        .await
+        .unwrap();
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string("/work/shared/fixtures/apiserver-v1.28/deployment.json").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(d.spec.unwrap()).unwrap(),
+        serde_json::to_value(
+            serde_json::from_value::<Deployment>(fixture)
+                .unwrap()
+                .spec
+                .unwrap()
+        )
+        .unwrap()
+    );
+
+    let statefulsets: Api<StatefulSet> = Api::namespaced(cluster.client(), "default");
+    let sts: StatefulSet = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"replicas": 1, "serviceName": "web",
+        "selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}, "annotations": {"note": "a<b & c>d"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.25", "env": [{"name": "X", "value": "1"}],
+            "resources": {"requests": {"cpu": "500m", "memory": "1536Mi"}}}]}}}})).unwrap();
+    let created = statefulsets
+        .create(&PostParams::default(), &sts)
+        .await
+        .unwrap();
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string("/work/shared/fixtures/apiserver-v1.28/statefulset.json").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(created.spec.unwrap()).unwrap(),
+        serde_json::to_value(
+            serde_json::from_value::<StatefulSet>(fixture)
+                .unwrap()
+                .spec
+                .unwrap()
+        )
+        .unwrap()
+    );
+
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let p = pods
+        .create(&PostParams::default(), &common::pod("p", json!({})))
+        .await
+        .unwrap();
+    let spec = p.spec.unwrap();
+    assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(spec.dns_policy.as_deref(), Some("ClusterFirst"));
+    assert_eq!(spec.scheduler_name.as_deref(), Some("default-scheduler"));
+    assert_eq!(spec.termination_grace_period_seconds, Some(30));
+    assert_eq!(
+        spec.containers[0].image_pull_policy.as_deref(),
+        Some("IfNotPresent")
+    );
+    assert_eq!(p.status.unwrap().qos_class.as_deref(), Some("BestEffort"));
+}
+
+#[tokio::test]
+async fn validation_errors_are_422_with_causes() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let mut bad = common::deployment("bad", 1);
+    bad.spec.as_mut().unwrap().selector.match_labels =
+        Some([("app".to_string(), "other".to_string())].into());
+    bad.spec
+        .as_mut()
+        .unwrap()
+        .template
+        .metadata
+        .as_mut()
+        .unwrap()
+        .labels = Some([("app".to_string(), "web".to_string())].into());
+    let status = common::api_error(
+        deployments
+            .create(&PostParams::default(), &bad)
+            .await
+            .unwrap_err(),
+    );
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string("/work/shared/fixtures/apiserver-v1.28/status-422-invalid.json")
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&status).unwrap(),
+        serde_json::to_value(serde_json::from_value::<kube::core::Status>(fixture).unwrap())
+            .unwrap()
+    );
+
+    let mut negative = common::deployment("neg", -1);
+    negative.metadata.name = Some("neg".into());
+    let status = common::api_error(
+        deployments
+            .create(&PostParams::default(), &negative)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert_eq!(status.details.unwrap().causes[0].field, "spec.replicas");
+
+    let mut empty = common::deployment("empty", 1);
+    empty.spec.as_mut().unwrap().selector = Default::default();
+    let status = common::api_error(
+        deployments
+            .create(&PostParams::default(), &empty)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(status.code, 422);
+
+    let bad_name = common::deployment("Not_A_Name", 1);
+    let status = common::api_error(
+        deployments
+            .create(&PostParams::default(), &bad_name)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(status.details.unwrap().causes[0].field, "metadata.name");
+
+    deployments
+        .create(&PostParams::default(), &common::deployment("web", 1))
+        .await
+        .unwrap();
+    let status = common::api_error(
+        deployments
+            .patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"spec": {"selector": {"matchLabels": {"app": "web", "v": "2"}}}}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(status.code, 422, "selector is immutable");
+}

@@ -1,0 +1,350 @@
+//! Watch semantics: `kube::runtime::watcher` listing (paged) and watching unchanged,
+//! resumption from a resourceVersion, 410 on an expired version (raw and through the
+//! watcher, which must re-list), bookmarks, timeoutSeconds and forced disconnects.
+
+mod common;
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams, WatchEvent, WatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+use sim::{FaultConfig, SimCluster, SimConfig};
+
+fn name_of(pod: &Pod) -> String {
+    pod.metadata.name.clone().unwrap_or_default()
+}
+
+async fn next_event<S>(stream: &mut S) -> watcher::Event<Pod>
+where
+    S: futures::Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Unpin,
+{
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(5), stream.next())
+            .await
+            .expect("watcher event in time");
+        match item {
+            Some(Ok(event)) => return event,
+            Some(Err(_)) => continue,
+            None => panic!("watcher ended"),
+        }
+    }
+}
+
+/// Reads watcher events until an `Apply` of `name` arrives; returns the number of `Init`s seen.
+async fn until_applied<S>(stream: &mut S, name: &str) -> usize
+where
+    S: futures::Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Unpin,
+{
+    let mut inits = 0;
+    loop {
+        match next_event(stream).await {
+            watcher::Event::Init => inits += 1,
+            watcher::Event::Apply(p) | watcher::Event::InitApply(p) if name_of(&p) == name => {
+                return inits;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn watcher_lists_in_pages_and_watches() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    for i in 0..5 {
+        pods.create(
+            &PostParams::default(),
+            &common::pod(&format!("p{i}"), json!({"app": "web"})),
+        )
+        .await
+        .unwrap();
+    }
+    let config = watcher::Config::default().page_size(2);
+    let mut stream = watcher(pods.clone(), config).boxed();
+    assert!(matches!(
+        next_event(&mut stream).await,
+        watcher::Event::Init
+    ));
+    let mut listed = Vec::new();
+    loop {
+        match next_event(&mut stream).await {
+            watcher::Event::InitApply(p) => listed.push(name_of(&p)),
+            watcher::Event::InitDone => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(listed, vec!["p0", "p1", "p2", "p3", "p4"]);
+    assert!(
+        cluster.accounting().count("list", "pods") >= 3,
+        "paged list"
+    );
+    pods.create(&PostParams::default(), &common::pod("late", json!({})))
+        .await
+        .unwrap();
+    match next_event(&mut stream).await {
+        watcher::Event::Apply(p) => assert_eq!(name_of(&p), "late"),
+        other => panic!("unexpected {other:?}"),
+    }
+    pods.delete("late", &Default::default()).await.unwrap();
+    match next_event(&mut stream).await {
+        watcher::Event::Delete(p) => assert_eq!(name_of(&p), "late"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn watch_resumes_from_a_resource_version() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let a = pods
+        .create(&PostParams::default(), &common::pod("a", json!({})))
+        .await
+        .unwrap();
+    let rv_a = a.metadata.resource_version.unwrap();
+    pods.create(&PostParams::default(), &common::pod("b", json!({})))
+        .await
+        .unwrap();
+    pods.create(&PostParams::default(), &common::pod("c", json!({})))
+        .await
+        .unwrap();
+    let mut stream = pods
+        .watch(&WatchParams::default().timeout(2), &rv_a)
+        .await
+        .unwrap()
+        .boxed();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match stream.try_next().await.unwrap() {
+            Some(WatchEvent::Added(p)) => seen.push(name_of(&p)),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        seen,
+        vec!["b", "c"],
+        "only events newer than the version are replayed"
+    );
+}
+
+#[tokio::test]
+async fn watch_from_an_expired_version_gets_410() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let a = pods
+        .create(&PostParams::default(), &common::pod("a", json!({})))
+        .await
+        .unwrap();
+    pods.create(&PostParams::default(), &common::pod("b", json!({})))
+        .await
+        .unwrap();
+    cluster.compact();
+    let rv = a.metadata.resource_version.unwrap();
+    let mut stream = pods
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match stream.try_next().await.unwrap() {
+        Some(WatchEvent::Error(status)) => {
+            assert_eq!(status.code, 410);
+            assert_eq!(status.reason, "Expired");
+            assert!(
+                status
+                    .message
+                    .starts_with(&format!("too old resource version: {rv} (")),
+                "{}",
+                status.message
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(
+        stream.try_next().await.unwrap().is_none(),
+        "stream closes after the error"
+    );
+}
+
+#[tokio::test]
+async fn a_small_watch_window_expires_old_versions() {
+    let config = SimConfig {
+        watch_window: 2,
+        ..SimConfig::default()
+    };
+    let cluster = SimCluster::start(config).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let first = pods
+        .create(&PostParams::default(), &common::pod("a", json!({})))
+        .await
+        .unwrap();
+    for name in ["b", "c", "d"] {
+        pods.create(&PostParams::default(), &common::pod(name, json!({})))
+            .await
+            .unwrap();
+    }
+    let mut stream = pods
+        .watch(
+            &WatchParams::default(),
+            &first.metadata.resource_version.unwrap(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    assert!(
+        matches!(stream.try_next().await.unwrap(), Some(WatchEvent::Error(s)) if s.code == 410)
+    );
+}
+
+#[tokio::test]
+async fn bookmarks_carry_progress_and_end_on_timeout() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let list = pods.list(&Default::default()).await.unwrap();
+    let rv = list.metadata.resource_version.unwrap();
+    let started = std::time::Instant::now();
+    let mut stream = pods
+        .watch(&WatchParams::default().timeout(2), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    // A write to another resource moves the global version; the bookmark reports it.
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let d = deployments
+        .create(&PostParams::default(), &common::deployment("web", 1))
+        .await
+        .unwrap();
+    let d_rv: u64 = d.metadata.resource_version.unwrap().parse().unwrap();
+    let mut bookmarks = Vec::new();
+    while let Some(event) = stream.try_next().await.unwrap() {
+        match event {
+            WatchEvent::Bookmark(b) => {
+                bookmarks.push(b.metadata.resource_version.parse::<u64>().unwrap())
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(!bookmarks.is_empty(), "at least one bookmark");
+    assert!(
+        bookmarks.iter().all(|b| *b >= d_rv),
+        "{bookmarks:?} >= {d_rv}"
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(1900),
+        "timeoutSeconds honoured: {elapsed:?}"
+    );
+    // Without allowWatchBookmarks no bookmark is sent.
+    let mut stream = pods
+        .watch(&WatchParams::default().disable_bookmarks().timeout(1), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    assert!(stream.try_next().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn watcher_survives_forced_disconnects() {
+    let faults = FaultConfig {
+        watch_disconnect_every: Some(Duration::from_millis(150)),
+        ..FaultConfig::default()
+    };
+    let config = SimConfig {
+        faults,
+        ..SimConfig::default()
+    };
+    let cluster = SimCluster::start(config).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let mut stream = watcher(pods.clone(), watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    pods.create(&PostParams::default(), &common::pod("first", json!({})))
+        .await
+        .unwrap();
+    until_applied(&mut stream, "first").await;
+    for i in 0..3 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let name = format!("after-{i}");
+        pods.create(&PostParams::default(), &common::pod(&name, json!({})))
+            .await
+            .unwrap();
+        until_applied(&mut stream, &name).await;
+    }
+    assert!(
+        cluster.accounting().count("watch", "pods") >= 3,
+        "re-watched after disconnects"
+    );
+}
+
+#[tokio::test]
+async fn watcher_relists_after_410() {
+    let faults = FaultConfig {
+        watch_disconnect_every: Some(Duration::from_millis(200)),
+        ..FaultConfig::default()
+    };
+    let config = SimConfig {
+        faults,
+        ..SimConfig::default()
+    };
+    let cluster = SimCluster::start(config).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    pods.create(&PostParams::default(), &common::pod("first", json!({})))
+        .await
+        .unwrap();
+    let mut stream = watcher(pods.clone(), watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    assert_eq!(until_applied(&mut stream, "first").await, 1);
+    // Move the global version past the watcher's and forget the window: its next
+    // re-watch is too old, gets 410, and it must list again.
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    deployments
+        .create(&PostParams::default(), &common::deployment("web", 1))
+        .await
+        .unwrap();
+    cluster.compact();
+    pods.create(&PostParams::default(), &common::pod("second", json!({})))
+        .await
+        .unwrap();
+    let reinits = until_applied(&mut stream, "second").await;
+    assert!(reinits >= 1, "the watcher restarted with Init after 410");
+    assert!(
+        cluster.accounting().count("list", "pods") >= 2,
+        "listed again"
+    );
+}
+
+#[tokio::test]
+async fn watcher_with_streaming_lists() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    for name in ["a", "b"] {
+        pods.create(&PostParams::default(), &common::pod(name, json!({})))
+            .await
+            .unwrap();
+    }
+    let mut stream = watcher(pods.clone(), watcher::Config::default().streaming_lists()).boxed();
+    let mut listed = Vec::new();
+    loop {
+        match next_event(&mut stream).await {
+            watcher::Event::Init => {}
+            watcher::Event::InitApply(p) => listed.push(name_of(&p)),
+            watcher::Event::InitDone => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(listed, vec!["a", "b"]);
+    assert_eq!(
+        cluster.accounting().count("list", "pods"),
+        0,
+        "no list with streaming lists"
+    );
+    pods.create(&PostParams::default(), &common::pod("c", json!({})))
+        .await
+        .unwrap();
+    assert!(
+        matches!(next_event(&mut stream).await, watcher::Event::Apply(p) if name_of(&p) == "c")
+    );
+}
