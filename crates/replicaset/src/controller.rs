@@ -35,8 +35,8 @@ use workqueue::{ControllerMetrics, QueueConfig, RateLimitingQueue, SyncMetrics, 
 
 use crate::{
     decide::{
-        ReplicaPlan, StatusInputs, availability_requeue, calculate_status, plan_replicas,
-        slow_start_batches, status_unchanged,
+        ReplicaPlan, StatusInputs, availability_requeue, calculate_status, parse_selector,
+        plan_replicas, slow_start_batches, status_unchanged,
     },
     handlers::{HandlerContext, PodHandler, ReplicaSetHandler},
 };
@@ -193,20 +193,19 @@ impl Syncer {
         // 3. Decide whether creates/deletes may happen before looking at pods.
         let needs_sync = self.expectations.satisfied_expectations(key);
 
-        // 4. An unusable selector is the user's to fix: warn once per sync, do not retry hot.
-        let Some(selector) = replica_set
-            .spec
-            .as_ref()
-            .map(|spec| spec.selector.clone())
-            .and_then(|selector| Selector::try_from(selector).ok())
-        else {
-            self.recorder.record(
-                replica_set.as_ref(),
-                EventType::Warning,
-                INVALID_SELECTOR_REASON,
-                "Invalid selector: the ReplicaSet's selector cannot be parsed",
-            );
-            return Ok(());
+        // 4. An unusable selector is the user's to fix: warn, and do not retry hot.
+        let selector = match parse_selector(&replica_set) {
+            Ok(selector) => selector,
+            Err(error) => {
+                tracing::warn!(key, %error, "invalid selector");
+                self.recorder.record(
+                    replica_set.as_ref(),
+                    EventType::Warning,
+                    INVALID_SELECTOR_REASON,
+                    format!("Invalid selector: {error}"),
+                );
+                return Ok(());
+            }
         };
 
         // 5. Candidates: pods controlled by this ReplicaSet plus the namespace's orphans.

@@ -15,6 +15,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
 };
+use kube::core::Selector;
 
 /// At most this many creates or deletes per sync (upstream `BurstReplicas`).
 pub const BURST_REPLICAS: usize = 500;
@@ -22,6 +23,16 @@ pub const BURST_REPLICAS: usize = 500;
 pub const SLOW_START_INITIAL_BATCH_SIZE: usize = 1;
 /// The condition this controller owns.
 pub const REPLICA_FAILURE: &str = "ReplicaFailure";
+
+/// The ReplicaSet's selector, or why it cannot be used. The API server validates selectors, so
+/// this fails only for objects it should have refused; the sync warns and does not retry.
+pub fn parse_selector(replica_set: &ReplicaSet) -> Result<Selector, String> {
+    let spec = replica_set
+        .spec
+        .as_ref()
+        .ok_or_else(|| "the ReplicaSet has no spec".to_string())?;
+    Selector::try_from(spec.selector.clone()).map_err(|error| error.to_string())
+}
 
 /// What manageReplicas has to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -405,6 +416,41 @@ mod tests {
             requeue(10, &status(2, 0), &pods, now() + second * 5),
             Some(Duration::ZERO)
         );
+    }
+
+    #[test]
+    fn unusable_selectors_are_reported() {
+        let with_selector = |selector: serde_json::Value| -> ReplicaSet {
+            serde_json::from_value(
+                json!({"metadata": {"name": "web"}, "spec": {"selector": selector}}),
+            )
+            .unwrap()
+        };
+        let cases = [
+            (json!({"matchLabels": {"app": "web"}}), true),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "NotIn"}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]}),
+                false,
+            ),
+        ];
+        for (selector, usable) in cases {
+            assert_eq!(
+                parse_selector(&with_selector(selector.clone())).is_ok(),
+                usable,
+                "{selector}"
+            );
+        }
+        let no_spec: ReplicaSet =
+            serde_json::from_value(json!({"metadata": {"name": "web"}})).unwrap();
+        assert!(parse_selector(&no_spec).is_err());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use serde_json::json;
@@ -147,13 +148,19 @@ impl SimCluster {
         self.shared.state.write().compact();
     }
 
-    /// Stops the server, ends watch streams and the kubelet, and waits for them.
+    /// Stops the server, ends watch streams and the kubelet, and waits for them (the server
+    /// gets a second to close its connections gracefully before it is aborted).
     pub async fn shutdown(mut self) {
         self.shared.shutdown.send_replace(true);
         let tasks = std::mem::take(&mut self.tasks);
-        for task in tasks {
-            task.abort();
-            let _ = task.await;
+        for mut task in tasks {
+            if tokio::time::timeout(Duration::from_secs(1), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+                let _ = task.await;
+            }
         }
     }
 }

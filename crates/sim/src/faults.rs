@@ -17,6 +17,7 @@ pub(crate) struct FaultInjector {
 }
 
 impl FaultInjector {
+    /// Injects faults as `config` says, from a generator seeded with `config.seed`.
     pub fn new(config: FaultConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed);
         Self {

@@ -73,14 +73,20 @@ fn plan(pod: &Value, config: &KubeletConfig) -> PodPlan {
     }
 }
 
-/// Runs the kubelet until the store's sender is dropped.
+/// Runs the kubelet until the cluster shuts down.
 pub(crate) async fn run(
     shared: Arc<Shared>,
     config: KubeletConfig,
     mut changes: UnboundedReceiver<PodChange>,
 ) {
     let ips = Arc::new(AtomicU32::new(0));
-    while let Some(change) = changes.recv().await {
+    let mut stop = shared.shutdown.subscribe();
+    loop {
+        let change = tokio::select! {
+            change = changes.recv() => change,
+            _ = stop.wait_for(|stopped| *stopped) => None,
+        };
+        let Some(change) = change else { return };
         match change {
             PodChange::Created { key, uid } => {
                 let pod = shared.state.read().get(PODS, &key).map(|s| s.value());

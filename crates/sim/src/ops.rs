@@ -154,6 +154,8 @@ impl State {
                 meta.remove(field);
             }
             meta.insert("uid".into(), Value::from(uuid::Uuid::new_v4().to_string()));
+            // Placeholder so the field sits in upstream's place; `put` sets the value.
+            meta.insert("resourceVersion".into(), Value::from(""));
             meta.insert("creationTimestamp".into(), Value::from(now_timestamp()));
             if info.generation {
                 meta.insert("generation".into(), Value::from(1));
@@ -181,6 +183,9 @@ impl State {
         }
         if self.get(res, &key).is_some() {
             return Err(ApiError::already_exists(info, &name));
+        }
+        if res == PODS {
+            self.admit_pod(namespace, &name)?;
         }
         let obj = canonicalize(obj, info.kind, &info.api_version());
         let uid = meta_str(&obj, "uid").to_string();
@@ -224,13 +229,14 @@ impl State {
         }
         let body_uid = meta_str(&obj, "uid");
         if !body_uid.is_empty() && body_uid != old_uid {
-            return Err(ApiError::conflict_because(
-                info,
-                &key.1,
-                &format!(
-                    "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {old_uid}"
-                ),
-            ));
+            // As upstream's ValidateObjectMetaUpdate: a uid in the body (e.g. the uid
+            // precondition of adopt/release patches) must be the object's.
+            let cause = Cause::invalid(
+                "metadata.uid",
+                &format!("{body_uid:?}"),
+                "field is immutable",
+            );
+            return Err(ApiError::invalid(info, &key.1, vec![cause]));
         }
         let mut new = match mode {
             UpdateMode::Status => {

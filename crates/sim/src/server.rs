@@ -212,7 +212,9 @@ async fn dispatch(
                 Some(sub) => format!("{}/{sub}", info.plural),
                 None => info.plural.to_string(),
             };
-            let response = if is_write(verb)
+            let response = if is_write(verb) && query.get("dryRun").is_some_and(|d| !d.is_empty()) {
+                error_response(&ApiError::bad_request("dryRun is not supported by the sim"))
+            } else if is_write(verb)
                 && let Some(err) = shared
                     .faults
                     .roll_write(info, req.name.as_deref().unwrap_or(""))

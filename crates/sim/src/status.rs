@@ -116,6 +116,16 @@ impl ApiError {
         .with_resource(res, name)
     }
 
+    /// 403 Forbidden for `name` of `res` (admission refused it).
+    pub fn forbidden(res: &ResourceInfo, name: &str, why: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!("{} \"{name}\" is forbidden: {why}", res.qualified_plural()),
+        )
+        .with_resource(res, name)
+    }
+
     /// 422 Invalid with the failing fields.
     pub fn invalid(res: &ResourceInfo, name: &str, causes: Vec<Cause>) -> Self {
         let summary = if causes.len() == 1 {

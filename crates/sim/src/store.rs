@@ -32,6 +32,7 @@ pub(crate) enum EventKind {
 }
 
 impl EventKind {
+    /// The `type` of the event on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::Added => "ADDED",
@@ -264,25 +265,20 @@ impl State {
 }
 
 /// Serializes `{"type":KIND,"object":OBJ}\n` once; returns the frame and the object slice.
+/// The frame is allocated at its exact size: stored objects keep their frame alive, so
+/// spare capacity would be paid for every object in the cluster.
 fn serialize_frame(kind: EventKind, value: &Value) -> (Bytes, Bytes) {
-    let prefix = format!("{{\"type\":\"{}\",\"object\":", kind.as_str());
-    let mut buf = BytesMut::with_capacity(prefix.len() + 1024);
-    buf.put_slice(prefix.as_bytes());
-    let start = buf.len();
-    let mut writer = buf.writer();
     // Serializing a `Value` into memory cannot fail.
-    let _ = serde_json::to_writer(&mut writer, value);
-    let mut buf = writer.into_inner();
-    let end = buf.len();
-    buf.put_slice(b"}\n");
-    let frame = buf.freeze();
-    let object = frame.slice(start..end);
+    let object = serde_json::to_vec(value).unwrap_or_default();
+    let frame = frame_around(kind, &object);
+    let start = frame.len() - object.len() - 2;
+    let object = frame.slice(start..start + object.len());
     (frame, object)
 }
 
 /// A watch frame for `kind` around an already serialized object (used when a selector
 /// turns a modification into ADDED or DELETED).
-pub(crate) fn frame_around(kind: EventKind, object: &Bytes) -> Bytes {
+pub(crate) fn frame_around(kind: EventKind, object: &[u8]) -> Bytes {
     let prefix = format!("{{\"type\":\"{}\",\"object\":", kind.as_str());
     let mut buf = BytesMut::with_capacity(prefix.len() + object.len() + 2);
     buf.put_slice(prefix.as_bytes());

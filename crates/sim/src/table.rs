@@ -399,12 +399,12 @@ mod tests {
         let pod = json!({"metadata": {"name": "p", "creationTimestamp": "2020-01-01T00:00:00Z", "deletionTimestamp": "x"},
             "spec": {"containers": [{}, {}], "nodeName": "n"},
             "status": {"phase": "Running", "podIP": "10.0.0.1", "containerStatuses": [{"ready": true, "restartCount": 2}, {"ready": false, "restartCount": 1}]}});
-        let cells = cells("pods", &pod);
+        let pod_cells = cells("pods", &pod);
         assert_eq!(
-            cells[..4],
+            pod_cells[..4],
             [json!("p"), json!("1/2"), json!("Terminating"), json!("3")]
         );
-        assert_eq!(cells[5..], [json!("10.0.0.1"), json!("n")]);
+        assert_eq!(pod_cells[5..], [json!("10.0.0.1"), json!("n")]);
         let deploy = json!({"metadata": {"name": "web"}, "spec": {"replicas": 3}, "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
         assert_eq!(
             cells("deployments", &deploy)[..4],

@@ -127,9 +127,53 @@ fn workload(plural: &str, obj: &Value, causes: &mut Vec<Cause>) {
     );
 }
 
+/// Owner references need apiVersion, kind, name and uid, and at most one may be the
+/// controller (upstream's `ValidateOwnerReferences`).
+fn owner_references(obj: &Value, causes: &mut Vec<Cause>) {
+    let Some(refs) = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for (i, r) in refs.iter().enumerate() {
+        for field in ["apiVersion", "kind", "name", "uid"] {
+            if r.get(field)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
+                causes.push(Cause::required(&format!(
+                    "metadata.ownerReferences[{i}].{field}"
+                )));
+            }
+        }
+    }
+    let controllers: Vec<String> = refs
+        .iter()
+        .filter(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .map(|r| {
+            let kind = r.get("kind").and_then(Value::as_str).unwrap_or("");
+            let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+            format!("{kind}/{name}")
+        })
+        .collect();
+    if controllers.len() > 1 {
+        causes.push(Cause::invalid(
+            "metadata.ownerReferences",
+            &Value::Array(refs.clone()).to_string(),
+            &format!(
+                "Only one reference can have Controller set to true. Found \"true\" in references for {}",
+                controllers.join(" and ")
+            ),
+        ));
+    }
+}
+
 /// Validates an object of resource `plural` being created (`old` is None) or updated.
 pub(crate) fn validate(plural: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
+    owner_references(obj, &mut causes);
     match plural {
         "deployments" | "replicasets" | "statefulsets" => {
             workload(plural, obj, &mut causes);
@@ -229,6 +273,46 @@ mod tests {
         assert_eq!(
             validate("pods", &json!({"spec": {}}), None)[0].field,
             "spec.containers"
+        );
+    }
+
+    #[test]
+    fn owner_reference_rules() {
+        let owner = |name: &str, controller: bool| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": name, "controller": controller});
+        let with = |refs: Value| json!({"metadata": {"ownerReferences": refs}});
+        assert!(
+            validate(
+                "leases",
+                &with(json!([owner("a", true), owner("b", false)])),
+                None
+            )
+            .is_empty()
+        );
+        let two = validate(
+            "leases",
+            &with(json!([owner("a", true), owner("b", true)])),
+            None,
+        );
+        assert_eq!(two.len(), 1);
+        assert!(
+            two[0]
+                .message
+                .ends_with("Found \"true\" in references for ReplicaSet/a and ReplicaSet/b"),
+            "{}",
+            two[0].message
+        );
+        let missing = validate(
+            "leases",
+            &with(json!([{"kind": "ReplicaSet", "name": "a"}])),
+            None,
+        );
+        let fields: Vec<&str> = missing.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "metadata.ownerReferences[0].apiVersion",
+                "metadata.ownerReferences[0].uid"
+            ]
         );
     }
 }

@@ -233,3 +233,64 @@ async fn reqwest_like_get(cluster: &sim::SimCluster, path: &str) -> Value {
     let body = resp.into_body().collect_bytes().await.unwrap();
     serde_json::from_slice(&body).unwrap()
 }
+
+#[tokio::test]
+async fn objects_serialize_in_upstream_field_order() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    deployments
+        .create(&PostParams::default(), &common::deployment("web", 2))
+        .await
+        .unwrap();
+    let req = http::Request::get("/apis/apps/v1/namespaces/default/deployments/web")
+        .body(Vec::new())
+        .unwrap();
+    let text = cluster.client().request_text(req).await.unwrap();
+    let got: Value = serde_json::from_str(&text).unwrap();
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        keys(&got),
+        vec!["kind", "apiVersion", "metadata", "spec", "status"]
+    );
+    assert_eq!(
+        keys(&got["metadata"]),
+        vec![
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "labels"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn metadata_only_lists_and_watches() {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::{WatchEvent, WatchParams};
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    pods.create(
+        &PostParams::default(),
+        &common::pod("p", json!({"app": "web"})),
+    )
+    .await
+    .unwrap();
+    let list = pods.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(
+        list.items[0].metadata.labels.as_ref().unwrap()["app"],
+        "web"
+    );
+    let mut stream = pods
+        .watch_metadata(&WatchParams::default().disable_bookmarks().timeout(1), "0")
+        .await
+        .unwrap()
+        .boxed();
+    match stream.try_next().await.unwrap() {
+        Some(WatchEvent::Added(meta)) => assert_eq!(meta.metadata.name.as_deref(), Some("p")),
+        other => panic!("unexpected {other:?}"),
+    }
+}

@@ -86,9 +86,21 @@ async fn kubectl_drives_a_deployment() {
 
     // Human output is a server-side Table with upstream's columns.
     let out = run(dir.path(), &["get", "deployments"]).await;
-    let header: Vec<&str> = out.lines().next().unwrap_or("").split_whitespace().collect();
-    assert_eq!(header, vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"], "{out}");
-    assert!(out.lines().nth(1).is_some_and(|l| l.starts_with("web ")), "{out}");
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
+        "{out}"
+    );
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.starts_with("web ")),
+        "{out}"
+    );
 
     run(dir.path(), &["scale", "deployment", "web", "--replicas=3"]).await;
     assert_eq!(
@@ -152,7 +164,7 @@ async fn kubectl_drives_a_deployment() {
         .unwrap();
     let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
     let mut next_line = async || {
-        tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        tokio::time::timeout(Duration::from_secs(30), lines.next_line())
             .await
             .unwrap()
             .unwrap()

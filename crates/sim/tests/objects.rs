@@ -712,3 +712,84 @@ async fn validation_errors_are_422_with_causes() {
     );
     assert_eq!(status.code, 422, "selector is immutable");
 }
+
+#[tokio::test]
+async fn dry_run_is_refused_rather_than_applied() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let status = common::api_error(
+        pods.create(&params, &common::pod("p", json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(status.code, 400);
+    assert!(
+        pods.get_opt("p").await.unwrap().is_none(),
+        "nothing written"
+    );
+}
+
+#[tokio::test]
+async fn adopt_and_release_patches_as_controllers_send_them() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let pod = pods
+        .create(
+            &PostParams::default(),
+            &common::pod("p", json!({"app": "web"})),
+        )
+        .await
+        .unwrap();
+    let uid = pod.metadata.uid.clone().unwrap();
+    let owner = |name: &str, owner_uid: &str| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": owner_uid, "controller": true, "blockOwnerDeletion": true});
+    let adopt = json!({"metadata": {"ownerReferences": [owner("rs-a", "a")], "uid": uid}});
+    let adopted = pods
+        .patch("p", &PatchParams::default(), &Patch::Strategic(adopt))
+        .await
+        .unwrap();
+    assert_eq!(adopted.metadata.owner_references.unwrap()[0].uid, "a");
+
+    // A second controller reference is refused.
+    let second = json!({"metadata": {"ownerReferences": [owner("rs-b", "b")], "uid": uid}});
+    let status = common::api_error(
+        pods.patch("p", &PatchParams::default(), &Patch::Strategic(second))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert!(
+        status
+            .message
+            .contains("Only one reference can have Controller set to true"),
+        "{}",
+        status.message
+    );
+
+    // The uid precondition: a patch carrying another uid is Invalid (object recreated).
+    let stale = json!({"metadata": {"uid": "not-this-one", "ownerReferences": [{"$patch": "delete", "uid": "a"}]}});
+    let status = common::api_error(
+        pods.patch("p", &PatchParams::default(), &Patch::Strategic(stale))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(status.code, 422);
+    assert_eq!(status.details.unwrap().causes[0].field, "metadata.uid");
+
+    let release =
+        json!({"metadata": {"uid": uid, "ownerReferences": [{"$patch": "delete", "uid": "a"}]}});
+    let released = pods
+        .patch("p", &PatchParams::default(), &Patch::Strategic(release))
+        .await
+        .unwrap();
+    assert!(
+        released
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    );
+}

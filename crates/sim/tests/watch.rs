@@ -348,3 +348,73 @@ async fn watcher_with_streaming_lists() {
         matches!(next_event(&mut stream).await, watcher::Event::Apply(p) if name_of(&p) == "c")
     );
 }
+
+#[tokio::test]
+async fn raw_watch_frames_have_upstream_shapes() {
+    let cluster = common::cluster_without_kubelet().await;
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let a = pods
+        .create(
+            &PostParams::default(),
+            &common::pod("a", json!({"app": "web"})),
+        )
+        .await
+        .unwrap();
+    let rv = a.metadata.resource_version.unwrap();
+    pods.create(
+        &PostParams::default(),
+        &common::pod("b", json!({"app": "web"})),
+    )
+    .await
+    .unwrap();
+    let client = cluster.client();
+    let get = |path: String| http::Request::get(path).body(Vec::new()).unwrap();
+
+    // Replay + bookmark at timeout, one JSON object per line.
+    let text = client
+        .request_text(get(format!(
+            "/api/v1/namespaces/default/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion={rv}"
+        )))
+        .await
+        .unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[0]["object"]["metadata"]["name"], "b");
+    assert_eq!(lines[0]["object"]["kind"], "Pod");
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "BOOKMARK");
+    assert_eq!(last["object"]["kind"], "Pod");
+    assert_eq!(last["object"]["apiVersion"], "v1");
+    assert!(
+        last["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .is_ok()
+    );
+
+    // 410: exactly the event the README of the fixtures shows, then the stream closes.
+    cluster.compact();
+    let current = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let text = client
+        .request_text(get(format!(
+            "/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"
+        )))
+        .await
+        .unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "{{\"type\":\"ERROR\",\"object\":{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"status\":\"Failure\",\"message\":\"too old resource version: {rv} ({current})\",\"reason\":\"Expired\",\"code\":410}}}}\n"
+        )
+    );
+}

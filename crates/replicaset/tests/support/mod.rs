@@ -51,12 +51,15 @@ impl Harness {
     }
 
     pub fn start_controller(&mut self) {
+        self.start_controller_with(ControllerMetrics::default());
+    }
+
+    pub fn start_controller_with(&mut self, metrics: ControllerMetrics) {
         let controller_client = self.sim.client_with_user_agent(CONTROLLER_AGENT);
         let informers =
             SharedInformerFactory::new(controller_client.clone(), FactoryConfig::default());
-        let controller =
-            ReplicaSetController::new(controller_client, &informers, ControllerMetrics::default())
-                .expect("controller builds");
+        let controller = ReplicaSetController::new(controller_client, &informers, metrics)
+            .expect("controller builds");
         informers.start(self.shutdown.clone());
         self.controller = Some(tokio::spawn(controller.run(2, self.shutdown.clone())));
     }
@@ -99,6 +102,21 @@ impl Harness {
         }
         self.sim.shutdown().await;
     }
+}
+
+/// Limits the `default` namespace to `pods` unfinished pods (the sim's quota admission).
+pub async fn set_pod_quota(harness: &Harness, pods: u32) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(harness.client.clone());
+    namespaces
+        .patch(
+            "default",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"metadata": {"annotations": {sim::POD_QUOTA: pods.to_string()}}}),
+            ),
+        )
+        .await
+        .expect("set quota");
 }
 
 /// A ReplicaSet selecting `app=<name>` with a one-container template.

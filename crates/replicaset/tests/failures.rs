@@ -1,0 +1,121 @@
+//! Pod creation failures: slow start stops a sync after the first failed batch, FailedCreate
+//! events and the ReplicaFailure condition appear, and recovery clears the condition.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, ListParams};
+use prometheus::Registry;
+use replicaset::ControllerMetrics;
+use sim::SimConfig;
+use support::{CONTROLLER_AGENT, Harness, eventually, set_pod_quota, wait_for_settled_status};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_start_stops_after_the_first_failed_batch() {
+    let mut harness = Harness::without_controller(SimConfig::default()).await;
+    set_pod_quota(&harness, 0).await;
+    harness.create_replica_set("web", 10).await;
+    let registry = Registry::new();
+    harness.start_controller_with(ControllerMetrics::register(&registry).expect("metrics"));
+
+    let retries = || {
+        registry
+            .gather()
+            .iter()
+            .find(|family| family.name() == "workqueue_retries_total")
+            .and_then(|family| family.get_metric().first().map(|m| m.get_counter().value()))
+            .unwrap_or(0.0) as u64
+    };
+    eventually("several failed syncs", Duration::from_secs(20), || async {
+        (retries() >= 5).then_some(())
+    })
+    .await;
+    let creates = harness
+        .sim
+        .accounting()
+        .count_for_agent(CONTROLLER_AGENT, "create", "pods");
+    let syncs = retries();
+    // One create per failed sync (a batch of 1); without slow start each sync would try 10.
+    // The sync in flight when we looked may have created before its retry was counted.
+    assert!(
+        creates <= syncs + 1,
+        "{creates} creates over {syncs} failed syncs: more than one create per sync"
+    );
+    assert!(
+        creates >= syncs,
+        "{creates} creates over {syncs} failed syncs"
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_creates_give_events_and_a_condition_that_recovery_clears() {
+    let harness = Harness::start().await;
+    set_pod_quota(&harness, 3).await;
+    harness.create_replica_set("web", 5).await;
+
+    let api = harness.replica_sets();
+    let condition = eventually(
+        "the ReplicaFailure condition",
+        Duration::from_secs(20),
+        || {
+            let api = api.clone();
+            async move {
+                let status = api.get("web").await.ok()?.status?;
+                status
+                    .conditions?
+                    .into_iter()
+                    .find(|condition| condition.type_ == "ReplicaFailure")
+            }
+        },
+    )
+    .await;
+    assert_eq!(condition.status, "True");
+    assert_eq!(condition.reason.as_deref(), Some("FailedCreate"));
+    let message = condition.message.unwrap_or_default();
+    assert!(message.contains("exceeded quota"), "{message}");
+    assert!(condition.last_transition_time.is_some());
+    assert_eq!(harness.active_pods("web").await.len(), 3);
+
+    let events: Api<Event> = Api::namespaced(harness.client.clone(), "default");
+    let failed = eventually("a FailedCreate event", Duration::from_secs(20), || {
+        let events = events.clone();
+        async move {
+            events
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|event| event.reason.as_deref() == Some("FailedCreate"))
+        }
+    })
+    .await;
+    assert_eq!(failed.type_.as_deref(), Some("Warning"));
+    assert_eq!(failed.involved_object.kind.as_deref(), Some("ReplicaSet"));
+    assert_eq!(failed.involved_object.name.as_deref(), Some("web"));
+    assert_eq!(
+        failed.source.as_ref().and_then(|s| s.component.as_deref()),
+        Some("replicaset-controller")
+    );
+    let text = failed.message.unwrap_or_default();
+    assert!(
+        text.starts_with("Error creating: pods ") && text.contains("exceeded quota"),
+        "{text}"
+    );
+
+    // Recovery: room for every pod; the condition goes away once a sync succeeds.
+    set_pod_quota(&harness, 10).await;
+    let rs = wait_for_settled_status(&harness, "web", 5).await;
+    let conditions = rs
+        .status
+        .and_then(|status| status.conditions)
+        .unwrap_or_default();
+    assert!(
+        conditions.iter().all(|c| c.type_ != "ReplicaFailure"),
+        "{conditions:?}"
+    );
+    harness.stop().await;
+}
