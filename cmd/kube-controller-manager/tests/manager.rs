@@ -352,6 +352,62 @@ async fn leader_election_fails_over_and_releases_on_sigterm() {
         standby.log()
     );
     assert_eq!(lease_holder(&leases), None, "lease not released");
+
+    // Upstream's LeaderElection events on the Lease.
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(cluster.sim.client(), "kube-system");
+    let messages: Vec<String> = futures_lite_block(events.list(&Default::default()))
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|event| event.reason.as_deref() == Some("LeaderElection"))
+        .filter(|event| event.involved_object.kind.as_deref() == Some("Lease"))
+        .filter_map(|event| event.message)
+        .collect();
+    for wanted in [
+        format!("{holder} became leader"),
+        format!("{new_holder} became leader"),
+        format!("{new_holder} stopped leading"),
+    ] {
+        assert!(messages.contains(&wanted), "{wanted:?} not in {messages:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_https_with_a_self_signed_certificate_by_default() {
+    let cluster = cluster().await;
+    let port = free_port();
+    let log = std::fs::File::create(cluster.dir.path().join("https.log")).expect("log");
+    let mut child = Command::new(BINARY)
+        .arg(format!("--kubeconfig={}", cluster.kubeconfig.display()))
+        .arg(format!("--secure-port={port}"))
+        .args(["--bind-address=127.0.0.1", "--leader-elect=false"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start manager");
+    let url = format!("https://127.0.0.1:{port}/healthz");
+    let mut served = None;
+    for _ in 0..100 {
+        let output = Command::new("curl")
+            .args(["-sk", "--max-time", "2", &url])
+            .output()
+            .expect("curl runs");
+        if output.status.success() {
+            served = Some(String::from_utf8_lossy(&output.stdout).into_owned());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Plain HTTP on the same port gets no HTTP answer: it is a TLS listener.
+    let plain = http_get(port, "/healthz");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(served.as_deref(), Some("ok"));
+    assert!(
+        plain.is_none(),
+        "plain HTTP answered on the secure port: {plain:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

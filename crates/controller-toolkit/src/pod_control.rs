@@ -8,7 +8,7 @@
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::api_errors::{
@@ -241,24 +241,30 @@ impl PodControl {
         }
     }
 
-    /// Deletes pod `pod_name` in `namespace` with default options (upstream `DeletePod`).
-    /// NotFound is returned as [`PodControlError::DeleteNotFound`] without an event.
-    pub async fn delete_pod<O>(
-        &self,
-        namespace: &str,
-        pod_name: &str,
-        owner: &O,
-    ) -> Result<(), PodControlError>
+    /// Deletes `pod` (upstream `DeletePod`) with a UID precondition, so that a pod recreated
+    /// under the same name since the cache saw it is never deleted by mistake (the API server
+    /// answers 409 instead). NotFound is returned as [`PodControlError::DeleteNotFound`]
+    /// without an event.
+    pub async fn delete_pod<O>(&self, pod: &Pod, owner: &O) -> Result<(), PodControlError>
     where
         O: Resource<DynamicType = ()>,
     {
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+        let params = DeleteParams {
+            preconditions: pod.metadata.uid.clone().map(|uid| Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
         tracing::info!(
             controller = %owner.name_any(),
             pod = %format!("{namespace}/{pod_name}"),
             "deleting pod"
         );
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        match api.delete(pod_name, &DeleteParams::default()).await {
+        match api.delete(pod_name, &params).await {
             Ok(_) => {
                 self.recorder.record(
                     owner,

@@ -606,7 +606,7 @@ async fn deletes_pods_and_reports_not_found_without_an_event() {
     let rs = create_rs(&client, "web", "web", None).await;
     let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
     let control = PodControl::new(client.clone(), recorder.clone());
-    create_pod(
+    let victim = create_pod(
         &client,
         "victim",
         "web",
@@ -614,11 +614,8 @@ async fn deletes_pods_and_reports_not_found_without_an_event() {
     )
     .await;
 
-    control
-        .delete_pod(NS, "victim", &rs)
-        .await
-        .expect("deleted");
-    let missing = control.delete_pod(NS, "victim", &rs).await;
+    control.delete_pod(&victim, &rs).await.expect("deleted");
+    let missing = control.delete_pod(&victim, &rs).await;
 
     assert!(
         missing.as_ref().is_err_and(PodControlError::is_not_found),
@@ -756,7 +753,7 @@ async fn failed_delete_records_a_warning_and_wraps_the_error() {
     let rs = create_rs(&client, "web", "web", None).await;
     let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
     let control = PodControl::new(client.clone(), recorder.clone());
-    create_pod(
+    let victim = create_pod(
         &client,
         "victim",
         "web",
@@ -770,7 +767,7 @@ async fn failed_delete_records_a_warning_and_wraps_the_error() {
         write_500: 1.0,
         ..sim::FaultConfig::default()
     });
-    let failed = control.delete_pod(NS, "victim", &rs).await;
+    let failed = control.delete_pod(&victim, &rs).await;
     sim.set_faults(sim::FaultConfig::default());
 
     let err = failed.expect_err("the server failed the delete");
@@ -941,5 +938,39 @@ async fn event_writes_give_up_after_the_configured_attempts() {
 
     assert!(events_for(&client, "web").await.is_empty());
     assert_eq!(sim.accounting().count("create", "events"), 0);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn never_deletes_a_namesake_of_the_chosen_pod() {
+    let sim = start_sim().await;
+    let client = sim.client();
+    let rs = create_rs(&client, "web", "web", None).await;
+    let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
+    let control = PodControl::new(client.clone(), recorder);
+    let chosen = create_pod(
+        &client,
+        "victim",
+        "web",
+        vec![new_controller_ref(&rs, &rs_gvk())],
+    )
+    .await;
+    // The pod is replaced under the same name after the controller chose it from its cache.
+    let pods = Api::<Pod>::namespaced(client.clone(), NS);
+    pods.delete(
+        "victim",
+        &kube::api::DeleteParams::default().grace_period(0),
+    )
+    .await
+    .expect("delete");
+    let namesake = create_pod(&client, "victim", "web", vec![]).await;
+
+    let result = control.delete_pod(&chosen, &rs).await;
+    assert!(
+        result.is_err(),
+        "the UID precondition must refuse the delete"
+    );
+    let survivor = pods.get("victim").await.expect("namesake still there");
+    assert_eq!(survivor.metadata.uid, namesake.metadata.uid);
     sim.shutdown().await;
 }

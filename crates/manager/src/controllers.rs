@@ -1,8 +1,9 @@
 //! The registry of the controllers kcm-rs implements, with upstream's canonical names and
 //! aliases, and the init functions that adapt each controller crate to the manager.
 
-use futures::FutureExt;
+use futures::{FutureExt, future::BoxFuture};
 use replicaset::ReplicaSetController;
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     context::ControllerContext,
@@ -21,34 +22,32 @@ pub fn default_registry() -> Result<ControllerRegistry, RegistryError> {
     Ok(registry)
 }
 
-/// A constructed controller crate plus its worker count.
-struct Runner<C> {
-    controller: C,
-    workers: usize,
+/// A constructed controller crate, bound to its worker count, waiting to be run.
+struct Runner(Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send>);
+
+impl Controller for Runner {
+    fn run(self: Box<Self>, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
+        (self.0)(shutdown)
+    }
 }
 
-impl Controller for Runner<ReplicaSetController> {
-    fn run(
-        self: Box<Self>,
-        shutdown: tokio_util::sync::CancellationToken,
-    ) -> futures::future::BoxFuture<'static, ()> {
-        self.controller.run(self.workers, shutdown).boxed()
+fn init_error(controller: &str, error: impl std::fmt::Display) -> InitError {
+    InitError {
+        controller: controller.to_string(),
+        message: error.to_string(),
     }
 }
 
 fn init_replicaset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
-    let init_error = |message: String| InitError {
-        controller: replicaset::CONTROLLER_NAME.to_string(),
-        message,
-    };
+    let name = replicaset::CONTROLLER_NAME;
     let controller = ReplicaSetController::new(
-        context.client(replicaset::CONTROLLER_NAME)?,
+        context.client(name)?,
         &context.informers,
         context.controller_metrics.clone(),
     )
-    .map_err(|error| init_error(error.to_string()))?;
-    Ok(Some(Box::new(Runner {
-        controller,
-        workers: context.options.concurrent_replicaset_syncs,
-    })))
+    .map_err(|error| init_error(name, error))?;
+    let workers = context.options.concurrent_replicaset_syncs;
+    Ok(Some(Box::new(Runner(Box::new(move |shutdown| {
+        controller.run(workers, shutdown).boxed()
+    })))))
 }

@@ -10,6 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig};
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},
     apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
@@ -114,12 +115,16 @@ impl LeaseHealth {
     }
 }
 
+/// Event reason upstream records on the Lease when leadership changes hands.
+pub const LEADER_ELECTION_REASON: &str = "LeaderElection";
+
 /// Runs the election for one candidate.
 pub struct LeaderElector {
     api: Api<Lease>,
     config: LeaderElectionConfig,
     metrics: LeaderElectionMetrics,
     health: LeaseHealth,
+    recorder: EventRecorder,
     /// The last lease record we read or wrote, and when we saw it change.
     observed: Option<(Lease, Instant)>,
 }
@@ -140,6 +145,10 @@ impl LeaderElector {
         config: LeaderElectionConfig,
         metrics: LeaderElectionMetrics,
     ) -> Self {
+        let recorder = EventRecorder::start(
+            client.clone(),
+            RecorderConfig::new("kube-controller-manager"),
+        );
         let api = Api::namespaced(client, &config.namespace);
         metrics
             .master_status
@@ -150,6 +159,7 @@ impl LeaderElector {
             config,
             metrics,
             health: LeaseHealth::default(),
+            recorder,
             observed: None,
         }
     }
@@ -172,6 +182,7 @@ impl LeaderElector {
                 Ok(()) => {
                     tracing::info!(identity = %self.config.identity, lease = %self.config.name, "successfully acquired lease");
                     self.set_master(true);
+                    self.record_transition("became leader");
                     return Campaign::Leading;
                 }
                 Err(error) => {
@@ -209,6 +220,8 @@ impl LeaderElector {
             if last_renewed.elapsed() > self.config.renew_deadline {
                 tracing::error!(lease = %self.config.name, "leaderelection lost");
                 self.set_master(false);
+                self.record_transition("stopped leading");
+                self.recorder.flush().await;
                 return false;
             }
         }
@@ -235,8 +248,23 @@ impl LeaderElector {
             .await?;
         self.observed = Some((updated, Instant::now()));
         self.set_master(false);
+        self.record_transition("stopped leading");
+        self.recorder.flush().await;
         tracing::info!(lease = %self.config.name, "released lease");
         Ok(())
+    }
+
+    /// Upstream's `LeaderElection` event on the Lease: `<identity> became leader` /
+    /// `<identity> stopped leading`.
+    fn record_transition(&self, what: &str) {
+        if let Some((lease, _)) = &self.observed {
+            self.recorder.record(
+                lease,
+                EventType::Normal,
+                LEADER_ELECTION_REASON,
+                format!("{} {what}", self.config.identity),
+            );
+        }
     }
 
     fn set_master(&self, leading: bool) {

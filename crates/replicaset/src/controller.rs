@@ -369,12 +369,11 @@ impl Syncer {
         let victims = self.choose_victims(active_pods, replica_set, count);
         self.expectations
             .expect_deletions(key, victims.iter().map(|pod| pod_key(pod)));
-        let namespace = replica_set.namespace().unwrap_or_default();
-        let names: Vec<String> = victims.iter().map(|pod| pod.name_any()).collect();
-        let results = join_all(names.iter().map(|name| {
-            self.pod_control
-                .delete_pod(&namespace, name, replica_set.as_ref())
-        }))
+        let results = join_all(
+            victims
+                .iter()
+                .map(|pod| self.pod_control.delete_pod(pod, replica_set.as_ref())),
+        )
         .await;
         let mut first_error = None;
         for (pod, result) in victims.iter().zip(results) {
