@@ -17,9 +17,10 @@ test:
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
-## bench: criterion benches of the hot paths
+## bench: criterion benches of the hot paths, then the end-to-end bench (hack/bench.sh)
 bench:
-	$(CARGO) bench --workspace
+	$(CARGO) bench --workspace --exclude kube-controller-manager
+	hack/bench.sh
 
 ## lint: formatting and clippy, warnings are errors
 lint:

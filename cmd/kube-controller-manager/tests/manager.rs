@@ -183,7 +183,10 @@ async fn a_disabled_controller_opens_no_watch() {
         &cluster.kubeconfig,
         cluster.dir.path(),
         "disabled",
-        &["--leader-elect=false", "--controllers=*,-replicaset"],
+        &[
+            "--leader-elect=false",
+            "--controllers=*,-replicaset,-deployment",
+        ],
     );
     wait_until("readyz", Duration::from_secs(20), || {
         manager.get("/readyz").is_some_and(|(code, _)| code == 200)
@@ -239,18 +242,48 @@ async fn serves_metrics_health_and_readiness_and_runs_the_replicaset_controller(
     })
     .await;
 
+    // The Deployment controller runs too: a Deployment gets its ReplicaSet and ready pods.
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.sim.client(), "default");
+    let deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "site", "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "site"}},
+            "template": {"metadata": {"labels": {"app": "site"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
+    }))
+    .expect("valid Deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("create Deployment");
+    wait_until(
+        "2 available Deployment replicas",
+        Duration::from_secs(20),
+        || {
+            futures_lite_block(deployments.get("site"))
+                .ok()
+                .and_then(|d| d.status)
+                .is_some_and(|status| status.available_replicas == Some(2))
+        },
+    )
+    .await;
+
     let (code, body) = manager.get("/healthz").expect("healthz");
     assert_eq!((code, body.as_str()), (200, "ok"));
-    let (code, body) = manager
-        .get("/healthz/replicaset-controller")
-        .expect("healthz/rs");
-    assert_eq!((code, body.as_str()), (200, "ok"));
+    for controller in ["replicaset-controller", "deployment-controller"] {
+        let (code, body) = manager
+            .get(&format!("/healthz/{controller}"))
+            .expect("healthz/<controller>");
+        assert_eq!((code, body.as_str()), (200, "ok"), "{controller}");
+    }
     assert_eq!(manager.get("/livez").map(|(code, _)| code), Some(200));
 
     let (code, metrics) = manager.get("/metrics").expect("metrics");
     assert_eq!(code, 200);
     for family in [
         "workqueue_depth{name=\"replicaset\"}",
+        "workqueue_depth{name=\"deployment\"}",
         "workqueue_adds_total{name=\"replicaset\"}",
         "workqueue_queue_duration_seconds_bucket{name=\"replicaset\"",
         "workqueue_work_duration_seconds_bucket{name=\"replicaset\"",
@@ -260,6 +293,7 @@ async fn serves_metrics_health_and_readiness_and_runs_the_replicaset_controller(
         "rest_client_request_duration_seconds_bucket",
         "rest_client_rate_limiter_duration_seconds_bucket",
         "controller_sync_duration_seconds_bucket{controller=\"replicaset-controller\"",
+        "controller_sync_duration_seconds_bucket{controller=\"deployment-controller\"",
         "process_cpu_seconds_total",
         "process_resident_memory_bytes",
     ] {

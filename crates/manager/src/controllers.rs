@@ -1,9 +1,12 @@
 //! The registry of the controllers kcm-rs implements, with upstream's canonical names and
 //! aliases, and the init functions that adapt each controller crate to the manager.
 
+use deployment::DeploymentController;
 use futures::{FutureExt, future::BoxFuture};
+use informer::SharedInformerFactory;
 use replicaset::ReplicaSetController;
 use tokio_util::sync::CancellationToken;
+use workqueue::ControllerMetrics;
 
 use crate::{
     context::ControllerContext,
@@ -18,6 +21,12 @@ pub fn default_registry() -> Result<ControllerRegistry, RegistryError> {
         aliases: &["replicaset"],
         disabled_by_default: false,
         init: init_replicaset,
+    })?;
+    registry.register(ControllerDescriptor {
+        name: deployment::CONTROLLER_NAME,
+        aliases: &["deployment"],
+        disabled_by_default: false,
+        init: init_deployment,
     })?;
     Ok(registry)
 }
@@ -38,16 +47,46 @@ fn init_error(controller: &str, error: impl std::fmt::Display) -> InitError {
     }
 }
 
-fn init_replicaset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
-    let name = replicaset::CONTROLLER_NAME;
-    let controller = ReplicaSetController::new(
+/// Builds a controller crate's controller with its own client and binds its worker count:
+/// what every init function does, upstream's `newXController` + `go Run(workers)`.
+fn bind<C, E>(
+    context: &ControllerContext,
+    name: &str,
+    workers: usize,
+    build: impl FnOnce(kube::Client, &SharedInformerFactory, ControllerMetrics) -> Result<C, E>,
+    run: fn(C, usize, CancellationToken) -> BoxFuture<'static, ()>,
+) -> Result<Option<Box<dyn Controller>>, InitError>
+where
+    C: Send + 'static,
+    E: std::fmt::Display,
+{
+    let controller = build(
         context.client(name)?,
         &context.informers,
         context.controller_metrics.clone(),
     )
     .map_err(|error| init_error(name, error))?;
-    let workers = context.options.concurrent_replicaset_syncs;
     Ok(Some(Box::new(Runner(Box::new(move |shutdown| {
-        controller.run(workers, shutdown).boxed()
+        run(controller, workers, shutdown)
     })))))
+}
+
+fn init_replicaset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
+    bind(
+        context,
+        replicaset::CONTROLLER_NAME,
+        context.options.concurrent_replicaset_syncs,
+        ReplicaSetController::new,
+        |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
+    )
+}
+
+fn init_deployment(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
+    bind(
+        context,
+        deployment::CONTROLLER_NAME,
+        context.options.concurrent_deployment_syncs,
+        DeploymentController::new,
+        |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
+    )
 }

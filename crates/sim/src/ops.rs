@@ -247,6 +247,16 @@ impl State {
                         None => map.remove("status"),
                     };
                 }
+                // Upstream's deployment status strategy resets only spec and labels, so the
+                // Deployment controller persists its revision annotation through /status.
+                if info.plural == "deployments" {
+                    let annotations = meta(&obj).and_then(|m| m.get("annotations")).cloned();
+                    let meta = meta_mut(&mut new);
+                    match annotations {
+                        Some(annotations) => meta.insert("annotations".into(), annotations),
+                        None => meta.remove("annotations"),
+                    };
+                }
                 new
             }
             UpdateMode::Main => self.prepare_main_update(res, key, obj, &old)?,

@@ -793,3 +793,39 @@ async fn adopt_and_release_patches_as_controllers_send_them() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn deployment_status_writes_keep_annotation_changes_but_not_labels_or_spec() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.client(), "default");
+    let created = deployments
+        .create(&PostParams::default(), &common::deployment("web", 2))
+        .await
+        .unwrap();
+    let mut through_status = created.clone();
+    through_status.metadata.annotations = Some(
+        [(
+            "deployment.kubernetes.io/revision".to_string(),
+            "1".to_string(),
+        )]
+        .into(),
+    );
+    through_status.metadata.labels = Some([("app".to_string(), "changed".to_string())].into());
+    through_status.spec.as_mut().unwrap().replicas = Some(9);
+    let after = deployments
+        .replace_status("web", &PostParams::default(), &through_status)
+        .await
+        .unwrap();
+    assert_eq!(
+        after.metadata.annotations.unwrap()["deployment.kubernetes.io/revision"],
+        "1",
+        "upstream's deployment status strategy keeps annotation changes"
+    );
+    assert_eq!(
+        after.metadata.labels.unwrap()["app"],
+        "web",
+        "labels are reset"
+    );
+    assert_eq!(after.spec.unwrap().replicas, Some(2), "spec is reset");
+}

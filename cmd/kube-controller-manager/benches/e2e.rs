@@ -1,0 +1,371 @@
+//! End-to-end benchmark: the real `kube-controller-manager` binary as a subprocess against an
+//! in-process sim cluster (kubelet with instant readiness). For each phase it measures the wall
+//! time until every object reports converged status, the manager's CPU seconds and peak RSS
+//! (from /proc), and the manager's API calls by verb and resource (from the sim's accounting).
+//! Writes `bench-results/e2e.md` and `bench-results/e2e.json`.
+//!
+//! `cargo bench -p kube-controller-manager --bench e2e -- [--replicasets N] [--replicas R]
+//! [--qps Q] [--burst B]`; under `cargo test` it runs a small smoke configuration.
+
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use sim::{SimCluster, SimConfig};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
+/// The manager's requests carry this in their user agent.
+const MANAGER_AGENT: &str = "kube-controller-manager/";
+const CONVERGE_TIMEOUT: Duration = Duration::from_secs(1800);
+
+struct Settings {
+    replica_sets: usize,
+    replicas: i32,
+    qps: u32,
+    burst: u32,
+}
+
+impl Settings {
+    fn from_args() -> anyhow::Result<Self> {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let benchmarking = args.iter().any(|arg| arg == "--bench");
+        let mut settings = if benchmarking {
+            Settings {
+                replica_sets: 500,
+                replicas: 4,
+                qps: 2000,
+                burst: 4000,
+            }
+        } else {
+            Settings {
+                replica_sets: 5,
+                replicas: 2,
+                qps: 2000,
+                burst: 4000,
+            }
+        };
+        let mut iter = args.iter();
+        while let Some(arg) = iter.next() {
+            let mut value = || iter.next().context(format!("{arg} needs a value"));
+            match arg.as_str() {
+                "--replicasets" => settings.replica_sets = value()?.parse()?,
+                "--replicas" => settings.replicas = value()?.parse()?,
+                "--qps" => settings.qps = value()?.parse()?,
+                "--burst" => settings.burst = value()?.parse()?,
+                _ => {}
+            }
+        }
+        Ok(settings)
+    }
+}
+
+/// One measured phase.
+#[derive(serde::Serialize)]
+struct PhaseResult {
+    phase: String,
+    objects: usize,
+    wall_seconds: f64,
+    cpu_seconds: f64,
+    peak_rss_mib: f64,
+    api_calls: BTreeMap<String, u64>,
+    api_calls_per_object: f64,
+}
+
+/// The manager subprocess and what /proc says about it.
+struct Manager {
+    child: Child,
+}
+
+impl Manager {
+    fn start(kubeconfig: &std::path::Path, settings: &Settings) -> anyhow::Result<Self> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let child = Command::new(BINARY)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--secure-port={port}"))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--plain-http",
+                "--leader-elect=false",
+            ])
+            .arg(format!("--kube-api-qps={}", settings.qps))
+            .arg(format!("--kube-api-burst={}", settings.burst))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting the manager")?;
+        Ok(Self { child })
+    }
+
+    /// utime + stime of the manager, in seconds.
+    fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // Fields after the command name (which is in parentheses and may contain spaces).
+        let rest = stat.rsplit_once(')').context("malformed stat")?.1;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
+        Ok(ticks / 100.0)
+    }
+
+    /// Current resident set size in MiB.
+    fn rss_mib(&self) -> anyhow::Result<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let kib: f64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .context("no VmRSS")?
+            .trim()
+            .trim_end_matches(" kB")
+            .parse()?;
+        Ok(kib / 1024.0)
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The manager's API calls so far, by "verb resource".
+fn manager_calls(sim: &SimCluster) -> BTreeMap<String, u64> {
+    let mut calls = BTreeMap::new();
+    for ((verb, resource, agent), count) in sim.accounting().entries() {
+        if agent.starts_with(MANAGER_AGENT) {
+            *calls.entry(format!("{verb} {resource}")).or_default() += count;
+        }
+    }
+    calls
+}
+
+fn difference(
+    after: &BTreeMap<String, u64>,
+    before: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .filter_map(|(key, count)| {
+            let delta = count - before.get(key).copied().unwrap_or(0);
+            (delta > 0).then(|| (key.clone(), delta))
+        })
+        .collect()
+}
+
+/// Runs `act`, then polls `converged` every 250 ms while sampling RSS, and measures the phase.
+async fn measure<A, C>(
+    name: &str,
+    objects: usize,
+    sim: &SimCluster,
+    manager: &Manager,
+    act: A,
+    mut converged: C,
+) -> anyhow::Result<PhaseResult>
+where
+    A: std::future::Future<Output = anyhow::Result<()>>,
+    C: AsyncFnMut() -> anyhow::Result<bool>,
+{
+    let calls_before = manager_calls(sim);
+    let cpu_before = manager.cpu_seconds()?;
+    let started = Instant::now();
+    let mut peak_rss = manager.rss_mib()?;
+    act.await?;
+    while !converged().await? {
+        peak_rss = peak_rss.max(manager.rss_mib()?);
+        if started.elapsed() > CONVERGE_TIMEOUT {
+            bail!("{name} did not converge within {CONVERGE_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    peak_rss = peak_rss.max(manager.rss_mib()?);
+    let api_calls = difference(&manager_calls(sim), &calls_before);
+    let total: u64 = api_calls
+        .iter()
+        .filter(|(key, _)| !key.starts_with("watch ") && !key.starts_with("list "))
+        .map(|(_, count)| count)
+        .sum();
+    Ok(PhaseResult {
+        phase: name.to_string(),
+        objects,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds: manager.cpu_seconds()? - cpu_before,
+        peak_rss_mib: peak_rss,
+        api_calls_per_object: total as f64 / objects.max(1) as f64,
+        api_calls,
+    })
+}
+
+fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": "default", "labels": {"bench": "rs"}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name, "bench": "rs"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
+    }))
+    .expect("valid ReplicaSet")
+}
+
+/// Every bench ReplicaSet reports `replicas` available pods for its current generation.
+async fn replica_sets_converged(
+    api: &Api<ReplicaSet>,
+    count: usize,
+    replicas: i32,
+) -> anyhow::Result<bool> {
+    let list = api.list(&ListParams::default().labels("bench=rs")).await?;
+    Ok(list.items.len() == count
+        && list.items.iter().all(|rs| {
+            rs.status.as_ref().is_some_and(|status| {
+                status.replicas == replicas
+                    && status.available_replicas.unwrap_or(0) == replicas
+                    && status.observed_generation == rs.metadata.generation
+            })
+        }))
+}
+
+async fn replica_set_phases(
+    client: &Client,
+    sim: &SimCluster,
+    manager: &Manager,
+    settings: &Settings,
+) -> anyhow::Result<Vec<PhaseResult>> {
+    let api: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let (count, replicas) = (settings.replica_sets, settings.replicas);
+    let names: Vec<String> = (0..count).map(|i| format!("bench-rs-{i}")).collect();
+    let label = format!("ReplicaSets {count}x{replicas}");
+    let mut results = Vec::new();
+
+    results.push(
+        measure(
+            &format!("{label}: create"),
+            count,
+            sim,
+            manager,
+            async {
+                for name in &names {
+                    api.create(&PostParams::default(), &replica_set(name, replicas))
+                        .await?;
+                }
+                Ok(())
+            },
+            async || replica_sets_converged(&api, count, replicas).await,
+        )
+        .await?,
+    );
+
+    let scaled = replicas * 2;
+    results.push(
+        measure(
+            &format!("{label}: scale to {scaled}"),
+            count,
+            sim,
+            manager,
+            async {
+                for name in &names {
+                    api.patch(
+                        name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"spec": {"replicas": scaled}})),
+                    )
+                    .await?;
+                }
+                Ok(())
+            },
+            async || replica_sets_converged(&api, count, scaled).await,
+        )
+        .await?,
+    );
+
+    results.push(
+        measure(
+            &format!("{label}: delete"),
+            count,
+            sim,
+            manager,
+            async {
+                api.delete_collection(
+                    &DeleteParams::default(),
+                    &ListParams::default().labels("bench=rs"),
+                )
+                .await?;
+                Ok(())
+            },
+            async || {
+                Ok(pods
+                    .list(&ListParams::default().labels("bench=rs"))
+                    .await?
+                    .items
+                    .is_empty())
+            },
+        )
+        .await?,
+    );
+    Ok(results)
+}
+
+fn markdown(results: &[PhaseResult]) -> String {
+    let mut out = String::from(
+        "| phase | objects | wall s | manager CPU s | manager peak RSS MiB | manager requests per object (excl. list/watch) | manager API calls |\n|---|---:|---:|---:|---:|---:|---|\n",
+    );
+    for result in results {
+        let calls: Vec<String> = result
+            .api_calls
+            .iter()
+            .map(|(key, count)| format!("{key}: {count}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {:.2} | {:.1} | {:.2} | {} |",
+            result.phase,
+            result.objects,
+            result.wall_seconds,
+            result.cpu_seconds,
+            result.peak_rss_mib,
+            result.api_calls_per_object,
+            calls.join(", ")
+        );
+    }
+    out
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let settings = Settings::from_args()?;
+    let sim = SimCluster::start(SimConfig {
+        watch_window: 200_000,
+        ..SimConfig::default()
+    })
+    .await?;
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)?;
+    let manager = Manager::start(&kubeconfig, &settings)?;
+    let client = sim.client_with_user_agent("bench-driver");
+
+    let results = replica_set_phases(&client, &sim, &manager, &settings).await?;
+
+    let table = markdown(&results);
+    println!("{table}");
+    let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
+    std::fs::create_dir_all(&out_dir)?;
+    std::fs::write(out_dir.join("e2e.md"), &table)?;
+    std::fs::write(
+        out_dir.join("e2e.json"),
+        serde_json::to_string_pretty(&results)?,
+    )?;
+    drop(manager);
+    sim.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,344 @@
+//! Deployment and ReplicaSet annotations (spec §1, §5): which annotations are copied, the
+//! revision and revision-history bookkeeping of the new ReplicaSet, and the desired/max
+//! replicas annotations that proportional scaling reads back.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+
+use crate::constants::{
+    DESIRED_REPLICAS_ANNOTATION, LAST_APPLIED_CONFIG_ANNOTATION, MAX_REPLICAS_ANNOTATION,
+    REVISION_ANNOTATION, REVISION_HISTORY_ANNOTATION, ROLLBACK_TO_ANNOTATION,
+};
+use crate::fenceposts::max_surge;
+use crate::replica_set::deployment_replicas;
+
+/// Whether an annotation stays on the Deployment only (the skip list of §1).
+pub fn skip_copy_annotation(key: &str) -> bool {
+    matches!(
+        key,
+        LAST_APPLIED_CONFIG_ANNOTATION
+            | REVISION_ANNOTATION
+            | REVISION_HISTORY_ANNOTATION
+            | DESIRED_REPLICAS_ANNOTATION
+            | MAX_REPLICAS_ANNOTATION
+            | ROLLBACK_TO_ANNOTATION
+    )
+}
+
+fn annotation<'a>(annotations: Option<&'a BTreeMap<String, String>>, key: &str) -> &'a str {
+    annotations
+        .and_then(|a| a.get(key))
+        .map_or("", String::as_str)
+}
+
+/// copyDeploymentAnnotationsToReplicaSet (§5 step 2.1): sets every non-skipped Deployment
+/// annotation whose value differs on the ReplicaSet; never removes any. As upstream, a
+/// missing RS annotation reads as "" (so an empty Deployment value is not copied onto a
+/// missing key). Returns whether anything changed.
+pub fn copy_deployment_annotations(d: &Deployment, rs: &mut ReplicaSet) -> bool {
+    let Some(source) = d.metadata.annotations.as_ref() else {
+        return false;
+    };
+    let mut changed = false;
+    for (key, value) in source {
+        if skip_copy_annotation(key) || annotation(rs.metadata.annotations.as_ref(), key) == value {
+            continue;
+        }
+        rs.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.clone(), value.clone());
+        changed = true;
+    }
+    changed
+}
+
+/// Appends `old_revision` to a revision-history value under the character limit (§5 step
+/// 2.2): an empty history becomes the old value; otherwise entries are dropped from the
+/// front until it fits, and if it still does not fit the history is left unchanged (`None`).
+pub fn append_revision_history(history: &str, old_revision: &str, limit: usize) -> Option<String> {
+    let entries: Vec<&str> = history.split(',').collect();
+    if entries[0].is_empty() {
+        return Some(old_revision.to_owned());
+    }
+    let mut total = history.len() + old_revision.len() + 1;
+    let mut start = 0;
+    while total > limit && start < entries.len() {
+        total = total.saturating_sub(entries[start].len() + 1);
+        start += 1;
+    }
+    if total > limit {
+        return None;
+    }
+    let mut kept: Vec<&str> = entries[start..].to_vec();
+    kept.push(old_revision);
+    Some(kept.join(","))
+}
+
+/// SetNewReplicaSetAnnotations (§5 steps 2.1-2.3 and 4.5): copies Deployment annotations,
+/// moves the revision forward (recording the old one in the history), and for a ReplicaSet
+/// about to be created (`exists == false`) sets desired/max replicas. Returns whether an
+/// annotation changed; as upstream, `false` when the RS revision is non-empty and not an int
+/// (annotations copied before that point stay on `rs`).
+pub fn set_new_replica_set_annotations(
+    d: &Deployment,
+    rs: &mut ReplicaSet,
+    new_revision: &str,
+    exists: bool,
+    history_limit_chars: usize,
+) -> bool {
+    let mut changed = copy_deployment_annotations(d, rs);
+    let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    let old_revision = annotations.get(REVISION_ANNOTATION).cloned();
+    let old_value = old_revision.as_deref().unwrap_or_default();
+    let old_number = match old_value.parse::<i64>() {
+        Ok(number) => number,
+        Err(_) if old_value.is_empty() => 0,
+        Err(error) => {
+            tracing::info!(replica_set = rs.metadata.name.as_deref(), %error,
+                "updating replica set revision: old revision is not an int");
+            return false;
+        }
+    };
+    let new_number = match new_revision.parse::<i64>() {
+        Ok(number) => number,
+        Err(error) => {
+            tracing::info!(replica_set = rs.metadata.name.as_deref(), %error,
+                "updating replica set revision: new revision is not an int");
+            return false;
+        }
+    };
+    if old_number < new_number {
+        annotations.insert(REVISION_ANNOTATION.to_owned(), new_revision.to_owned());
+        changed = true;
+        if let Some(old_revision) = old_revision {
+            let history = annotation(Some(annotations), REVISION_HISTORY_ANNOTATION);
+            match append_revision_history(history, &old_revision, history_limit_chars) {
+                Some(updated) => {
+                    annotations.insert(REVISION_HISTORY_ANNOTATION.to_owned(), updated);
+                }
+                None => tracing::info!(
+                    replica_set = rs.metadata.name.as_deref(),
+                    limit = history_limit_chars,
+                    "not appending revision: revision history length limit reached"
+                ),
+            }
+        }
+    }
+    if !exists {
+        let replicas = deployment_replicas(d);
+        changed |= set_replicas_annotations(rs, replicas, replicas.wrapping_add(max_surge(d)));
+    }
+    changed
+}
+
+/// SetReplicasAnnotations: records `desired` and `max` on the ReplicaSet; returns whether
+/// either changed.
+pub fn set_replicas_annotations(rs: &mut ReplicaSet, desired: i32, max: i32) -> bool {
+    let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    let mut changed = false;
+    for (key, value) in [
+        (DESIRED_REPLICAS_ANNOTATION, desired),
+        (MAX_REPLICAS_ANNOTATION, max),
+    ] {
+        let text = value.to_string();
+        if annotations.get(key) != Some(&text) {
+            annotations.insert(key.to_owned(), text);
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// ReplicasAnnotationsNeedUpdate: whether desired/max differ from the given values.
+pub fn replicas_annotations_need_update(rs: &ReplicaSet, desired: i32, max: i32) -> bool {
+    let annotations = rs.metadata.annotations.as_ref();
+    annotation(annotations, DESIRED_REPLICAS_ANNOTATION) != desired.to_string()
+        || annotation(annotations, MAX_REPLICAS_ANNOTATION) != max.to_string()
+}
+
+/// getIntFromAnnotation: Go's `Atoi` then an int32 conversion (which wraps).
+fn int_annotation(rs: &ReplicaSet, key: &str) -> Option<i32> {
+    let value = rs.metadata.annotations.as_ref()?.get(key)?;
+    match value.parse::<i64>() {
+        Ok(number) => Some(number as i32),
+        Err(error) => {
+            tracing::debug!(replica_set = rs.metadata.name.as_deref(), key, %error,
+                "could not convert annotation to an int");
+            None
+        }
+    }
+}
+
+/// GetDesiredReplicasAnnotation.
+pub fn desired_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
+    int_annotation(rs, DESIRED_REPLICAS_ANNOTATION)
+}
+
+/// getMaxReplicasAnnotation.
+pub fn max_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
+    int_annotation(rs, MAX_REPLICAS_ANNOTATION)
+}
+
+/// getRollbackTo: the legacy rollback request, if present, non-empty and an int64.
+pub fn rollback_to(d: &Deployment) -> Option<i64> {
+    let value = annotation(d.metadata.annotations.as_ref(), ROLLBACK_TO_ANNOTATION);
+    if value.is_empty() {
+        return None;
+    }
+    value.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replica_set::test_support::{annotate, rolling, rs};
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    fn d_with_annotations(pairs: &[(&str, &str)]) -> Deployment {
+        let mut d = rolling(10, IntOrString::Int(3), IntOrString::Int(2));
+        d.metadata.annotations = Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        d
+    }
+
+    fn ann<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
+        rs.metadata
+            .annotations
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
+
+    #[test]
+    fn skip_list() {
+        for key in [
+            LAST_APPLIED_CONFIG_ANNOTATION,
+            REVISION_ANNOTATION,
+            REVISION_HISTORY_ANNOTATION,
+            DESIRED_REPLICAS_ANNOTATION,
+            MAX_REPLICAS_ANNOTATION,
+            ROLLBACK_TO_ANNOTATION,
+        ] {
+            assert!(skip_copy_annotation(key), "{key}");
+        }
+        assert!(!skip_copy_annotation("team"));
+    }
+
+    #[test]
+    fn copy_sets_differing_and_keeps_extra() {
+        let d = d_with_annotations(&[("team", "a"), (REVISION_ANNOTATION, "9"), ("empty", "")]);
+        let mut target = annotate(rs("r", 0, 1, 1), "own", "x");
+        assert!(copy_deployment_annotations(&d, &mut target));
+        assert_eq!(ann(&target, "team"), Some("a"));
+        assert_eq!(ann(&target, "own"), Some("x"));
+        assert_eq!(ann(&target, REVISION_ANNOTATION), None);
+        assert_eq!(ann(&target, "empty"), None);
+        assert!(!copy_deployment_annotations(&d, &mut target));
+    }
+
+    #[test]
+    fn revision_history_append_table() {
+        let long_entry = "1".repeat(10);
+        let cases = [
+            ("", "3", 2000, Some("3".to_owned())),
+            ("1,2", "3", 2000, Some("1,2,3".to_owned())),
+            // len("1,2")=3 + len("3")+1 = 5 > 4: drop "1" (total 3) then append.
+            ("1,2", "3", 4, Some("2,3".to_owned())),
+            // Nothing fits: even dropping all entries leaves "3"+"," over 1.
+            ("1,2", "33", 1, None),
+            (long_entry.as_str(), "5", 5, Some("5".to_owned())),
+        ];
+        for (history, old, limit, want) in cases {
+            assert_eq!(
+                append_revision_history(history, old, limit),
+                want,
+                "{history} + {old}"
+            );
+        }
+    }
+
+    #[test]
+    fn new_replica_set_annotations_move_revision_forward() {
+        let d = d_with_annotations(&[("team", "a")]);
+        // Existing RS at revision 2 with history "1" reused as revision 5.
+        let mut existing = annotate(
+            annotate(rs("r", 0, 1, 1), REVISION_ANNOTATION, "2"),
+            REVISION_HISTORY_ANNOTATION,
+            "1",
+        );
+        assert!(set_new_replica_set_annotations(
+            &d,
+            &mut existing,
+            "5",
+            true,
+            2000
+        ));
+        assert_eq!(ann(&existing, REVISION_ANNOTATION), Some("5"));
+        assert_eq!(ann(&existing, REVISION_HISTORY_ANNOTATION), Some("1,2"));
+        assert_eq!(ann(&existing, DESIRED_REPLICAS_ANNOTATION), None);
+        // Already current: nothing changes.
+        assert!(!set_new_replica_set_annotations(
+            &d,
+            &mut existing,
+            "5",
+            true,
+            2000
+        ));
+        // Unparseable old revision: reported unchanged even though "team" was copied.
+        let mut bad = annotate(rs("b", 0, 1, 1), REVISION_ANNOTATION, "x");
+        assert!(!set_new_replica_set_annotations(
+            &d, &mut bad, "5", true, 2000
+        ));
+        assert_eq!(ann(&bad, "team"), Some("a"));
+        assert_eq!(ann(&bad, REVISION_ANNOTATION), Some("x"));
+        // New RS: revision without history, and desired/max = 10 / 10+3.
+        let mut fresh = rs("n", 0, 0, 0);
+        assert!(set_new_replica_set_annotations(
+            &d, &mut fresh, "1", false, 2000
+        ));
+        assert_eq!(ann(&fresh, REVISION_ANNOTATION), Some("1"));
+        assert_eq!(ann(&fresh, REVISION_HISTORY_ANNOTATION), None);
+        assert_eq!(ann(&fresh, DESIRED_REPLICAS_ANNOTATION), Some("10"));
+        assert_eq!(ann(&fresh, MAX_REPLICAS_ANNOTATION), Some("13"));
+    }
+
+    #[test]
+    fn replicas_annotations_and_readers() {
+        let mut target = rs("r", 0, 1, 1);
+        assert!(replicas_annotations_need_update(&target, 3, 4));
+        assert!(set_replicas_annotations(&mut target, 3, 4));
+        assert!(!replicas_annotations_need_update(&target, 3, 4));
+        assert!(!set_replicas_annotations(&mut target, 3, 4));
+        assert_eq!(desired_replicas_annotation(&target), Some(3));
+        assert_eq!(max_replicas_annotation(&target), Some(4));
+        let junk = annotate(rs("j", 0, 1, 1), MAX_REPLICAS_ANNOTATION, "many");
+        assert_eq!(max_replicas_annotation(&junk), None);
+    }
+
+    #[test]
+    fn rollback_to_parsing() {
+        assert_eq!(
+            rollback_to(&d_with_annotations(&[(ROLLBACK_TO_ANNOTATION, "3")])),
+            Some(3)
+        );
+        assert_eq!(
+            rollback_to(&d_with_annotations(&[(ROLLBACK_TO_ANNOTATION, "0")])),
+            Some(0)
+        );
+        assert_eq!(
+            rollback_to(&d_with_annotations(&[(ROLLBACK_TO_ANNOTATION, "")])),
+            None
+        );
+        assert_eq!(
+            rollback_to(&d_with_annotations(&[(ROLLBACK_TO_ANNOTATION, "x")])),
+            None
+        );
+        assert_eq!(rollback_to(&d_with_annotations(&[])), None);
+    }
+}

@@ -1,0 +1,200 @@
+//! Events the Deployment controller emits (spec §14), with upstream's reasons and message
+//! formats, which `kubectl describe` users and tests read.
+
+use std::fmt;
+
+/// Normal or Warning, as in `core/v1` Event `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Something expected happened.
+    Normal,
+    /// Something needs attention.
+    Warning,
+}
+
+impl EventType {
+    /// The API string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// An event to record on the Deployment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// Machine-readable reason.
+    pub reason: &'static str,
+    /// Human-readable message.
+    pub message: String,
+}
+
+/// Reason of scaling events.
+pub const REASON_SCALING_REPLICA_SET: &str = "ScalingReplicaSet";
+/// Reason of the create-failure warning.
+pub const REASON_REPLICA_SET_CREATE_ERROR: &str = "ReplicaSetCreateError";
+/// Reason of the empty-selector warning.
+pub const REASON_SELECTING_ALL: &str = "SelectingAll";
+/// Reason of a performed rollback.
+pub const REASON_ROLLBACK_DONE: &str = "DeploymentRollback";
+/// Reason of a rollback to a revision that does not exist.
+pub const REASON_ROLLBACK_REVISION_NOT_FOUND: &str = "DeploymentRollbackRevisionNotFound";
+/// Reason of a rollback to the current template.
+pub const REASON_ROLLBACK_TEMPLATE_UNCHANGED: &str = "DeploymentRollbackTemplateUnchanged";
+
+fn event(type_: EventType, reason: &'static str, message: String) -> Event {
+    Event {
+        type_,
+        reason,
+        message,
+    }
+}
+
+/// `Scaled up replica set <rs> to <n>` after creating a ReplicaSet with `n > 0` replicas.
+pub fn scaled_up_on_creation(replica_set: &str, replicas: i32) -> Event {
+    event(
+        EventType::Normal,
+        REASON_SCALING_REPLICA_SET,
+        format!("Scaled up replica set {replica_set} to {replicas}"),
+    )
+}
+
+/// `Scaled <op> replica set <rs> to <n> from <old>` after a successful resize.
+pub fn scaled(operation: impl fmt::Display, replica_set: &str, to: i32, from: i32) -> Event {
+    event(
+        EventType::Normal,
+        REASON_SCALING_REPLICA_SET,
+        format!("Scaled {operation} replica set {replica_set} to {to} from {from}"),
+    )
+}
+
+/// The message of a failed ReplicaSet creation (event and Progressing condition).
+pub fn replica_set_create_error_message(replica_set: &str, error: impl fmt::Display) -> String {
+    format!("Failed to create new replica set {replica_set:?}: {error}")
+}
+
+/// Warning after a failed ReplicaSet creation.
+pub fn replica_set_create_error(replica_set: &str, error: impl fmt::Display) -> Event {
+    event(
+        EventType::Warning,
+        REASON_REPLICA_SET_CREATE_ERROR,
+        replica_set_create_error_message(replica_set, error),
+    )
+}
+
+/// Warning for a Deployment whose selector is empty.
+pub fn selecting_all() -> Event {
+    event(
+        EventType::Warning,
+        REASON_SELECTING_ALL,
+        "This deployment is selecting all pods. A non-empty selector is required.".to_owned(),
+    )
+}
+
+/// Normal event after a performed rollback.
+pub fn rollback_done(deployment: &str, revision: i64) -> Event {
+    event(
+        EventType::Normal,
+        REASON_ROLLBACK_DONE,
+        format!("Rolled back deployment {deployment:?} to revision {revision}"),
+    )
+}
+
+/// Warning when rollback-to-previous finds no previous revision.
+pub fn rollback_last_revision_not_found() -> Event {
+    event(
+        EventType::Warning,
+        REASON_ROLLBACK_REVISION_NOT_FOUND,
+        "Unable to find last revision.".to_owned(),
+    )
+}
+
+/// Warning when no ReplicaSet has the requested revision.
+pub fn rollback_revision_not_found() -> Event {
+    event(
+        EventType::Warning,
+        REASON_ROLLBACK_REVISION_NOT_FOUND,
+        "Unable to find the revision to rollback to.".to_owned(),
+    )
+}
+
+/// Warning when the requested revision has the current template.
+pub fn rollback_template_unchanged(deployment: &str) -> Event {
+    event(
+        EventType::Warning,
+        REASON_ROLLBACK_TEMPLATE_UNCHANGED,
+        format!(
+            "The rollback revision contains the same template as current deployment {deployment:?}"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_match_upstream() {
+        let cases = [
+            (
+                scaled_up_on_creation("web-abc", 3),
+                EventType::Normal,
+                "ScalingReplicaSet",
+                "Scaled up replica set web-abc to 3",
+            ),
+            (
+                scaled("down", "web-abc", 1, 3),
+                EventType::Normal,
+                "ScalingReplicaSet",
+                "Scaled down replica set web-abc to 1 from 3",
+            ),
+            (
+                replica_set_create_error("web-abc", "boom"),
+                EventType::Warning,
+                "ReplicaSetCreateError",
+                "Failed to create new replica set \"web-abc\": boom",
+            ),
+            (
+                selecting_all(),
+                EventType::Warning,
+                "SelectingAll",
+                "This deployment is selecting all pods. A non-empty selector is required.",
+            ),
+            (
+                rollback_done("web", 2),
+                EventType::Normal,
+                "DeploymentRollback",
+                "Rolled back deployment \"web\" to revision 2",
+            ),
+            (
+                rollback_last_revision_not_found(),
+                EventType::Warning,
+                "DeploymentRollbackRevisionNotFound",
+                "Unable to find last revision.",
+            ),
+            (
+                rollback_revision_not_found(),
+                EventType::Warning,
+                "DeploymentRollbackRevisionNotFound",
+                "Unable to find the revision to rollback to.",
+            ),
+            (
+                rollback_template_unchanged("web"),
+                EventType::Warning,
+                "DeploymentRollbackTemplateUnchanged",
+                "The rollback revision contains the same template as current deployment \"web\"",
+            ),
+        ];
+        for (event, type_, reason, message) in cases {
+            assert_eq!(
+                (event.type_, event.reason, event.message.as_str()),
+                (type_, reason, message)
+            );
+        }
+        assert_eq!(EventType::Warning.as_str(), "Warning");
+    }
+}

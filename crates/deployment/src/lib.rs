@@ -1,0 +1,31 @@
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+
+pub mod annotations;
+pub mod cleanup;
+pub mod conditions;
+pub mod constants;
+mod controller;
+pub mod error;
+pub mod events;
+pub mod fenceposts;
+mod handlers;
+pub mod hash;
+pub mod new_replica_set;
+pub mod progress;
+pub mod proportional;
+pub mod recreate;
+pub mod replica_set;
+pub mod revision;
+pub mod rollback;
+pub mod rolling;
+pub mod scaling;
+pub mod semantic;
+pub mod status;
+pub mod sync_path;
+pub mod template;
+mod writes;
+
+pub use controller::{CONTROLLER_NAME, DeploymentController, DeploymentError};
+pub use error::Error;
+pub use workqueue::ControllerMetrics;

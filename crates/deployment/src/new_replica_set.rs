@@ -1,0 +1,520 @@
+//! getAllReplicaSetsAndSyncRevision (spec §5) as pure steps: bringing an existing new
+//! ReplicaSet's annotations up to date, building the ReplicaSet to create, resolving a name
+//! conflict (hash collision), and what to write on the Deployment afterwards.
+//!
+//! The controller sequences them: split the ReplicaSets (`template::split_replica_sets`);
+//! with a new one, [`sync_existing_new_replica_set`]; without one and when creating,
+//! [`build_new_replica_set`], POST it, then on AlreadyExists [`resolve_create_conflict`] on
+//! the lister's copy, on another error (not NamespaceTerminating) [`create_failed`], and on
+//! success (or reuse) [`after_create`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::jiff::Timestamp;
+
+use crate::annotations::set_new_replica_set_annotations;
+use crate::conditions::{get_condition, new_condition, set_condition};
+use crate::constants::{
+    CONDITION_PROGRESSING, POD_TEMPLATE_HASH_LABEL, REASON_FAILED_RS_CREATE, REASON_FOUND_NEW_RS,
+    REASON_NEW_REPLICA_SET, REVISION_ANNOTATION, REVISION_HISTORY_LIMIT_CHARS,
+};
+use crate::error::Error;
+use crate::events::{self, Event};
+use crate::fenceposts::new_rs_new_replicas;
+use crate::hash::compute_hash;
+use crate::progress::has_progress_deadline;
+use crate::replica_set::{deployment_name, rs_name, rs_spec_replicas};
+use crate::revision::max_revision;
+use crate::template::{deployment_template, equal_ignore_hash, replica_set_template};
+
+/// The revision the new ReplicaSet gets: MaxRevision(old) + 1, in decimal.
+pub fn new_revision(old: &[&ReplicaSet]) -> String {
+    max_revision(old.iter().copied())
+        .wrapping_add(1)
+        .to_string()
+}
+
+fn min_ready_seconds(d: &Deployment) -> Option<i32> {
+    d.spec.as_ref().and_then(|spec| spec.min_ready_seconds)
+}
+
+/// What to write for an existing new ReplicaSet (§5 step 2).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExistingNewReplicaSet {
+    /// Annotations or minReadySeconds changed: PUT this ReplicaSet and use the response as the
+    /// new ReplicaSet; nothing else happens in this call.
+    UpdateReplicaSet(ReplicaSet),
+    /// PUT this Deployment through the *status* endpoint (revision annotation and/or the
+    /// FoundNewReplicaSet condition); continue with the response.
+    UpdateDeploymentStatus(Deployment),
+    /// Nothing to write.
+    Unchanged,
+}
+
+/// §5 step 2: bring the existing new ReplicaSet's annotations and minReadySeconds up to date,
+/// else the Deployment's revision annotation and Progressing condition.
+pub fn sync_existing_new_replica_set(
+    d: &Deployment,
+    new_rs: &ReplicaSet,
+    old: &[&ReplicaSet],
+    now: Timestamp,
+) -> ExistingNewReplicaSet {
+    let revision = new_revision(old);
+    let mut copy = new_rs.clone();
+    let annotations_updated = set_new_replica_set_annotations(
+        d,
+        &mut copy,
+        &revision,
+        true,
+        REVISION_HISTORY_LIMIT_CHARS,
+    );
+    let rs_min_ready = copy.spec.as_ref().and_then(|spec| spec.min_ready_seconds);
+    if annotations_updated || rs_min_ready.unwrap_or(0) != min_ready_seconds(d).unwrap_or(0) {
+        copy.spec
+            .get_or_insert_with(Default::default)
+            .min_ready_seconds = min_ready_seconds(d);
+        return ExistingNewReplicaSet::UpdateReplicaSet(copy);
+    }
+    let rs_revision = copy
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(REVISION_ANNOTATION))
+        .cloned()
+        .unwrap_or_default();
+    let mut updated = d.clone();
+    let mut needs_update = set_deployment_revision(&mut updated, &rs_revision);
+    if has_progress_deadline(d) && get_condition(d.status.as_ref(), CONDITION_PROGRESSING).is_none()
+    {
+        let condition = new_condition(
+            CONDITION_PROGRESSING,
+            "True",
+            REASON_FOUND_NEW_RS,
+            format!("Found new replica set {:?}", rs_name(&copy)),
+            now,
+        );
+        set_condition(
+            updated.status.get_or_insert_with(Default::default),
+            condition,
+        );
+        needs_update = true;
+    }
+    if needs_update {
+        ExistingNewReplicaSet::UpdateDeploymentStatus(updated)
+    } else {
+        ExistingNewReplicaSet::Unchanged
+    }
+}
+
+/// SetDeploymentRevision: sets the Deployment's revision annotation; whether it changed.
+pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
+    let annotations = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    if annotations
+        .get(REVISION_ANNOTATION)
+        .map_or("", String::as_str)
+        == revision
+    {
+        return false;
+    }
+    annotations.insert(REVISION_ANNOTATION.to_owned(), revision.to_owned());
+    true
+}
+
+/// §5 step 4 (1-5): the ReplicaSet to POST: `<name>-<hash>`, hash label in labels, selector
+/// and template, a controller reference to the Deployment, size from NewRSNewReplicas, and
+/// the revision and desired/max annotations.
+pub fn build_new_replica_set(d: &Deployment, old: &[&ReplicaSet]) -> Result<ReplicaSet, Error> {
+    let name = d
+        .metadata
+        .name
+        .clone()
+        .ok_or(Error::MissingDeploymentField("name"))?;
+    let uid = d
+        .metadata
+        .uid
+        .clone()
+        .ok_or(Error::MissingDeploymentField("uid"))?;
+    let spec = d.spec.clone().unwrap_or_default();
+    let collision_count = d.status.as_ref().and_then(|status| status.collision_count);
+    let hash = compute_hash(&spec.template, collision_count);
+
+    let mut template = deployment_template(d);
+    let labels = template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .get_or_insert_with(BTreeMap::new);
+    labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
+    let labels = labels.clone();
+    let mut selector = spec.selector.clone();
+    selector
+        .match_labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
+
+    let mut rs = ReplicaSet {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}-{hash}")),
+            namespace: d.metadata.namespace.clone(),
+            labels: Some(labels),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "apps/v1".to_owned(),
+                kind: "Deployment".to_owned(),
+                name,
+                uid,
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..Default::default()
+        },
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(0),
+            min_ready_seconds: spec.min_ready_seconds,
+            selector,
+            template: Some(template),
+        }),
+        status: None,
+    };
+    let all: Vec<&ReplicaSet> = old.iter().copied().chain([&rs]).collect();
+    let replicas = new_rs_new_replicas(d, &all, &rs)?;
+    if let Some(rs_spec) = rs.spec.as_mut() {
+        rs_spec.replicas = Some(replicas);
+    }
+    set_new_replica_set_annotations(
+        d,
+        &mut rs,
+        &new_revision(old),
+        false,
+        REVISION_HISTORY_LIMIT_CHARS,
+    );
+    Ok(rs)
+}
+
+/// How to treat an AlreadyExists answer to the POST (§5 step 4.6).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CreateConflict {
+    /// The existing ReplicaSet is ours and has our template: use it as the new ReplicaSet
+    /// (no event, no NewReplicaSetCreated condition).
+    UseExisting,
+    /// A hash collision: PUT this status (collisionCount + 1), then return the AlreadyExists
+    /// error so the key is retried with the new count.
+    Collision(DeploymentStatus),
+}
+
+/// §5 step 4.6 AlreadyExists: `existing` is the lister's ReplicaSet of that name.
+pub fn resolve_create_conflict(d: &Deployment, existing: &ReplicaSet) -> CreateConflict {
+    let controlled_by_us = existing
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|reference| reference.controller == Some(true))
+        .is_some_and(|reference| Some(&reference.uid) == d.metadata.uid.as_ref());
+    if controlled_by_us
+        && equal_ignore_hash(&deployment_template(d), &replica_set_template(existing))
+    {
+        return CreateConflict::UseExisting;
+    }
+    let mut status = d.status.clone().unwrap_or_default();
+    status.collision_count = Some(status.collision_count.unwrap_or(0).wrapping_add(1));
+    tracing::debug!(
+        deployment = deployment_name(d),
+        replica_set = rs_name(existing),
+        collision_count = status.collision_count,
+        "found a hash collision; bumping collisionCount"
+    );
+    CreateConflict::Collision(status)
+}
+
+/// What to do after a failed POST other than AlreadyExists and NamespaceTerminating.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateFailure {
+    /// Status to PUT (error ignored) when a progress deadline is set: Progressing=False
+    /// `ReplicaSetCreateError`.
+    pub status: Option<DeploymentStatus>,
+    /// Warning `ReplicaSetCreateError` to record.
+    pub event: Event,
+}
+
+/// §5 step 4.6, other errors: the condition and event for a failed creation.
+pub fn create_failed(d: &Deployment, rs_name: &str, error: &str, now: Timestamp) -> CreateFailure {
+    let status = has_progress_deadline(d).then(|| {
+        let mut status = d.status.clone().unwrap_or_default();
+        let condition = new_condition(
+            CONDITION_PROGRESSING,
+            "False",
+            REASON_FAILED_RS_CREATE,
+            events::replica_set_create_error_message(rs_name, error),
+            now,
+        );
+        set_condition(&mut status, condition);
+        status
+    });
+    CreateFailure {
+        status,
+        event: events::replica_set_create_error(rs_name, error),
+    }
+}
+
+/// What to do once the new ReplicaSet exists (§5 steps 4.7-4.8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AfterCreate {
+    /// `ScalingReplicaSet` `Scaled up replica set <rs> to <n>` when really created with n > 0.
+    pub event: Option<Event>,
+    /// Deployment to PUT through the status endpoint (revision annotation, and
+    /// NewReplicaSetCreated when really created with a deadline); `None` when unchanged.
+    pub update: Option<Deployment>,
+}
+
+/// §5 steps 4.7-4.8. `planned` is the ReplicaSet from [`build_new_replica_set`]; `created`
+/// is false when an existing ReplicaSet was reused after AlreadyExists.
+pub fn after_create(
+    d: &Deployment,
+    planned: &ReplicaSet,
+    old: &[&ReplicaSet],
+    created: bool,
+    now: Timestamp,
+) -> AfterCreate {
+    let replicas = rs_spec_replicas(planned);
+    let event = (created && replicas > 0)
+        .then(|| events::scaled_up_on_creation(rs_name(planned), replicas));
+    let mut updated = d.clone();
+    let mut needs_update = set_deployment_revision(&mut updated, &new_revision(old));
+    if created && has_progress_deadline(d) {
+        let condition = new_condition(
+            CONDITION_PROGRESSING,
+            "True",
+            REASON_NEW_REPLICA_SET,
+            format!("Created new replica set {:?}", rs_name(planned)),
+            now,
+        );
+        set_condition(
+            updated.status.get_or_insert_with(Default::default),
+            condition,
+        );
+        needs_update = true;
+    }
+    AfterCreate {
+        event,
+        update: needs_update.then_some(updated),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    use super::*;
+    use crate::conditions::reason;
+    use crate::constants::{
+        DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION, REVISION_HISTORY_ANNOTATION,
+    };
+    use crate::replica_set::test_support::{annotate, at, rolling, rs};
+    use crate::template::{split_replica_sets, without_hash_label};
+
+    fn ann(meta: &ObjectMeta, key: &str) -> Option<String> {
+        meta.annotations.as_ref()?.get(key).cloned()
+    }
+
+    #[test]
+    fn built_replica_set_matches_upstream_shape() {
+        let mut d = rolling(
+            10,
+            IntOrString::String("25%".into()),
+            IntOrString::String("25%".into()),
+        );
+        d.metadata.annotations = Some(BTreeMap::from([("team".to_owned(), "a".to_owned())]));
+        let old = annotate(rs("web-old", 0, 10, 10), REVISION_ANNOTATION, "4");
+        let built = build_new_replica_set(&d, &[&old]).expect("built");
+        let hash = compute_hash(&d.spec.as_ref().expect("spec").template, None);
+        assert_eq!(built.metadata.name, Some(format!("web-{hash}")));
+        assert_eq!(built.metadata.namespace.as_deref(), Some("default"));
+        let labels = built.metadata.labels.clone().expect("labels");
+        assert_eq!(labels.get(POD_TEMPLATE_HASH_LABEL), Some(&hash));
+        assert_eq!(labels.get("app").map(String::as_str), Some("web"));
+        let spec = built.spec.clone().expect("spec");
+        assert_eq!(
+            spec.selector
+                .match_labels
+                .as_ref()
+                .and_then(|m| m.get(POD_TEMPLATE_HASH_LABEL)),
+            Some(&hash)
+        );
+        let template = spec.template.clone().expect("template");
+        assert_eq!(
+            template.metadata.as_ref().and_then(|m| m.labels.clone()),
+            Some(labels)
+        );
+        assert!(equal_ignore_hash(
+            &template,
+            &d.spec.as_ref().expect("spec").template
+        ));
+        // maxTotal 13, current 10 -> min(3, 10) = 3.
+        assert_eq!(spec.replicas, Some(3));
+        let owner = &built.metadata.owner_references.clone().expect("owner")[0];
+        assert_eq!(
+            (
+                owner.kind.as_str(),
+                owner.uid.as_str(),
+                owner.controller,
+                owner.block_owner_deletion
+            ),
+            ("Deployment", "d-uid", Some(true), Some(true))
+        );
+        assert_eq!(
+            ann(&built.metadata, REVISION_ANNOTATION).as_deref(),
+            Some("5")
+        );
+        assert_eq!(
+            ann(&built.metadata, DESIRED_REPLICAS_ANNOTATION).as_deref(),
+            Some("10")
+        );
+        assert_eq!(
+            ann(&built.metadata, MAX_REPLICAS_ANNOTATION).as_deref(),
+            Some("13")
+        );
+        assert_eq!(ann(&built.metadata, "team").as_deref(), Some("a"));
+        // The built RS is recognized as new once it exists.
+        let split = split_replica_sets(&d, &[&old, &built]);
+        assert_eq!(split.new.map(rs_name), built.metadata.name.as_deref());
+        // A collision count changes the name.
+        d.status = Some(DeploymentStatus {
+            collision_count: Some(1),
+            ..Default::default()
+        });
+        let renamed = build_new_replica_set(&d, &[&old]).expect("built");
+        assert_ne!(renamed.metadata.name, built.metadata.name);
+    }
+
+    #[test]
+    fn existing_new_replica_set_sync_steps() {
+        let d = rolling(3, IntOrString::Int(1), IntOrString::Int(0));
+        let old = annotate(rs("web-old", 0, 0, 0), REVISION_ANNOTATION, "3");
+        // Reused template at revision 1: moves to 4, history "1".
+        let reused = annotate(rs("web-new", 1, 3, 3), REVISION_ANNOTATION, "1");
+        match sync_existing_new_replica_set(&d, &reused, &[&old], at(0)) {
+            ExistingNewReplicaSet::UpdateReplicaSet(updated) => {
+                assert_eq!(
+                    ann(&updated.metadata, REVISION_ANNOTATION).as_deref(),
+                    Some("4")
+                );
+                assert_eq!(
+                    ann(&updated.metadata, REVISION_HISTORY_ANNOTATION).as_deref(),
+                    Some("1")
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // minReadySeconds differs.
+        let mut slow = d.clone();
+        if let Some(spec) = slow.spec.as_mut() {
+            spec.min_ready_seconds = Some(5);
+        }
+        let current = annotate(rs("web-new", 1, 3, 3), REVISION_ANNOTATION, "4");
+        match sync_existing_new_replica_set(&slow, &current, &[&old], at(0)) {
+            ExistingNewReplicaSet::UpdateReplicaSet(updated) => {
+                assert_eq!(updated.spec.and_then(|s| s.min_ready_seconds), Some(5));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // RS current: the Deployment gets the revision and FoundNewReplicaSet.
+        match sync_existing_new_replica_set(&d, &current, &[&old], at(0)) {
+            ExistingNewReplicaSet::UpdateDeploymentStatus(updated) => {
+                assert_eq!(
+                    ann(&updated.metadata, REVISION_ANNOTATION).as_deref(),
+                    Some("4")
+                );
+                let c = get_condition(updated.status.as_ref(), CONDITION_PROGRESSING).expect("set");
+                assert_eq!(reason(c), REASON_FOUND_NEW_RS);
+                assert_eq!(
+                    c.message.as_deref(),
+                    Some("Found new replica set \"web-new\"")
+                );
+                // Once stored, nothing more.
+                assert_eq!(
+                    sync_existing_new_replica_set(&updated, &current, &[&old], at(5)),
+                    ExistingNewReplicaSet::Unchanged
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn create_conflict_table() {
+        let d = rolling(3, IntOrString::Int(1), IntOrString::Int(0));
+        let mut ours = build_new_replica_set(&d, &[]).expect("built");
+        assert_eq!(
+            resolve_create_conflict(&d, &ours),
+            CreateConflict::UseExisting
+        );
+        let mut foreign = ours.clone();
+        if let Some(refs) = foreign.metadata.owner_references.as_mut() {
+            refs[0].uid = "other".to_owned();
+        }
+        assert_eq!(
+            resolve_create_conflict(&d, &foreign),
+            CreateConflict::Collision(DeploymentStatus {
+                collision_count: Some(1),
+                ..Default::default()
+            })
+        );
+        if let Some(spec) = ours.spec.as_mut() {
+            spec.template = Some(without_hash_label(
+                &crate::replica_set::test_support::template("other"),
+            ));
+        }
+        let mut counted = d.clone();
+        counted.status = Some(DeploymentStatus {
+            collision_count: Some(4),
+            ..Default::default()
+        });
+        assert_eq!(
+            resolve_create_conflict(&counted, &ours),
+            CreateConflict::Collision(DeploymentStatus {
+                collision_count: Some(5),
+                ..Default::default()
+            })
+        );
+    }
+
+    #[test]
+    fn create_failure_and_after_create() {
+        let d = rolling(3, IntOrString::Int(1), IntOrString::Int(0));
+        let failure = create_failed(&d, "web-x", "quota exceeded", at(1));
+        assert_eq!(
+            failure.event.message,
+            "Failed to create new replica set \"web-x\": quota exceeded"
+        );
+        let c = get_condition(failure.status.as_ref(), CONDITION_PROGRESSING).expect("set");
+        assert_eq!(
+            (c.status.as_str(), reason(c)),
+            ("False", REASON_FAILED_RS_CREATE)
+        );
+
+        let planned = build_new_replica_set(&d, &[]).expect("built");
+        let done = after_create(&d, &planned, &[], true, at(2));
+        assert_eq!(
+            done.event.map(|e| e.message),
+            Some(format!("Scaled up replica set {} to 3", rs_name(&planned)))
+        );
+        let updated = done.update.expect("status write");
+        assert_eq!(
+            ann(&updated.metadata, REVISION_ANNOTATION).as_deref(),
+            Some("1")
+        );
+        let c = get_condition(updated.status.as_ref(), CONDITION_PROGRESSING).expect("set");
+        assert_eq!(reason(c), REASON_NEW_REPLICA_SET);
+        // Reused after AlreadyExists: no event, no condition; revision only.
+        let reused = after_create(&updated, &planned, &[], false, at(3));
+        assert_eq!(
+            reused,
+            AfterCreate {
+                event: None,
+                update: None
+            }
+        );
+    }
+}

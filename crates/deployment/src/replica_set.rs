@@ -1,0 +1,283 @@
+//! Reading counts off ReplicaSets and Deployments, and upstream's orderings of ReplicaSets.
+//!
+//! Upstream dereferences `spec.replicas` pointers that the API server always defaults (to 1);
+//! here a missing value reads as that default so that nothing panics on odd data. Go's
+//! non-pointer status counters read as 0 when absent.
+
+use std::cmp::Ordering;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+
+/// Default of `spec.replicas` applied by the API server.
+const DEFAULT_REPLICAS: i32 = 1;
+
+/// `metadata.name` of a ReplicaSet ("" when absent).
+pub fn rs_name(rs: &ReplicaSet) -> &str {
+    rs.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// `*rs.spec.replicas`.
+pub fn rs_spec_replicas(rs: &ReplicaSet) -> i32 {
+    rs.spec
+        .as_ref()
+        .and_then(|spec| spec.replicas)
+        .unwrap_or(DEFAULT_REPLICAS)
+}
+
+/// `rs.status.replicas` (pods that exist).
+pub fn rs_status_replicas(rs: &ReplicaSet) -> i32 {
+    rs.status.as_ref().map_or(0, |status| status.replicas)
+}
+
+/// `rs.status.availableReplicas`.
+pub fn rs_available_replicas(rs: &ReplicaSet) -> i32 {
+    rs.status
+        .as_ref()
+        .and_then(|status| status.available_replicas)
+        .unwrap_or(0)
+}
+
+/// `rs.status.readyReplicas`.
+pub fn rs_ready_replicas(rs: &ReplicaSet) -> i32 {
+    rs.status
+        .as_ref()
+        .and_then(|status| status.ready_replicas)
+        .unwrap_or(0)
+}
+
+/// `*d.spec.replicas`.
+pub fn deployment_replicas(d: &Deployment) -> i32 {
+    d.spec
+        .as_ref()
+        .and_then(|spec| spec.replicas)
+        .unwrap_or(DEFAULT_REPLICAS)
+}
+
+/// `metadata.name` of a Deployment ("" when absent).
+pub fn deployment_name(d: &Deployment) -> &str {
+    d.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// Whether two references denote the same ReplicaSet (upstream compares UIDs; the name
+/// disambiguates objects built without a UID).
+pub fn same_replica_set(a: &ReplicaSet, b: &ReplicaSet) -> bool {
+    a.metadata.uid == b.metadata.uid && a.metadata.name == b.metadata.name
+}
+
+/// GetReplicaCountForReplicaSets: sum of `spec.replicas`.
+pub fn sum_spec_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
+    rss.into_iter()
+        .fold(0i32, |sum, rs| sum.wrapping_add(rs_spec_replicas(rs)))
+}
+
+/// GetActualReplicaCountForReplicaSets: sum of `status.replicas`.
+pub fn sum_status_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
+    rss.into_iter()
+        .fold(0i32, |sum, rs| sum.wrapping_add(rs_status_replicas(rs)))
+}
+
+/// GetAvailableReplicaCountForReplicaSets: sum of `status.availableReplicas`.
+pub fn sum_available_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
+    rss.into_iter()
+        .fold(0i32, |sum, rs| sum.wrapping_add(rs_available_replicas(rs)))
+}
+
+/// GetReadyReplicaCountForReplicaSets: sum of `status.readyReplicas`.
+pub fn sum_ready_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
+    rss.into_iter()
+        .fold(0i32, |sum, rs| sum.wrapping_add(rs_ready_replicas(rs)))
+}
+
+/// FilterActiveReplicaSets: those with `spec.replicas > 0`, order kept.
+pub fn active<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> Vec<&'a ReplicaSet> {
+    rss.into_iter()
+        .filter(|rs| rs_spec_replicas(rs) > 0)
+        .collect()
+}
+
+/// ReplicaSetsByCreationTimestamp: creation ascending, ties by name ascending (a missing
+/// timestamp is Go's zero time, i.e. the oldest).
+pub fn by_creation(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    a.metadata
+        .creation_timestamp
+        .cmp(&b.metadata.creation_timestamp)
+        .then_with(|| rs_name(a).cmp(rs_name(b)))
+}
+
+/// ReplicaSetsBySizeOlder: larger `spec.replicas` first, ties oldest first.
+pub fn by_size_older(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    rs_spec_replicas(b)
+        .cmp(&rs_spec_replicas(a))
+        .then_with(|| by_creation(a, b))
+}
+
+/// ReplicaSetsBySizeNewer: larger `spec.replicas` first, ties newest first.
+pub fn by_size_newer(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    rs_spec_replicas(b)
+        .cmp(&rs_spec_replicas(a))
+        .then_with(|| by_creation(b, a))
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Builders shared by the unit tests of this crate.
+
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::apps::v1::{
+        Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, ReplicaSetSpec,
+        ReplicaSetStatus, RollingUpdateDeployment,
+    };
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    use k8s_openapi::jiff::Timestamp;
+
+    /// `base + seconds`.
+    pub fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + seconds).expect("valid timestamp")
+    }
+
+    /// A template with `app=web` and one container of the given image.
+    pub fn template(image: &str) -> PodTemplateSpec {
+        PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(BTreeMap::from([("app".to_owned(), "web".to_owned())])),
+                ..Default::default()
+            }),
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "nginx".to_owned(),
+                    image: Some(image.to_owned()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// A rolling-update Deployment `web` with the given size and fenceposts.
+    pub fn rolling(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> Deployment {
+        Deployment {
+            metadata: ObjectMeta {
+                name: Some("web".to_owned()),
+                namespace: Some("default".to_owned()),
+                uid: Some("d-uid".to_owned()),
+                generation: Some(1),
+                ..Default::default()
+            },
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                selector: LabelSelector {
+                    match_labels: Some(BTreeMap::from([("app".to_owned(), "web".to_owned())])),
+                    ..Default::default()
+                },
+                strategy: Some(DeploymentStrategy {
+                    type_: Some("RollingUpdate".to_owned()),
+                    rolling_update: Some(RollingUpdateDeployment {
+                        max_surge: Some(surge),
+                        max_unavailable: Some(unavailable),
+                    }),
+                }),
+                template: template("nginx:2"),
+                progress_deadline_seconds: Some(600),
+                revision_history_limit: Some(10),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    /// A Recreate Deployment `web`.
+    pub fn recreate(replicas: i32) -> Deployment {
+        let mut d = rolling(replicas, IntOrString::Int(0), IntOrString::Int(0));
+        if let Some(spec) = d.spec.as_mut() {
+            spec.strategy = Some(DeploymentStrategy {
+                type_: Some("Recreate".to_owned()),
+                rolling_update: None,
+            });
+        }
+        d
+    }
+
+    /// A ReplicaSet created `created` seconds after the base time, with spec and available.
+    pub fn rs(name: &str, created: i64, replicas: i32, available: i32) -> ReplicaSet {
+        ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some("default".to_owned()),
+                uid: Some(format!("{name}-uid")),
+                creation_timestamp: Some(Time(at(created))),
+                ..Default::default()
+            },
+            spec: Some(ReplicaSetSpec {
+                replicas: Some(replicas),
+                template: Some(template(&format!("nginx:{name}"))),
+                ..Default::default()
+            }),
+            status: Some(ReplicaSetStatus {
+                replicas,
+                available_replicas: Some(available),
+                ready_replicas: Some(available),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// Sets one annotation.
+    pub fn annotate(mut rs: ReplicaSet, key: &str, value: &str) -> ReplicaSet {
+        rs.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.to_owned(), value.to_owned());
+        rs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::rs;
+    use super::*;
+
+    #[test]
+    fn orderings_follow_upstream_tie_breaks() {
+        let a = rs("a", 10, 3, 0);
+        let b = rs("b", 10, 3, 0);
+        let c = rs("c", 5, 1, 0);
+        let mut list = [&b, &a, &c];
+        list.sort_by(|x, y| by_creation(x, y));
+        assert_eq!(
+            list.iter().map(|r| rs_name(r)).collect::<Vec<_>>(),
+            ["c", "a", "b"]
+        );
+        list.sort_by(|x, y| by_size_older(x, y));
+        assert_eq!(
+            list.iter().map(|r| rs_name(r)).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+        list.sort_by(|x, y| by_size_newer(x, y));
+        assert_eq!(
+            list.iter().map(|r| rs_name(r)).collect::<Vec<_>>(),
+            ["b", "a", "c"]
+        );
+    }
+
+    #[test]
+    fn sums_and_active_filter() {
+        let list = [rs("a", 0, 3, 2), rs("b", 1, 0, 0), rs("c", 2, 4, 4)];
+        assert_eq!(sum_spec_replicas(&list), 7);
+        assert_eq!(sum_available_replicas(&list), 6);
+        assert_eq!(sum_status_replicas(&list), 7);
+        assert_eq!(
+            active(&list).iter().map(|r| rs_name(r)).collect::<Vec<_>>(),
+            ["a", "c"]
+        );
+    }
+
+    #[test]
+    fn missing_spec_replicas_reads_as_api_default() {
+        let mut r = rs("a", 0, 3, 0);
+        r.spec = None;
+        assert_eq!(rs_spec_replicas(&r), 1);
+    }
+}

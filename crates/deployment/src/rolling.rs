@@ -1,0 +1,537 @@
+//! RollingUpdate planning (spec §6.2): one sync's worth of scaling, as upstream's
+//! reconcileNewReplicaSet then reconcileOldReplicaSets (cleanupUnhealthyReplicas and
+//! scaleDownOldReplicaSetsForRollingUpdate), computed on plain data.
+//!
+//! Upstream scales ReplicaSets one by one and continues with the updated objects; the
+//! planner does the same on copies, so later steps see the earlier resizes.
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+
+use crate::error::Error;
+use crate::fenceposts::{max_unavailable, new_rs_new_replicas};
+use crate::progress::deployment_complete_per_stored_status;
+use crate::replica_set::{
+    active, by_creation, deployment_replicas, rs_available_replicas, rs_name, rs_spec_replicas,
+    sum_available_replicas, sum_spec_replicas,
+};
+use crate::scaling::{ScaleAction, scale_and_record, with_spec_replicas};
+
+/// What one rolling-update sync does after the new ReplicaSet exists.
+///
+/// Contract for the caller (upstream's control flow):
+/// * [`RollingStep::ScaleNew`]: apply it; an API error is the sync's error; on success run
+///   syncRolloutStatus and stop.
+/// * [`RollingStep::ScaleOld`]: apply the actions in order and stop at the first API error.
+///   If all succeeded and `scaled` is true, run syncRolloutStatus and stop. Otherwise
+///   (upstream swallows these errors) continue as [`RollingStep::Settled`].
+/// * [`RollingStep::Settled`]: if [`RollingPlan::cleanup`], run cleanupDeployment; then
+///   syncRolloutStatus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RollingStep {
+    /// reconcileNewReplicaSet resizes the new ReplicaSet.
+    ScaleNew(ScaleAction),
+    /// reconcileOldReplicaSets scales old ReplicaSets down.
+    ScaleOld {
+        /// Resizes in upstream's order.
+        actions: Vec<ScaleAction>,
+        /// Whether upstream reports "scaled" once all actions succeed (false when it
+        /// aborted on an invalid request after the listed actions).
+        scaled: bool,
+    },
+    /// Nothing to scale.
+    Settled,
+}
+
+/// The plan of one rolling-update sync.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RollingPlan {
+    /// The scaling step.
+    pub step: RollingStep,
+    /// Whether cleanupDeployment runs when the sync reaches the settled path (the Deployment
+    /// is complete according to its *stored* status).
+    pub cleanup: bool,
+}
+
+/// rolloutRolling after section 5 (§6.2): `new_rs` is the (possibly just created) new
+/// ReplicaSet, `old` every old ReplicaSet.
+pub fn plan_rolling_update(
+    d: &Deployment,
+    new_rs: &ReplicaSet,
+    old: &[&ReplicaSet],
+) -> Result<RollingPlan, Error> {
+    let all: Vec<&ReplicaSet> = old.iter().copied().chain([new_rs]).collect();
+    let cleanup = deployment_complete_per_stored_status(d);
+    if let Some(action) = reconcile_new_replica_set(d, &all, new_rs)? {
+        return Ok(RollingPlan {
+            step: RollingStep::ScaleNew(action),
+            cleanup,
+        });
+    }
+    let active_old = active(old.iter().copied());
+    let old_plan = reconcile_old_replica_sets(d, &all, &active_old, new_rs);
+    let step = if old_plan.actions.is_empty() {
+        RollingStep::Settled
+    } else {
+        RollingStep::ScaleOld {
+            scaled: old_plan.scaled,
+            actions: old_plan.actions,
+        }
+    };
+    Ok(RollingPlan { step, cleanup })
+}
+
+/// reconcileNewReplicaSet (§6.2 step 2): at `spec.replicas` nothing; above it scale down to
+/// it; below it scale to NewRSNewReplicas.
+pub fn reconcile_new_replica_set(
+    d: &Deployment,
+    all: &[&ReplicaSet],
+    new_rs: &ReplicaSet,
+) -> Result<Option<ScaleAction>, Error> {
+    let replicas = deployment_replicas(d);
+    let current = rs_spec_replicas(new_rs);
+    if current == replicas {
+        return Ok(None);
+    }
+    if current > replicas {
+        return Ok(scale_and_record(new_rs, replicas));
+    }
+    let target = new_rs_new_replicas(d, all, new_rs)?;
+    Ok(scale_and_record(new_rs, target))
+}
+
+/// Outcome of reconcileOldReplicaSets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OldScalePlan {
+    /// Resizes in upstream's order (cleanup of unhealthy replicas first).
+    pub actions: Vec<ScaleAction>,
+    /// Upstream's return value when every action succeeds.
+    pub scaled: bool,
+}
+
+/// reconcileOldReplicaSets (§6.2 step 3). `all` = old + new, `active_old` = old with
+/// `spec.replicas > 0`.
+pub fn reconcile_old_replica_sets(
+    d: &Deployment,
+    all: &[&ReplicaSet],
+    active_old: &[&ReplicaSet],
+    new_rs: &ReplicaSet,
+) -> OldScalePlan {
+    let old_pods = sum_spec_replicas(active_old.iter().copied());
+    if old_pods == 0 {
+        return OldScalePlan::default();
+    }
+    let all_pods = sum_spec_replicas(all.iter().copied());
+    let min_available = deployment_replicas(d).wrapping_sub(max_unavailable(d));
+    let new_unavailable = rs_spec_replicas(new_rs).wrapping_sub(rs_available_replicas(new_rs));
+    // §6.2 step 3.2.
+    let max_scaled_down = all_pods
+        .wrapping_sub(min_available)
+        .wrapping_sub(new_unavailable);
+    if max_scaled_down <= 0 {
+        return OldScalePlan::default();
+    }
+    let cleanup = cleanup_unhealthy_replicas(active_old, max_scaled_down);
+    let mut actions = cleanup.actions;
+    let Some(cleaned_old) = cleanup.updated else {
+        // Invalid request: upstream returns (false, nil) after the resizes already made.
+        return OldScalePlan {
+            actions,
+            scaled: false,
+        };
+    };
+    let cleaned_refs: Vec<&ReplicaSet> = cleaned_old.iter().collect();
+    let all_after: Vec<&ReplicaSet> = cleaned_refs.iter().copied().chain([new_rs]).collect();
+    let scale_down = scale_down_old_for_rolling_update(d, &all_after, &cleaned_refs);
+    actions.extend(scale_down.actions);
+    match scale_down.scaled_down {
+        Some(count) => OldScalePlan {
+            scaled: cleanup.scaled_down.wrapping_add(count) > 0,
+            actions,
+        },
+        None => OldScalePlan {
+            actions,
+            scaled: false,
+        },
+    }
+}
+
+/// Result of cleanupUnhealthyReplicas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnhealthyCleanup {
+    /// Resizes made.
+    pub actions: Vec<ScaleAction>,
+    /// The old ReplicaSets sorted oldest first with the resizes applied; `None` when upstream
+    /// aborted with "got invalid request to scale down".
+    pub updated: Option<Vec<ReplicaSet>>,
+    /// Replicas removed.
+    pub scaled_down: i32,
+}
+
+/// cleanupUnhealthyReplicas (§6.2 step 3.3): oldest first, remove replicas that are not
+/// available, at most `max_cleanup` in total.
+pub fn cleanup_unhealthy_replicas(old: &[&ReplicaSet], max_cleanup: i32) -> UnhealthyCleanup {
+    let mut sorted: Vec<ReplicaSet> = old.iter().map(|rs| (*rs).clone()).collect();
+    sorted.sort_by(by_creation);
+    let mut actions = Vec::new();
+    let mut total = 0i32;
+    for rs in sorted.iter_mut() {
+        if total >= max_cleanup {
+            break;
+        }
+        let replicas = rs_spec_replicas(rs);
+        let available = rs_available_replicas(rs);
+        if replicas == 0 || replicas == available {
+            continue;
+        }
+        let count = max_cleanup
+            .wrapping_sub(total)
+            .min(replicas.wrapping_sub(available));
+        let target = replicas.wrapping_sub(count);
+        if target > replicas {
+            tracing::info!(
+                replica_set = rs_name(rs),
+                from = replicas,
+                to = target,
+                "when cleaning up unhealthy replicas, got invalid request to scale down"
+            );
+            return UnhealthyCleanup {
+                actions,
+                updated: None,
+                scaled_down: total,
+            };
+        }
+        if let Some(action) = scale_and_record(rs, target) {
+            actions.push(action);
+        }
+        *rs = with_spec_replicas(rs, target);
+        total = total.wrapping_add(count);
+    }
+    UnhealthyCleanup {
+        actions,
+        updated: Some(sorted),
+        scaled_down: total,
+    }
+}
+
+/// Result of scaleDownOldReplicaSetsForRollingUpdate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RollingScaleDown {
+    /// Resizes made.
+    pub actions: Vec<ScaleAction>,
+    /// Replicas removed; `None` when upstream aborted on an invalid request.
+    pub scaled_down: Option<i32>,
+}
+
+/// scaleDownOldReplicaSetsForRollingUpdate (§6.2 step 3.4): remove available old replicas
+/// beyond `spec.replicas - MaxUnavailable`, oldest ReplicaSet first.
+pub fn scale_down_old_for_rolling_update(
+    d: &Deployment,
+    all: &[&ReplicaSet],
+    old: &[&ReplicaSet],
+) -> RollingScaleDown {
+    let min_available = deployment_replicas(d).wrapping_sub(max_unavailable(d));
+    let available = sum_available_replicas(all.iter().copied());
+    let mut actions = Vec::new();
+    if available <= min_available {
+        return RollingScaleDown {
+            actions,
+            scaled_down: Some(0),
+        };
+    }
+    let mut sorted = old.to_vec();
+    sorted.sort_by(|a, b| by_creation(a, b));
+    let budget = available.wrapping_sub(min_available);
+    let mut total = 0i32;
+    for rs in sorted {
+        if total >= budget {
+            break;
+        }
+        let replicas = rs_spec_replicas(rs);
+        if replicas == 0 {
+            continue;
+        }
+        let count = replicas.min(budget.wrapping_sub(total));
+        let target = replicas.wrapping_sub(count);
+        if target > replicas {
+            tracing::info!(
+                replica_set = rs_name(rs),
+                from = replicas,
+                to = target,
+                "when scaling down old replica sets, got invalid request to scale down"
+            );
+            return RollingScaleDown {
+                actions,
+                scaled_down: None,
+            };
+        }
+        if let Some(action) = scale_and_record(rs, target) {
+            actions.push(action);
+        }
+        total = total.wrapping_add(count);
+    }
+    RollingScaleDown {
+        actions,
+        scaled_down: Some(total),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::DeploymentStatus;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    use super::*;
+    use crate::replica_set::test_support::{rolling, rs};
+    use crate::scaling::ScalingOperation;
+
+    fn action(name: &str, from: i32, to: i32) -> ScaleAction {
+        ScaleAction {
+            replica_set: name.to_owned(),
+            from,
+            to,
+            operation: if from > to {
+                ScalingOperation::Down
+            } else {
+                ScalingOperation::Up
+            },
+        }
+    }
+
+    fn pct(s: &str) -> IntOrString {
+        IntOrString::String(s.to_owned())
+    }
+
+    #[test]
+    fn reconcile_new_replica_set_table() {
+        // (replicas, surge, old (spec, avail), new spec, want target)
+        type Case = (i32, IntOrString, Vec<(i32, i32)>, i32, Option<i32>);
+        let cases: [Case; 5] = [
+            (10, pct("25%"), vec![(10, 10)], 0, Some(3)),
+            (10, pct("25%"), vec![(10, 10)], 3, None),
+            (10, pct("25%"), vec![(5, 5)], 5, Some(8)),
+            (10, pct("25%"), vec![], 12, Some(10)),
+            (10, pct("25%"), vec![], 10, None),
+        ];
+        for (replicas, surge, olds, new_size, want) in cases {
+            let d = rolling(replicas, surge, pct("25%"));
+            let old: Vec<_> = olds
+                .iter()
+                .enumerate()
+                .map(|(i, (s, a))| rs(&format!("old{i}"), i as i64, *s, *a))
+                .collect();
+            let new_rs = rs("new", 50, new_size, 0);
+            let mut all: Vec<&ReplicaSet> = old.iter().collect();
+            all.push(&new_rs);
+            let got = reconcile_new_replica_set(&d, &all, &new_rs).expect("no error");
+            assert_eq!(got.map(|a| a.to), want, "{olds:?} new={new_size}");
+        }
+    }
+
+    #[test]
+    fn reconcile_old_replica_sets_table() {
+        struct Case {
+            name: &'static str,
+            replicas: i32,
+            max_unavailable: i32,
+            old: Vec<(&'static str, i64, i32, i32)>,
+            new: (i32, i32),
+            want: Vec<ScaleAction>,
+            scaled: bool,
+        }
+        let cases = [
+            Case {
+                // all = 10 + 3 = 13; minAvailable = 10 - 2 = 8; new unavailable = 3
+                // maxScaledDown = 13 - 8 - 3 = 2; nothing unhealthy; available 10 > 8 -> 2.
+                name: "scale down by the availability budget",
+                replicas: 10,
+                max_unavailable: 2,
+                old: vec![("a", 0, 10, 10)],
+                new: (3, 0),
+                want: vec![action("a", 10, 8)],
+                scaled: true,
+            },
+            Case {
+                // maxScaledDown = 12 - 9 - 2 = 1 -> cleanup removes one unavailable from "a";
+                // then available 6 <= 9 so no further scale down.
+                name: "unhealthy replicas go first, oldest first",
+                replicas: 10,
+                max_unavailable: 1,
+                old: vec![("a", 0, 5, 3), ("b", 1, 5, 3)],
+                new: (2, 0),
+                want: vec![action("a", 5, 4)],
+                scaled: true,
+            },
+            Case {
+                // maxScaledDown = 10 - 9 - 0 = 1 but only budget: available 10, 10 - 9 = 1.
+                name: "both steps, budget split",
+                replicas: 10,
+                max_unavailable: 1,
+                old: vec![("a", 0, 4, 2), ("b", 1, 4, 4)],
+                new: (2, 2),
+                // all=10, minAvail=9, newUnavail=0 -> maxScaledDown=1: cleanup a 4->3.
+                // scaleDown: available = 2+4+2 = 8 <= 9 -> nothing.
+                want: vec![action("a", 4, 3)],
+                scaled: true,
+            },
+            Case {
+                name: "no room: new replicas are unavailable",
+                replicas: 10,
+                max_unavailable: 0,
+                old: vec![("a", 0, 10, 10)],
+                new: (1, 0),
+                want: vec![],
+                scaled: false,
+            },
+            Case {
+                name: "no old pods",
+                replicas: 3,
+                max_unavailable: 1,
+                old: vec![("a", 0, 0, 0)],
+                new: (3, 3),
+                want: vec![],
+                scaled: false,
+            },
+            Case {
+                // availableReplicas > spec.replicas: upstream aborts with invalid request.
+                name: "over-available old replica set not reached",
+                replicas: 4,
+                max_unavailable: 1,
+                old: vec![("a", 0, 2, 1), ("b", 1, 2, 3)],
+                new: (2, 0),
+                // all=6, minAvail=3, newUnavail=2 -> 1: cleanup a 2->1 (budget used) and
+                // never reaches "b". Scale-down then sees the stale status of "a" (available
+                // 1) as upstream does with the PUT response: available 1+3+0 = 4 > 3, budget
+                // 1 -> "a" 1->0.
+                want: vec![action("a", 2, 1), action("a", 1, 0)],
+                scaled: true,
+            },
+            Case {
+                name: "over-available old replica set first aborts",
+                replicas: 4,
+                max_unavailable: 1,
+                old: vec![("a", 0, 2, 3), ("b", 1, 2, 1)],
+                new: (2, 0),
+                want: vec![],
+                scaled: false,
+            },
+        ];
+        for case in cases {
+            let d = rolling(
+                case.replicas,
+                IntOrString::Int(1),
+                IntOrString::Int(case.max_unavailable),
+            );
+            let old: Vec<_> = case
+                .old
+                .iter()
+                .map(|(n, c, s, a)| rs(n, *c, *s, *a))
+                .collect();
+            let new_rs = rs("new", 100, case.new.0, case.new.1);
+            let old_refs: Vec<&ReplicaSet> = old.iter().collect();
+            let mut all = old_refs.clone();
+            all.push(&new_rs);
+            let active_old = active(old_refs.iter().copied());
+            let plan = reconcile_old_replica_sets(&d, &all, &active_old, &new_rs);
+            assert_eq!(plan.actions, case.want, "{}", case.name);
+            assert_eq!(plan.scaled, case.scaled, "{}", case.name);
+        }
+    }
+
+    /// Sets `spec.replicas` and the status a ReplicaSet controller and kubelet would report
+    /// right after: `replicas` pods, of which `available` are available.
+    fn resize(rs: &mut ReplicaSet, replicas: i32, available: i32) {
+        if let Some(spec) = rs.spec.as_mut() {
+            spec.replicas = Some(replicas);
+        }
+        if let Some(status) = rs.status.as_mut() {
+            status.replicas = replicas;
+            status.available_replicas = Some(available.min(replicas));
+        }
+    }
+
+    #[test]
+    fn simulated_rollouts_of_ten_stay_in_bounds() {
+        // Sync after sync, with new pods becoming available `per_sync` at a time (old pods are
+        // all available and deleted at once): every step must keep the total at most
+        // replicas + surge and availability at least replicas - unavailable, and the rollout
+        // must finish with the new ReplicaSet full and the old one at 0.
+        // (surge, unavailable, resolved surge, resolved unavailable, new pods ready per sync)
+        let cases = [
+            (pct("25%"), pct("25%"), 3, 2, 10),
+            (pct("25%"), pct("25%"), 3, 2, 1),
+            (IntOrString::Int(1), IntOrString::Int(0), 1, 0, 1),
+            (IntOrString::Int(0), IntOrString::Int(1), 0, 1, 1),
+            (IntOrString::Int(0), IntOrString::Int(1), 0, 1, 3),
+        ];
+        for (surge, unavailable, max_surge, max_unavailable, per_sync) in cases {
+            let label = format!("{surge:?}/{unavailable:?} +{per_sync}");
+            let d = rolling(10, surge, unavailable);
+            let mut old = rs("old", 0, 10, 10);
+            let mut new_rs = rs("new", 10, 0, 0);
+            let mut syncs = 0;
+            loop {
+                syncs += 1;
+                assert!(syncs < 100, "{label}: no convergence");
+                let plan = plan_rolling_update(&d, &new_rs, &[&old]).expect("plan");
+                let actions = match plan.step {
+                    RollingStep::ScaleNew(a) => vec![a],
+                    RollingStep::ScaleOld { actions, scaled } => {
+                        assert!(scaled, "{label}");
+                        actions
+                    }
+                    RollingStep::Settled if rs_available_replicas(&new_rs) == 10 => break,
+                    RollingStep::Settled => vec![],
+                };
+                for a in actions {
+                    let target = if a.replica_set == "old" {
+                        &mut old
+                    } else {
+                        &mut new_rs
+                    };
+                    let available = rs_available_replicas(target);
+                    resize(target, a.to, available);
+                }
+                let total = rs_spec_replicas(&old) + rs_spec_replicas(&new_rs);
+                let available = rs_available_replicas(&old) + rs_available_replicas(&new_rs);
+                assert!(total <= 10 + max_surge, "{label}: total {total}");
+                assert!(
+                    available >= 10 - max_unavailable,
+                    "{label}: available {available}"
+                );
+                // Time passes: some new pods become available.
+                let ready =
+                    (rs_available_replicas(&new_rs) + per_sync).min(rs_spec_replicas(&new_rs));
+                let replicas = rs_spec_replicas(&new_rs);
+                resize(&mut new_rs, replicas, ready);
+            }
+            assert_eq!(
+                (rs_spec_replicas(&old), rs_spec_replicas(&new_rs)),
+                (0, 10),
+                "{label}"
+            );
+        }
+    }
+
+    #[test]
+    fn cleanup_flag_follows_stored_status() {
+        let mut d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
+        let new_rs = rs("new", 0, 2, 2);
+        let plan = plan_rolling_update(&d, &new_rs, &[]).expect("plan");
+        assert_eq!(
+            plan,
+            RollingPlan {
+                step: RollingStep::Settled,
+                cleanup: false
+            }
+        );
+        d.status = Some(DeploymentStatus {
+            observed_generation: Some(1),
+            replicas: Some(2),
+            updated_replicas: Some(2),
+            available_replicas: Some(2),
+            ..Default::default()
+        });
+        let plan = plan_rolling_update(&d, &new_rs, &[]).expect("plan");
+        assert!(plan.cleanup);
+    }
+}

@@ -1,0 +1,112 @@
+//! The controller's API writes: every PUT carries the resourceVersion of the object it was
+//! computed from, so a concurrent change answers 409 instead of being overwritten. Only the
+//! Deployment status write re-reads and retries once on a conflict (like the ReplicaSet
+//! controller's status write); every other conflict is the sync's error and the key is retried
+//! with backoff on fresh caches, as upstream.
+
+use controller_toolkit::api_errors::is_not_found;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DeleteParams, PostParams},
+};
+
+use crate::constants::REVISION_ANNOTATION;
+
+/// Typed writes against one client (the controller's, so its user agent is on every request).
+#[derive(Clone)]
+pub(crate) struct Writes {
+    client: Client,
+}
+
+fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409 && status.reason == "Conflict")
+}
+
+impl Writes {
+    pub(crate) fn new(client: Client) -> Self {
+        Self { client }
+    }
+
+    fn deployments(&self, namespace: &str) -> Api<Deployment> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    fn replica_sets(&self, namespace: &str) -> Api<ReplicaSet> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    /// PUT `d` through the status subresource (its status and, on a real API server, its
+    /// revision annotation). On 409 the Deployment is re-read and the status and revision
+    /// annotation are put on the fresh copy once.
+    pub(crate) async fn update_status(&self, d: &Deployment) -> Result<Deployment, kube::Error> {
+        let namespace = d.namespace().unwrap_or_default();
+        let api = self.deployments(&namespace);
+        let name = d.name_any();
+        match api.replace_status(&name, &PostParams::default(), d).await {
+            Err(error) if is_conflict(&error) => {
+                tracing::debug!(deployment = %format!("{namespace}/{name}"), "status conflict; re-reading");
+                let mut fresh = api.get(&name).await?;
+                fresh.status = d.status.clone();
+                if let Some(revision) = d
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(REVISION_ANNOTATION))
+                {
+                    fresh
+                        .metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .insert(REVISION_ANNOTATION.to_owned(), revision.clone());
+                }
+                api.replace_status(&name, &PostParams::default(), &fresh)
+                    .await
+            }
+            other => other,
+        }
+    }
+
+    /// PUT the whole Deployment (rollback).
+    pub(crate) async fn update_deployment(
+        &self,
+        d: &Deployment,
+    ) -> Result<Deployment, kube::Error> {
+        self.deployments(&d.namespace().unwrap_or_default())
+            .replace(&d.name_any(), &PostParams::default(), d)
+            .await
+    }
+
+    /// POST a new ReplicaSet.
+    pub(crate) async fn create_replica_set(
+        &self,
+        rs: &ReplicaSet,
+    ) -> Result<ReplicaSet, kube::Error> {
+        self.replica_sets(&rs.namespace().unwrap_or_default())
+            .create(&PostParams::default(), rs)
+            .await
+    }
+
+    /// PUT a ReplicaSet (scale, annotations, minReadySeconds).
+    pub(crate) async fn update_replica_set(
+        &self,
+        rs: &ReplicaSet,
+    ) -> Result<ReplicaSet, kube::Error> {
+        self.replica_sets(&rs.namespace().unwrap_or_default())
+            .replace(&rs.name_any(), &PostParams::default(), rs)
+            .await
+    }
+
+    /// DELETE an old ReplicaSet (history cleanup); NotFound counts as done.
+    pub(crate) async fn delete_replica_set(&self, rs: &ReplicaSet) -> Result<(), kube::Error> {
+        match self
+            .replica_sets(&rs.namespace().unwrap_or_default())
+            .delete(&rs.name_any(), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if is_not_found(&error) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+}

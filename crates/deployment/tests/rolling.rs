@@ -1,0 +1,203 @@
+//! Rolling updates of 10 replicas against the sim with the ReplicaSet controller running:
+//! a checker sees every pod event and the surge and availability bounds hold throughout; at
+//! the end the ReplicaSets, annotations, status, conditions and events are upstream's.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{BoundsChecker, Harness, annotation, condition, eventually, image_of, spec_replicas};
+
+const REPLICAS: i32 = 10;
+
+async fn rolls_within_bounds(
+    name: &str,
+    max_surge: Value,
+    max_unavailable: Value,
+    surge: i32,
+    unavailable: i32,
+) {
+    let harness = Harness::start().await;
+    harness
+        .create(&support::rolling_deployment(
+            name,
+            REPLICAS,
+            "nginx:1.25",
+            max_surge,
+            max_unavailable,
+        ))
+        .await;
+    harness.wait_complete(name).await;
+    let old = harness.replica_set_with_image(name, "nginx:1.25").await;
+    let old_name = old.metadata.name.clone().expect("name");
+    harness
+        .wait_for_event(
+            name,
+            "ScalingReplicaSet",
+            &format!("Scaled up replica set {old_name} to {REPLICAS}"),
+        )
+        .await;
+
+    let checker = BoundsChecker::start(harness.client.clone());
+    eventually(
+        "the checker's initial list",
+        std::time::Duration::from_secs(10),
+        || async { (checker.report().events > 0).then_some(()) },
+    )
+    .await;
+    harness.set_image(name, "nginx:1.27").await;
+    let d = harness.wait_complete(name).await;
+    // Complete counts available replicas from ReplicaSet statuses; also wait for the last old
+    // pods to be gone before reading the checker.
+    eventually(
+        "only new pods left",
+        std::time::Duration::from_secs(20),
+        || async {
+            let pods = harness.pods().list(&Default::default()).await.ok()?.items;
+            (pods.len() == REPLICAS as usize).then_some(())
+        },
+    )
+    .await;
+    let report = checker.stop();
+
+    let max_total = report.max_total[name];
+    let min_available = report.min_available[name];
+    assert!(
+        max_total <= (REPLICAS + surge) as usize,
+        "{max_total} pods at once, bound {}",
+        REPLICAS + surge
+    );
+    assert!(
+        min_available >= (REPLICAS - unavailable) as usize,
+        "{min_available} available at once, bound {}",
+        REPLICAS - unavailable
+    );
+    assert!(report.events > 2 * REPLICAS as usize, "{report:?}");
+
+    // ReplicaSets: the new one full, the old one at 0, upstream's annotations.
+    let new = harness.replica_set_with_image(name, "nginx:1.27").await;
+    let new_name = new.metadata.name.clone().expect("name");
+    let hash = new
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("pod-template-hash"))
+        .cloned()
+        .expect("hash label");
+    assert_eq!(new_name, format!("{name}-{hash}"));
+    let new_spec = new.spec.as_ref().expect("spec");
+    assert_eq!(
+        new_spec.selector.match_labels.as_ref().expect("labels")["pod-template-hash"],
+        hash
+    );
+    assert_eq!(spec_replicas(&new), REPLICAS);
+    assert_eq!(image_of(&new), "nginx:1.27");
+    assert_eq!(
+        annotation(&new, "deployment.kubernetes.io/revision"),
+        Some("2")
+    );
+    assert_eq!(
+        annotation(&new, "deployment.kubernetes.io/desired-replicas"),
+        Some("10")
+    );
+    let max_replicas = (REPLICAS + surge).to_string();
+    assert_eq!(
+        annotation(&new, "deployment.kubernetes.io/max-replicas"),
+        Some(max_replicas.as_str())
+    );
+    let owner = &new.metadata.owner_references.as_ref().expect("owner")[0];
+    assert_eq!(
+        (
+            owner.kind.as_str(),
+            owner.controller,
+            owner.block_owner_deletion
+        ),
+        ("Deployment", Some(true), Some(true))
+    );
+    assert_eq!(owner.uid, d.metadata.uid.clone().expect("uid"));
+    let old = harness.replica_set_with_image(name, "nginx:1.25").await;
+    assert_eq!(spec_replicas(&old), 0);
+    assert_eq!(
+        annotation(&old, "deployment.kubernetes.io/revision"),
+        Some("1")
+    );
+
+    // The Deployment carries its new ReplicaSet's revision (written through /status).
+    assert_eq!(
+        d.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+            .map(String::as_str),
+        Some("2")
+    );
+
+    // Status and conditions.
+    let status = d.status.clone().expect("status");
+    assert_eq!(status.observed_generation, d.metadata.generation);
+    assert_eq!(status.replicas, Some(REPLICAS));
+    assert_eq!(status.updated_replicas, Some(REPLICAS));
+    assert_eq!(status.ready_replicas, Some(REPLICAS));
+    assert_eq!(status.available_replicas, Some(REPLICAS));
+    assert_eq!(status.unavailable_replicas.unwrap_or(0), 0);
+    let available = condition(&d, "Available").expect("Available");
+    assert_eq!(
+        (
+            available.status.as_str(),
+            available.reason.as_deref(),
+            available.message.as_deref()
+        ),
+        (
+            "True",
+            Some("MinimumReplicasAvailable"),
+            Some("Deployment has minimum availability.")
+        )
+    );
+    let progressing = condition(&d, "Progressing").expect("Progressing");
+    let message = format!("ReplicaSet \"{new_name}\" has successfully progressed.");
+    assert_eq!(
+        (
+            progressing.status.as_str(),
+            progressing.reason.as_deref(),
+            progressing.message.as_deref()
+        ),
+        (
+            "True",
+            Some("NewReplicaSetAvailable"),
+            Some(message.as_str())
+        )
+    );
+
+    // Events in upstream's format (the correlator may combine similar ones, as upstream).
+    let events = harness.events_of(name).await;
+    let old_down = format!("Scaled down replica set {old_name} to ");
+    assert!(
+        events.iter().any(|e| e
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains(&old_down) && m.ends_with(" from 10"))),
+        "{:?}",
+        events.iter().map(|e| &e.message).collect::<Vec<_>>()
+    );
+    let new_up = format!("Scaled up replica set {new_name} to ");
+    assert!(events.iter().any(
+        |e| e.message.as_deref().is_some_and(|m| m.contains(&new_up))
+            && e.type_.as_deref() == Some("Normal")
+            && e.reason.as_deref() == Some("ScalingReplicaSet")
+    ));
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_update_25_percent_surge_and_unavailable_holds_bounds() {
+    rolls_within_bounds("quarter", json!("25%"), json!("25%"), 3, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_update_surge_1_unavailable_0_holds_bounds() {
+    rolls_within_bounds("surge", json!(1), json!(0), 1, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_update_surge_0_unavailable_1_holds_bounds() {
+    rolls_within_bounds("unavailable", json!(0), json!(1), 0, 1).await;
+}

@@ -1,0 +1,488 @@
+//! Test harness: a sim cluster with the ReplicaSet controller and the Deployment controller
+//! running against it through real clients (each with its own user agent, for the sim's
+//! accounting), a pod-watching bounds checker, and polling helpers.
+
+#![allow(dead_code)]
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use deployment::{ControllerMetrics, DeploymentController};
+use futures::StreamExt;
+use informer::{FactoryConfig, SharedInformerFactory};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, DeploymentCondition, ReplicaSet},
+    core::v1::{Event, Pod},
+};
+use kube::{
+    Api, Client,
+    api::{ListParams, Patch, PatchParams, PostParams},
+    runtime::watcher,
+};
+use replicaset::ReplicaSetController;
+use serde_json::json;
+use sim::{SimCluster, SimConfig};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The user agent of the Deployment controller's requests.
+pub const DEPLOYMENT_AGENT: &str = "deployment-controller";
+/// The user agent of the ReplicaSet controller's requests.
+pub const REPLICASET_AGENT: &str = "replicaset-controller";
+
+pub struct Harness {
+    pub sim: SimCluster,
+    pub client: Client,
+    shutdown: CancellationToken,
+    controllers: Vec<JoinHandle<()>>,
+}
+
+impl Harness {
+    pub async fn start() -> Self {
+        Self::start_with(SimConfig::default()).await
+    }
+
+    pub async fn start_with(config: SimConfig) -> Self {
+        let sim = SimCluster::start(config).await.expect("sim starts");
+        let client = sim.client();
+        let mut harness = Self {
+            sim,
+            client,
+            shutdown: CancellationToken::new(),
+            controllers: Vec::new(),
+        };
+        harness.start_replica_set_controller();
+        harness.start_deployment_controller();
+        harness
+    }
+
+    /// A sim with only the ReplicaSet controller; start the Deployment controller later with
+    /// [`Harness::start_deployment_controller`].
+    pub async fn start_without_deployment_controller() -> Self {
+        let sim = SimCluster::start(SimConfig::default())
+            .await
+            .expect("sim starts");
+        let client = sim.client();
+        let mut harness = Self {
+            sim,
+            client,
+            shutdown: CancellationToken::new(),
+            controllers: Vec::new(),
+        };
+        harness.start_replica_set_controller();
+        harness
+    }
+
+    fn start_replica_set_controller(&mut self) {
+        let client = self.sim.client_with_user_agent(REPLICASET_AGENT);
+        let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+        let controller = ReplicaSetController::new(client, &informers, Default::default())
+            .expect("ReplicaSet controller builds");
+        informers.start(self.shutdown.clone());
+        self.controllers
+            .push(tokio::spawn(controller.run(2, self.shutdown.clone())));
+    }
+
+    pub fn start_deployment_controller(&mut self) {
+        let client = self.sim.client_with_user_agent(DEPLOYMENT_AGENT);
+        let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+        let controller =
+            DeploymentController::new(client, &informers, ControllerMetrics::default())
+                .expect("Deployment controller builds");
+        informers.start(self.shutdown.clone());
+        self.controllers
+            .push(tokio::spawn(controller.run(2, self.shutdown.clone())));
+    }
+
+    pub fn deployments(&self) -> Api<Deployment> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    pub fn replica_sets(&self) -> Api<ReplicaSet> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    pub async fn create(&self, d: &Deployment) -> Deployment {
+        self.deployments()
+            .create(&PostParams::default(), d)
+            .await
+            .expect("create Deployment")
+    }
+
+    pub async fn patch(&self, name: &str, patch: serde_json::Value) -> Deployment {
+        self.deployments()
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .expect("patch Deployment")
+    }
+
+    /// Changes the image of the single container `c` (a new template).
+    pub async fn set_image(&self, name: &str, image: &str) -> Deployment {
+        self.patch(
+            name,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}),
+        )
+        .await
+    }
+
+    /// The ReplicaSets labelled `app=<name>`, oldest first.
+    pub async fn replica_sets_of(&self, name: &str) -> Vec<ReplicaSet> {
+        let mut list = self
+            .replica_sets()
+            .list(&ListParams::default().labels(&format!("app={name}")))
+            .await
+            .expect("list ReplicaSets")
+            .items;
+        list.sort_by(|a, b| {
+            revision_of(a)
+                .cmp(&revision_of(b))
+                .then(a.metadata.name.cmp(&b.metadata.name))
+        });
+        list
+    }
+
+    /// The ReplicaSet whose container image is `image`.
+    pub async fn replica_set_with_image(&self, name: &str, image: &str) -> ReplicaSet {
+        self.replica_sets_of(name)
+            .await
+            .into_iter()
+            .find(|rs| image_of(rs) == image)
+            .unwrap_or_else(|| panic!("no ReplicaSet of {name} with image {image}"))
+    }
+
+    /// Events recorded about the Deployment `name` by the deployment controller.
+    pub async fn events_of(&self, name: &str) -> Vec<Event> {
+        Api::<Event>::namespaced(self.client.clone(), "default")
+            .list(&ListParams::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|event| {
+                event.involved_object.kind.as_deref() == Some("Deployment")
+                    && event.involved_object.name.as_deref() == Some(name)
+                    && event.source.as_ref().and_then(|s| s.component.as_deref())
+                        == Some(DEPLOYMENT_AGENT)
+            })
+            .collect()
+    }
+
+    /// Waits until an event with this reason and message exists for the Deployment.
+    pub async fn wait_for_event(&self, name: &str, reason: &str, message: &str) {
+        eventually(
+            &format!("event {reason} {message:?}"),
+            Duration::from_secs(20),
+            || async {
+                self.events_of(name)
+                    .await
+                    .iter()
+                    .any(|e| {
+                        e.reason.as_deref() == Some(reason) && e.message.as_deref() == Some(message)
+                    })
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// Waits until the Deployment is complete (spec §10.1) and Progressing says so.
+    pub async fn wait_complete(&self, name: &str) -> Deployment {
+        let api = self.deployments();
+        eventually(&format!("{name} complete"), Duration::from_secs(40), || {
+            let api = api.clone();
+            async move {
+                let d = api.get(name).await.ok()?;
+                is_complete(&d).then_some(d)
+            }
+        })
+        .await
+    }
+
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        for controller in self.controllers {
+            let _ = controller.await;
+        }
+        self.sim.shutdown().await;
+    }
+}
+
+/// Whether the stored status says the rollout completed (counts, generation, condition).
+pub fn is_complete(d: &Deployment) -> bool {
+    let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let Some(status) = d.status.as_ref() else {
+        return false;
+    };
+    status.observed_generation >= d.metadata.generation
+        && status.replicas.unwrap_or(0) == replicas
+        && status.updated_replicas.unwrap_or(0) == replicas
+        && status.available_replicas.unwrap_or(0) == replicas
+        && condition(d, "Progressing")
+            .is_some_and(|c| c.reason.as_deref() == Some("NewReplicaSetAvailable"))
+}
+
+pub fn condition<'a>(d: &'a Deployment, type_: &str) -> Option<&'a DeploymentCondition> {
+    d.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+pub fn annotation<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
+    rs.metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+pub fn revision_of(rs: &ReplicaSet) -> i64 {
+    annotation(rs, "deployment.kubernetes.io/revision")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+pub fn image_of(rs: &ReplicaSet) -> &str {
+    rs.spec
+        .as_ref()
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.spec.as_ref())
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.image.as_deref())
+        .unwrap_or_default()
+}
+
+pub fn spec_replicas(rs: &ReplicaSet) -> i32 {
+    rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+}
+
+/// A Deployment selecting `app=<name>` with one container `c`; pods turn ready after
+/// `ready_after_ms` in the sim (0 = at once).
+pub fn deployment(name: &str, replicas: i32, image: &str, ready_after_ms: u64) -> Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {
+                    "labels": {"app": name},
+                    "annotations": {"sim.kcm-rs.io/ready-after-ms": ready_after_ms.to_string()}
+                },
+                "spec": {"containers": [{"name": "c", "image": image}]}
+            }
+        }
+    }))
+    .expect("valid Deployment")
+}
+
+/// `deployment(...)` with a RollingUpdate strategy of the given surge/unavailable.
+pub fn rolling_deployment(
+    name: &str,
+    replicas: i32,
+    image: &str,
+    max_surge: serde_json::Value,
+    max_unavailable: serde_json::Value,
+) -> Deployment {
+    let mut d = deployment(name, replicas, image, 100);
+    d.spec.as_mut().expect("spec").strategy = Some(
+        serde_json::from_value(json!({
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": max_surge, "maxUnavailable": max_unavailable}
+        }))
+        .expect("strategy"),
+    );
+    d
+}
+
+/// Polls `check` every 50 ms until it returns `Some`, failing the test after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Whether a pod counts as available for the bounds (Ready, not terminating; the tests use
+/// minReadySeconds 0).
+fn pod_available(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+}
+
+/// Whether a pod counts towards the total (not terminating, not finished).
+fn pod_counts(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+/// Bounds observed on every pod event of a watch, per Deployment (pods grouped by the `app`
+/// label).
+#[derive(Debug, Default, Clone)]
+pub struct BoundsReport {
+    /// Largest number of non-terminating pods seen at once.
+    pub max_total: HashMap<String, usize>,
+    /// Smallest number of available pods seen at once.
+    pub min_available: HashMap<String, usize>,
+    /// Largest sum of ReplicaSet `spec.replicas` seen at once (the bound upstream enforces
+    /// directly; pods follow through the ReplicaSet controller).
+    pub max_spec_total: HashMap<String, i32>,
+    /// Pod events seen.
+    pub events: usize,
+}
+
+/// Watches every pod event in the namespace and records the extremes of total and available
+/// pods per `app` label. Start it once the initial rollout settled.
+pub struct BoundsChecker {
+    report: Arc<Mutex<BoundsReport>>,
+    task: JoinHandle<()>,
+    replica_set_task: JoinHandle<()>,
+}
+
+impl BoundsChecker {
+    pub fn start(client: Client) -> Self {
+        let report: Arc<Mutex<BoundsReport>> = Arc::default();
+        let shared = report.clone();
+        let replica_set_task = tokio::spawn(watch_replica_sets(client.clone(), report.clone()));
+        let task = tokio::spawn(async move {
+            let api: Api<Pod> = Api::namespaced(client, "default");
+            let mut pods: HashMap<String, Pod> = HashMap::new();
+            let mut initializing: HashMap<String, Pod> = HashMap::new();
+            let mut stream = watcher(api, watcher::Config::default()).boxed();
+            while let Some(event) = stream.next().await {
+                let Ok(event) = event else { continue };
+                let settled = match event {
+                    watcher::Event::Apply(pod) => {
+                        pods.insert(pod.metadata.name.clone().unwrap_or_default(), pod);
+                        true
+                    }
+                    watcher::Event::Delete(pod) => {
+                        pods.remove(pod.metadata.name.as_deref().unwrap_or_default());
+                        true
+                    }
+                    watcher::Event::Init => {
+                        initializing.clear();
+                        false
+                    }
+                    watcher::Event::InitApply(pod) => {
+                        initializing.insert(pod.metadata.name.clone().unwrap_or_default(), pod);
+                        false
+                    }
+                    watcher::Event::InitDone => {
+                        pods = std::mem::take(&mut initializing);
+                        true
+                    }
+                };
+                if settled {
+                    record(&shared, &pods);
+                }
+            }
+        });
+        Self {
+            report,
+            task,
+            replica_set_task,
+        }
+    }
+
+    pub fn report(&self) -> BoundsReport {
+        self.report.lock().expect("report").clone()
+    }
+
+    pub fn stop(self) -> BoundsReport {
+        self.task.abort();
+        self.replica_set_task.abort();
+        self.report()
+    }
+}
+
+fn record(report: &Mutex<BoundsReport>, pods: &HashMap<String, Pod>) {
+    let mut totals: HashMap<String, (usize, usize)> = HashMap::new();
+    for pod in pods.values() {
+        let Some(app) = pod.metadata.labels.as_ref().and_then(|l| l.get("app")) else {
+            continue;
+        };
+        let entry = totals.entry(app.clone()).or_default();
+        if pod_counts(pod) {
+            entry.0 += 1;
+        }
+        if pod_available(pod) {
+            entry.1 += 1;
+        }
+    }
+    let mut report = report.lock().expect("report");
+    report.events += 1;
+    for (app, (total, available)) in totals {
+        let max = report.max_total.entry(app.clone()).or_insert(total);
+        *max = (*max).max(total);
+        let min = report.min_available.entry(app).or_insert(available);
+        *min = (*min).min(available);
+    }
+}
+
+/// Records the largest sum of ReplicaSet sizes per `app` label after every ReplicaSet event.
+async fn watch_replica_sets(client: Client, report: Arc<Mutex<BoundsReport>>) {
+    let api: Api<ReplicaSet> = Api::namespaced(client, "default");
+    let mut sizes: HashMap<String, (String, i32)> = HashMap::new();
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(watcher::Event::Apply(rs) | watcher::Event::InitApply(rs)) => {
+                let app = rs
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("app"))
+                    .cloned()
+                    .unwrap_or_default();
+                sizes.insert(
+                    rs.metadata.name.clone().unwrap_or_default(),
+                    (app, spec_replicas(&rs)),
+                );
+            }
+            Ok(watcher::Event::Delete(rs)) => {
+                sizes.remove(rs.metadata.name.as_deref().unwrap_or_default());
+            }
+            _ => continue,
+        }
+        let mut totals: HashMap<&str, i32> = HashMap::new();
+        for (app, size) in sizes.values() {
+            *totals.entry(app).or_default() += size;
+        }
+        let mut report = report.lock().expect("report");
+        for (app, total) in totals {
+            let max = report.max_spec_total.entry(app.to_owned()).or_insert(total);
+            *max = (*max).max(total);
+        }
+    }
+}
