@@ -185,7 +185,7 @@ async fn a_disabled_controller_opens_no_watch() {
         "disabled",
         &[
             "--leader-elect=false",
-            "--controllers=*,-replicaset,-deployment",
+            "--controllers=*,-replicaset,-deployment,-statefulset",
         ],
     );
     wait_until("readyz", Duration::from_secs(20), || {
@@ -271,7 +271,11 @@ async fn serves_metrics_health_and_readiness_and_runs_the_replicaset_controller(
 
     let (code, body) = manager.get("/healthz").expect("healthz");
     assert_eq!((code, body.as_str()), (200, "ok"));
-    for controller in ["replicaset-controller", "deployment-controller"] {
+    for controller in [
+        "replicaset-controller",
+        "deployment-controller",
+        "statefulset-controller",
+    ] {
         let (code, body) = manager
             .get(&format!("/healthz/{controller}"))
             .expect("healthz/<controller>");
@@ -284,6 +288,7 @@ async fn serves_metrics_health_and_readiness_and_runs_the_replicaset_controller(
     for family in [
         "workqueue_depth{name=\"replicaset\"}",
         "workqueue_depth{name=\"deployment\"}",
+        "workqueue_depth{name=\"statefulset\"}",
         "workqueue_adds_total{name=\"replicaset\"}",
         "workqueue_queue_duration_seconds_bucket{name=\"replicaset\"",
         "workqueue_work_duration_seconds_bucket{name=\"replicaset\"",

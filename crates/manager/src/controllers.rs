@@ -5,6 +5,7 @@ use deployment::DeploymentController;
 use futures::{FutureExt, future::BoxFuture};
 use informer::SharedInformerFactory;
 use replicaset::ReplicaSetController;
+use statefulset::{StatefulSetController, StatefulSetMetrics};
 use tokio_util::sync::CancellationToken;
 use workqueue::ControllerMetrics;
 
@@ -27,6 +28,12 @@ pub fn default_registry() -> Result<ControllerRegistry, RegistryError> {
         aliases: &["deployment"],
         disabled_by_default: false,
         init: init_deployment,
+    })?;
+    registry.register(ControllerDescriptor {
+        name: statefulset::CONTROLLER_NAME,
+        aliases: &["statefulset"],
+        disabled_by_default: false,
+        init: init_statefulset,
     })?;
     Ok(registry)
 }
@@ -87,6 +94,21 @@ fn init_deployment(context: &ControllerContext) -> Result<Option<Box<dyn Control
         deployment::CONTROLLER_NAME,
         context.options.concurrent_deployment_syncs,
         DeploymentController::new,
+        |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
+    )
+}
+
+fn init_statefulset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
+    let name = statefulset::CONTROLLER_NAME;
+    let gauges = StatefulSetMetrics::register(&context.metrics).map_err(|e| init_error(name, e))?;
+    bind(
+        context,
+        name,
+        context.options.concurrent_statefulset_syncs,
+        |client, informers, metrics| {
+            StatefulSetController::new(client, informers, metrics)
+                .map(|controller| controller.with_statefulset_metrics(gauges))
+        },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
     )
 }

@@ -1,0 +1,733 @@
+//! The pure heart of the StatefulSet controller (statefulset.md §6, §8.1, §9, §10): given the
+//! set, its current and update revisions, its pods and the existing claims, which pod and claim
+//! writes to make, in which order, and the status that results.
+//!
+//! Upstream interleaves decisions with API calls and stops ("exits") a monotonic
+//! (`OrderedReady`) pass at the first create, delete or unhealthy pod. Every such stop depends
+//! only on the snapshot, so the plan is cut there: a [`Plan`] is a list of phases, each a list
+//! of [`PodAction`]s, and the executor only has to stop early on an API error.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready};
+use k8s_openapi::{
+    api::{
+        apps::v1::{StatefulSet, StatefulSetStatus},
+        core::v1::{PersistentVolumeClaim, Pod},
+    },
+    apimachinery::pkg::{apis::meta::v1::OwnerReference, util::intstr::IntOrString},
+    jiff::Timestamp,
+};
+
+use crate::{
+    identity::{
+        OrdinalRange, identity_matches, new_pod, pod_claims, pod_ordinal, pod_revision,
+        set_identity, set_storage, storage_matches,
+    },
+    retention::{claim_is_stale, claim_owner_up_to_date, updated_claim_owners},
+};
+
+/// `podManagementPolicy` value that lifts the ordering guarantees.
+pub const PARALLEL_POLICY: &str = "Parallel";
+/// `updateStrategy.type` value that leaves updates to the user.
+pub const ON_DELETE_STRATEGY: &str = "OnDelete";
+/// Upstream `MaxBatchSize`: the cap on one slow-start batch in Parallel mode.
+pub const MAX_BATCH_SIZE: usize = 500;
+
+/// A claim write needed before or alongside a pod.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClaimWrite {
+    /// The claim does not exist: create it (with the owner refs the retention policy wants).
+    Create(Box<PersistentVolumeClaim>),
+    /// The claim exists with owner refs the retention policy does not want: replace them.
+    SetOwners {
+        /// The claim as cached.
+        claim: Arc<PersistentVolumeClaim>,
+        /// Its new owner references.
+        owners: Vec<OwnerReference>,
+    },
+    /// The claim exists but is being deleted; the pod must wait (an error, retried).
+    BeingDeleted(String),
+}
+
+/// One step of a sync.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PodAction {
+    /// Create the claims (first) and then the pod of an empty slot (upstream
+    /// `CreateStatefulPod`).
+    Create {
+        /// The pod to POST.
+        pod: Box<Pod>,
+        /// Its claims to create first.
+        claims: Vec<ClaimWrite>,
+    },
+    /// Bring an existing pod and its claims in line (upstream `UpdateStatefulPod` and
+    /// `fixPodClaim`): claim writes, then a PUT of `updated` if its identity or storage changed.
+    Repair {
+        /// The pod as cached.
+        pod: Arc<Pod>,
+        /// The pod to PUT, if it must change.
+        updated: Option<Box<Pod>>,
+        /// Claim writes.
+        claims: Vec<ClaimWrite>,
+    },
+    /// Delete a pod: failed/succeeded, condemned, or outdated in a rolling update.
+    Delete {
+        /// The pod as cached.
+        pod: Arc<Pod>,
+        /// Whether it is deleted to be replaced at the update revision (each such deletion
+        /// lowers `currentReplicas`, as upstream).
+        for_update: bool,
+    },
+}
+
+/// What one sync does: phases run in order; a phase's actions run one by one (OrderedReady)
+/// or in slow-start batches (Parallel); an error ends the sync.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The phases, already cut where upstream's monotonic pass would stop.
+    pub phases: Vec<Vec<PodAction>>,
+    /// Whether actions within a phase run concurrently.
+    pub parallel: bool,
+    /// The status before the deletions for update are subtracted from `currentReplicas`.
+    pub status: StatefulSetStatus,
+    /// Unavailable replicas (missing, not ready, terminating or not yet available), for the
+    /// `statefulset_unavailable_replicas` gauge.
+    pub unavailable: usize,
+}
+
+/// The two revisions of a sync and the set rebuilt at each (upstream `ApplyRevision`).
+#[derive(Debug, Clone, Copy)]
+pub struct Revisions<'a> {
+    /// Name of the current revision.
+    pub current: &'a str,
+    /// Name of the update revision.
+    pub update: &'a str,
+    /// The set with the current revision's template.
+    pub current_set: &'a StatefulSet,
+    /// The set with the update revision's template.
+    pub update_set: &'a StatefulSet,
+}
+
+/// Everything a plan depends on.
+pub struct PlanInput<'a> {
+    /// The set as cached.
+    pub set: &'a StatefulSet,
+    /// Current and update revisions.
+    pub revisions: Revisions<'a>,
+    /// `status.collisionCount` after revision creation.
+    pub collision_count: i32,
+    /// The pods this set owns (claimed).
+    pub pods: &'a [Arc<Pod>],
+    /// Existing claims of the set's namespace, by name.
+    pub claims: &'a BTreeMap<String, Arc<PersistentVolumeClaim>>,
+    /// The controller reference new pods get.
+    pub controller_ref: &'a OwnerReference,
+    /// The time availability is judged at.
+    pub now: Timestamp,
+}
+
+/// A pod slot: a pod from the API server, or one built in memory for an empty ordinal.
+#[derive(Debug, Clone)]
+enum Slot {
+    Existing(Arc<Pod>),
+    Missing(Box<Pod>),
+}
+
+impl Slot {
+    fn pod(&self) -> &Pod {
+        match self {
+            Slot::Existing(pod) => pod,
+            Slot::Missing(pod) => pod,
+        }
+    }
+}
+
+/// Whether the pod came from the API server (upstream `isCreated`: it has a phase).
+pub fn is_created(pod: &Pod) -> bool {
+    !phase(pod).is_empty()
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.phase.as_deref())
+        .unwrap_or_default()
+}
+
+/// Phase Failed or Succeeded: the pod will never run again (upstream `isFailed`/`isSucceeded`).
+pub fn is_finished(pod: &Pod) -> bool {
+    matches!(phase(pod), "Failed" | "Succeeded")
+}
+
+/// Whether the pod is being deleted.
+pub fn is_terminating(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+}
+
+/// Phase Running and condition Ready (upstream `isRunningAndReady`).
+pub fn is_running_and_ready(pod: &Pod) -> bool {
+    phase(pod) == "Running" && is_pod_ready(pod)
+}
+
+/// Running, ready, and ready for `min_ready_seconds` at `now` (upstream
+/// `isRunningAndAvailable`).
+pub fn is_running_and_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+    is_running_and_ready(pod) && is_pod_available(pod, min_ready_seconds, now)
+}
+
+/// Missing, not running and ready, terminating, or not yet available (§6 step 6).
+pub fn is_unavailable(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+    !is_created(pod)
+        || is_terminating(pod)
+        || !is_running_and_available(pod, min_ready_seconds, now)
+}
+
+/// `spec.minReadySeconds`, 0 when unset.
+pub fn min_ready_seconds(set: &StatefulSet) -> i32 {
+    set.spec
+        .as_ref()
+        .and_then(|spec| spec.min_ready_seconds)
+        .unwrap_or(0)
+}
+
+/// Whether pods are managed in order (anything but `Parallel`).
+pub fn is_monotonic(set: &StatefulSet) -> bool {
+    set.spec
+        .as_ref()
+        .and_then(|spec| spec.pod_management_policy.as_deref())
+        != Some(PARALLEL_POLICY)
+}
+
+fn is_on_delete(set: &StatefulSet) -> bool {
+    set.spec
+        .as_ref()
+        .and_then(|spec| spec.update_strategy.as_ref())
+        .and_then(|strategy| strategy.type_.as_deref())
+        == Some(ON_DELETE_STRATEGY)
+}
+
+fn rolling_update(
+    set: &StatefulSet,
+) -> Option<&k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy> {
+    set.spec
+        .as_ref()
+        .and_then(|spec| spec.update_strategy.as_ref())
+        .and_then(|strategy| strategy.rolling_update.as_ref())
+}
+
+/// `rollingUpdate.partition`, 0 when unset.
+pub fn partition(set: &StatefulSet) -> i32 {
+    rolling_update(set).and_then(|r| r.partition).unwrap_or(0)
+}
+
+/// The resolved `rollingUpdate.maxUnavailable` (default 1): an integer as is, a percentage of
+/// `spec.replicas` rounded down; at least 1.
+pub fn max_unavailable(set: &StatefulSet) -> i32 {
+    let replicas = OrdinalRange::of(set).replicas;
+    let resolved = match rolling_update(set).and_then(|r| r.max_unavailable.as_ref()) {
+        None => 1,
+        Some(IntOrString::Int(value)) => *value,
+        Some(IntOrString::String(text)) => text
+            .strip_suffix('%')
+            .and_then(|percent| percent.parse::<i64>().ok())
+            .map_or(1, |percent| {
+                i32::try_from(percent * i64::from(replicas) / 100).unwrap_or(i32::MAX)
+            }),
+    };
+    resolved.max(1)
+}
+
+/// Whether the pod of `ordinal` is built from the current revision rather than the update
+/// revision (§8.1 step 1).
+pub fn uses_current_revision(set: &StatefulSet, ordinal: i32) -> bool {
+    let start = OrdinalRange::of(set).start;
+    match rolling_update(set) {
+        Some(_) => i64::from(ordinal) < i64::from(start) + i64::from(partition(set)),
+        None => {
+            let strategy_is_rolling = !is_on_delete(set);
+            let current_replicas = set
+                .status
+                .as_ref()
+                .and_then(|status| status.current_replicas)
+                .unwrap_or(0);
+            strategy_is_rolling
+                && i64::from(ordinal) < i64::from(start) + i64::from(current_replicas)
+        }
+    }
+}
+
+/// The status counters over `pods` (upstream `computeReplicaStatus`, §9).
+pub fn count_replicas<'a>(
+    pods: impl IntoIterator<Item = &'a Pod>,
+    revisions: (&str, &str),
+    min_ready_seconds: i32,
+    now: Timestamp,
+) -> StatefulSetStatus {
+    let mut status = StatefulSetStatus::default();
+    let (mut ready, mut available, mut current, mut updated) = (0, 0, 0, 0);
+    for pod in pods {
+        if !is_created(pod) {
+            continue;
+        }
+        status.replicas += 1;
+        if is_running_and_ready(pod) {
+            ready += 1;
+            if is_running_and_available(pod, min_ready_seconds, now) {
+                available += 1;
+            }
+        }
+        if !is_terminating(pod) {
+            if pod_revision(pod) == revisions.0 {
+                current += 1;
+            }
+            if pod_revision(pod) == revisions.1 {
+                updated += 1;
+            }
+        }
+    }
+    status.ready_replicas = Some(ready);
+    status.available_replicas = Some(available);
+    status.current_replicas = Some(current);
+    status.updated_replicas = Some(updated);
+    status
+}
+
+/// The claim writes an existing pod needs (§6.1 steps 3 and 5, §6 step 10): missing claims
+/// created when `create_missing`, owner refs fixed where the retention policy disagrees.
+fn claim_writes(
+    set: &StatefulSet,
+    pod: &Pod,
+    claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
+    create_missing: bool,
+) -> Vec<ClaimWrite> {
+    let ordinal = pod_ordinal(pod);
+    let mut writes = Vec::new();
+    for wanted in pod_claims(set, ordinal) {
+        let name = wanted.metadata.name.clone().unwrap_or_default();
+        match claims.get(&name) {
+            None if create_missing => {
+                writes.push(ClaimWrite::Create(Box::new(with_owners(set, pod, wanted))))
+            }
+            None => {}
+            Some(existing) if create_missing && existing.metadata.deletion_timestamp.is_some() => {
+                writes.push(ClaimWrite::BeingDeleted(name));
+            }
+            Some(existing) if !claim_owner_up_to_date(set, pod, existing) => {
+                writes.push(ClaimWrite::SetOwners {
+                    claim: existing.clone(),
+                    owners: updated_claim_owners(set, pod, existing),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    writes
+}
+
+fn with_owners(
+    set: &StatefulSet,
+    pod: &Pod,
+    mut claim: PersistentVolumeClaim,
+) -> PersistentVolumeClaim {
+    let owners = updated_claim_owners(set, pod, &claim);
+    claim.metadata.owner_references = (!owners.is_empty()).then_some(owners);
+    claim
+}
+
+/// Claims for a pod about to be created: the missing ones, or an error marker for one being
+/// deleted (upstream `createPersistentVolumeClaims`).
+fn claims_to_create(
+    set: &StatefulSet,
+    pod: &Pod,
+    claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
+) -> Vec<ClaimWrite> {
+    pod_claims(set, pod_ordinal(pod))
+        .into_iter()
+        .filter_map(|wanted| {
+            let name = wanted.metadata.name.clone().unwrap_or_default();
+            match claims.get(&name) {
+                None => Some(ClaimWrite::Create(Box::new(with_owners(set, pod, wanted)))),
+                Some(existing) if existing.metadata.deletion_timestamp.is_some() => {
+                    Some(ClaimWrite::BeingDeleted(name))
+                }
+                Some(_) => None,
+            }
+        })
+        .collect()
+}
+
+/// Upstream `updateStatefulSet` (§6) as a plan.
+pub fn plan(input: &PlanInput<'_>) -> Plan {
+    let set = input.set;
+    let range = OrdinalRange::of(set);
+    let min_ready = min_ready_seconds(set);
+    let now = input.now;
+    let monotonic = is_monotonic(set);
+    let revisions = input.revisions;
+
+    // §6 step 3: partition the pods into wanted slots and condemned pods.
+    let mut replicas: Vec<Option<Slot>> = vec![None; usize::try_from(range.replicas).unwrap_or(0)];
+    let mut condemned: Vec<Arc<Pod>> = Vec::new();
+    for pod in input.pods {
+        let ordinal = pod_ordinal(pod);
+        if range.contains(ordinal) {
+            if let Some(slot) = usize::try_from(ordinal - range.start)
+                .ok()
+                .and_then(|index| replicas.get_mut(index))
+            {
+                *slot = Some(Slot::Existing(pod.clone()));
+            }
+        } else if ordinal >= 0 {
+            condemned.push(pod.clone());
+        }
+    }
+    // Step 4: empty slots get an in-memory pod at the revision §8.1 picks.
+    let replicas: Vec<Slot> = replicas
+        .into_iter()
+        .enumerate()
+        .map(|(index, slot)| {
+            slot.unwrap_or_else(|| {
+                let ordinal = range.start + i32::try_from(index).unwrap_or(i32::MAX);
+                let (template_set, revision) = if uses_current_revision(set, ordinal) {
+                    (revisions.current_set, revisions.current)
+                } else {
+                    (revisions.update_set, revisions.update)
+                };
+                Slot::Missing(Box::new(new_pod(
+                    set,
+                    template_set,
+                    input.controller_ref,
+                    ordinal,
+                    revision,
+                )))
+            })
+        })
+        .collect();
+    // Step 5: condemned pods go highest ordinal first.
+    condemned.sort_by_key(|pod| std::cmp::Reverse(pod_ordinal(pod)));
+
+    let mut status = count_replicas(
+        replicas
+            .iter()
+            .map(Slot::pod)
+            .chain(condemned.iter().map(AsRef::as_ref)),
+        (revisions.current, revisions.update),
+        min_ready,
+        now,
+    );
+    status.observed_generation = set.metadata.generation;
+    status.current_revision = Some(revisions.current.to_owned());
+    status.update_revision = Some(revisions.update.to_owned());
+    status.collision_count = Some(input.collision_count);
+
+    let unavailable = replicas
+        .iter()
+        .filter(|slot| is_unavailable(slot.pod(), min_ready, now))
+        .count();
+    let mut plan = Plan {
+        phases: Vec::new(),
+        parallel: !monotonic,
+        status,
+        unavailable,
+    };
+    // Step 7: a set being deleted gets its status only.
+    if set.metadata.deletion_timestamp.is_some() {
+        return plan;
+    }
+
+    // Step 6: the first unavailable pod, in replica then condemned (ascending) order.
+    let first_unavailable = replicas
+        .iter()
+        .map(Slot::pod)
+        .chain(condemned.iter().rev().map(AsRef::as_ref))
+        .find(|pod| is_unavailable(pod, min_ready, now))
+        .and_then(|pod| pod.metadata.name.clone());
+
+    // Step 9: processReplica.
+    let (actions, halted) = process_replicas(input, &replicas, monotonic);
+    plan.phases.push(actions);
+    if halted {
+        return plan;
+    }
+    // Step 10: fixPodClaim over condemned pods.
+    let fixes: Vec<PodAction> = condemned
+        .iter()
+        .filter_map(|pod| {
+            let claims = claim_writes(set, pod, input.claims, false);
+            (!claims.is_empty()).then(|| PodAction::Repair {
+                pod: pod.clone(),
+                updated: None,
+                claims,
+            })
+        })
+        .collect();
+    plan.phases.push(fixes);
+    // Step 11: processCondemned.
+    let (actions, halted) = process_condemned(
+        &condemned,
+        first_unavailable.as_deref(),
+        monotonic,
+        min_ready,
+        now,
+    );
+    plan.phases.push(actions);
+    if halted || is_on_delete(set) {
+        return plan;
+    }
+    // Step 14: rolling update.
+    plan.phases.push(rolling_update_deletions(
+        set,
+        &replicas,
+        revisions.update,
+        monotonic,
+        min_ready,
+        now,
+    ));
+    plan
+}
+
+/// §6.1 for every slot; returns the actions and whether a monotonic pass stopped.
+fn process_replicas(
+    input: &PlanInput<'_>,
+    replicas: &[Slot],
+    monotonic: bool,
+) -> (Vec<PodAction>, bool) {
+    let set = input.set;
+    let min_ready = min_ready_seconds(set);
+    let mut actions = Vec::new();
+    for slot in replicas {
+        let pod = match slot {
+            Slot::Missing(pod) => {
+                let stale = pod_claims(set, pod_ordinal(pod)).iter().any(|wanted| {
+                    wanted
+                        .metadata
+                        .name
+                        .as_ref()
+                        .and_then(|name| input.claims.get(name))
+                        .is_some_and(|existing| claim_is_stale(set, pod, existing))
+                });
+                if !stale {
+                    actions.push(PodAction::Create {
+                        claims: claims_to_create(set, pod, input.claims),
+                        pod: pod.clone(),
+                    });
+                }
+                if monotonic {
+                    return (actions, true);
+                }
+                continue;
+            }
+            Slot::Existing(pod) => pod,
+        };
+        if is_finished(pod) {
+            if !is_terminating(pod) {
+                actions.push(PodAction::Delete {
+                    pod: pod.clone(),
+                    for_update: false,
+                });
+            }
+            if monotonic {
+                return (actions, true);
+            }
+            continue;
+        }
+        let pending_claims = if phase(pod) == "Pending" {
+            claim_writes(set, pod, input.claims, true)
+        } else {
+            Vec::new()
+        };
+        if !pending_claims.is_empty() {
+            actions.push(PodAction::Repair {
+                pod: pod.clone(),
+                updated: None,
+                claims: pending_claims,
+            });
+        }
+        if monotonic
+            && (is_terminating(pod)
+                || !is_running_and_ready(pod)
+                || !is_running_and_available(pod, min_ready, input.now))
+        {
+            return (actions, true);
+        }
+        if let Some(repair) = repair(input, pod) {
+            actions.push(repair);
+        }
+    }
+    (actions, false)
+}
+
+/// §6.1 step 5: the repair an existing in-range pod needs, if any (identity, storage and
+/// claim owners, judged against the update revision's set).
+fn repair(input: &PlanInput<'_>, pod: &Arc<Pod>) -> Option<PodAction> {
+    let set = input.revisions.update_set;
+    let ordinal = pod_ordinal(pod);
+    let identity_ok = identity_matches(set, pod);
+    let storage_ok = storage_matches(set, pod);
+    let claims = claim_writes(input.set, pod, input.claims, !storage_ok);
+    if identity_ok && storage_ok && claims.is_empty() {
+        return None;
+    }
+    let updated = (!identity_ok || !storage_ok).then(|| {
+        let mut updated = pod.as_ref().clone();
+        if !identity_ok {
+            set_identity(set, &mut updated, ordinal);
+        }
+        if !storage_ok {
+            set_storage(set, &mut updated, ordinal);
+        }
+        Box::new(updated)
+    });
+    Some(PodAction::Repair {
+        pod: pod.clone(),
+        updated,
+        claims,
+    })
+}
+
+/// §6.2 over the condemned pods (highest ordinal first).
+fn process_condemned(
+    condemned: &[Arc<Pod>],
+    first_unavailable: Option<&str>,
+    monotonic: bool,
+    min_ready: i32,
+    now: Timestamp,
+) -> (Vec<PodAction>, bool) {
+    let mut actions = Vec::new();
+    for pod in condemned {
+        if is_terminating(pod) {
+            if monotonic {
+                return (actions, true);
+            }
+            continue;
+        }
+        let is_first_unavailable = first_unavailable == pod.metadata.name.as_deref();
+        if monotonic
+            && !is_first_unavailable
+            && (!is_running_and_ready(pod) || !is_running_and_available(pod, min_ready, now))
+        {
+            return (actions, true);
+        }
+        actions.push(PodAction::Delete {
+            pod: pod.clone(),
+            for_update: false,
+        });
+        if monotonic {
+            return (actions, true);
+        }
+    }
+    (actions, false)
+}
+
+/// §6.3: which outdated pods to delete, from the highest ordinal down to the partition,
+/// within the `maxUnavailable` budget.
+fn rolling_update_deletions(
+    set: &StatefulSet,
+    replicas: &[Slot],
+    update_revision: &str,
+    monotonic: bool,
+    min_ready: i32,
+    now: Timestamp,
+) -> Vec<PodAction> {
+    let max_unavailable = max_unavailable(set);
+    let update_min = usize::try_from(partition(set)).unwrap_or(0);
+    let outdated = |pod: &Pod| pod_revision(pod) != update_revision;
+    let unavailable = replicas
+        .iter()
+        .filter(|slot| is_unavailable(slot.pod(), min_ready, now))
+        .count();
+    let unavailable_needing_update = if monotonic {
+        0
+    } else {
+        replicas
+            .iter()
+            .map(Slot::pod)
+            .filter(|pod| {
+                is_unavailable(pod, min_ready, now) && outdated(pod) && !is_terminating(pod)
+            })
+            .count()
+    };
+    let max_unavailable = usize::try_from(max_unavailable).unwrap_or(1);
+    if unavailable >= max_unavailable && unavailable_needing_update == 0 {
+        return Vec::new();
+    }
+    // Only pods that exist can be deleted; highest index first, down to the partition.
+    let candidates: Vec<&Arc<Pod>> = replicas
+        .iter()
+        .enumerate()
+        .rev()
+        .take_while(|(index, _)| *index >= update_min)
+        .filter_map(|(_, slot)| match slot {
+            Slot::Existing(pod) if outdated(pod) && !is_terminating(pod) => Some(pod),
+            _ => None,
+        })
+        .collect();
+    let delete = |pod: &Arc<Pod>| PodAction::Delete {
+        pod: pod.clone(),
+        for_update: true,
+    };
+    if monotonic {
+        let budget = max_unavailable.saturating_sub(unavailable);
+        return candidates.into_iter().take(budget).map(delete).collect();
+    }
+    let (unavailable_outdated, available_outdated): (Vec<&Arc<Pod>>, Vec<&Arc<Pod>>) = candidates
+        .into_iter()
+        .partition(|pod| !is_running_and_available(pod, min_ready, now));
+    let budget = max_unavailable.saturating_sub(unavailable);
+    unavailable_outdated
+        .into_iter()
+        .chain(available_outdated.into_iter().take(budget))
+        .map(delete)
+        .collect()
+}
+
+/// Upstream's slow-start batch sizes for `n` actions: 1, 2, 4, ... capped at
+/// [`MAX_BATCH_SIZE`] and at what remains.
+pub fn slow_start_batches(n: usize) -> Vec<usize> {
+    let mut batches = Vec::new();
+    let mut remaining = n;
+    let mut size = remaining.min(1);
+    while size > 0 {
+        batches.push(size);
+        remaining -= size;
+        size = (2 * size).min(remaining).min(MAX_BATCH_SIZE);
+    }
+    batches
+}
+
+/// §10 step 1: once every replica is updated and ready, the update revision becomes current.
+pub fn complete_rolling_update(set: &StatefulSet, status: &mut StatefulSetStatus) {
+    if is_on_delete(set) {
+        return;
+    }
+    let wanted = OrdinalRange::of(set).replicas;
+    let updated = status.updated_replicas.unwrap_or(0);
+    if updated == status.ready_replicas.unwrap_or(0)
+        && updated == status.replicas
+        && status.replicas == wanted
+    {
+        status.current_replicas = status.updated_replicas;
+        status.current_revision.clone_from(&status.update_revision);
+    }
+}
+
+/// §10 step 3: whether `new` differs from the stored status in a field that warrants a write
+/// (collisionCount alone does not).
+pub fn status_needs_write(stored: Option<&StatefulSetStatus>, new: &StatefulSetStatus) -> bool {
+    let Some(stored) = stored else {
+        return true;
+    };
+    new.observed_generation.unwrap_or(0) > stored.observed_generation.unwrap_or(0)
+        || new.replicas != stored.replicas
+        || new.current_replicas.unwrap_or(0) != stored.current_replicas.unwrap_or(0)
+        || new.ready_replicas.unwrap_or(0) != stored.ready_replicas.unwrap_or(0)
+        || new.updated_replicas.unwrap_or(0) != stored.updated_replicas.unwrap_or(0)
+        || new.available_replicas.unwrap_or(0) != stored.available_replicas.unwrap_or(0)
+        || new.current_revision != stored.current_revision
+        || new.update_revision != stored.update_revision
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

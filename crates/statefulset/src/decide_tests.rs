@@ -1,0 +1,624 @@
+//! Table tests of the plan and the status (statefulset.md §6, §9, §10).
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use k8s_openapi::{
+    api::{
+        apps::v1::{StatefulSet, StatefulSetStatus},
+        core::v1::{PersistentVolumeClaim, Pod},
+    },
+    apimachinery::pkg::apis::meta::v1::OwnerReference,
+    jiff::{Timestamp, ToSpan},
+};
+use serde_json::{Value, json};
+
+use super::*;
+
+const CURRENT: &str = "web-old";
+const UPDATE: &str = "web-new";
+
+fn now() -> Timestamp {
+    "2026-11-22T08:00:00Z".parse().unwrap()
+}
+
+fn set(replicas: i32, extra_spec: Value) -> StatefulSet {
+    let mut value = json!({
+        "metadata": {"name": "web", "namespace": "default", "uid": "set-uid", "generation": 4},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": "web",
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+        }
+    });
+    for (key, field) in extra_spec.as_object().cloned().unwrap_or_default() {
+        value["spec"][key] = field;
+    }
+    serde_json::from_value(value).unwrap()
+}
+
+/// A pod of `web`: `state` is one of "ready", "running" (not ready), "pending", "failed",
+/// "succeeded", "terminating"; `revision` its revision label.
+fn pod(ordinal: i32, state: &str, revision: &str) -> Arc<Pod> {
+    let phase = match state {
+        "pending" => "Pending",
+        "failed" => "Failed",
+        "succeeded" => "Succeeded",
+        _ => "Running",
+    };
+    let ready = matches!(state, "ready" | "terminating" | "fresh");
+    let ready_since = if state == "fresh" {
+        now() - 2.seconds()
+    } else {
+        now() - 1.hour()
+    };
+    let mut value = json!({
+        "metadata": {
+            "name": format!("web-{ordinal}"), "namespace": "default", "uid": format!("uid-{ordinal}"),
+            "labels": {"app": "web", "controller-revision-hash": revision,
+                       "statefulset.kubernetes.io/pod-name": format!("web-{ordinal}"),
+                       "apps.kubernetes.io/pod-index": ordinal.to_string()}
+        },
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"},
+                                                   "lastTransitionTime": ready_since.to_string()}]}
+    });
+    if state == "terminating" {
+        value["metadata"]["deletionTimestamp"] = json!(now().to_string());
+    }
+    Arc::new(serde_json::from_value(value).unwrap())
+}
+
+fn owner() -> OwnerReference {
+    OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "StatefulSet".into(),
+        name: "web".into(),
+        uid: "set-uid".into(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+fn run(
+    set: &StatefulSet,
+    pods: &[Arc<Pod>],
+    claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
+) -> Plan {
+    let owner = owner();
+    plan(&PlanInput {
+        set,
+        revisions: Revisions {
+            current: CURRENT,
+            update: UPDATE,
+            current_set: set,
+            update_set: set,
+        },
+        collision_count: 0,
+        pods,
+        claims,
+        controller_ref: &owner,
+        now: now(),
+    })
+}
+
+/// The plan as readable steps, e.g. `create web-0@web-new`, `delete web-2`, `update web-1`.
+fn steps(plan: &Plan) -> Vec<String> {
+    plan.phases
+        .iter()
+        .flatten()
+        .map(|action| match action {
+            PodAction::Create { pod, claims } => format!(
+                "create {}@{}{}",
+                pod.metadata.name.as_deref().unwrap(),
+                pod_revision(pod),
+                if claims.is_empty() {
+                    String::new()
+                } else {
+                    format!(" +{} claims", claims.len())
+                }
+            ),
+            PodAction::Repair {
+                pod,
+                updated,
+                claims,
+            } => format!(
+                "repair {}{}{}",
+                pod.metadata.name.as_deref().unwrap(),
+                if updated.is_some() { " pod" } else { "" },
+                if claims.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {} claims", claims.len())
+                }
+            ),
+            PodAction::Delete {
+                pod,
+                for_update: true,
+            } => format!("update {}", pod.metadata.name.as_deref().unwrap()),
+            PodAction::Delete {
+                pod,
+                for_update: false,
+            } => format!("delete {}", pod.metadata.name.as_deref().unwrap()),
+        })
+        .collect()
+}
+
+#[test]
+fn plans() {
+    struct Case {
+        name: &'static str,
+        set: StatefulSet,
+        pods: Vec<Arc<Pod>>,
+        want: Vec<&'static str>,
+    }
+    let parallel = json!({"podManagementPolicy": "Parallel"});
+    let cases = vec![
+        Case {
+            name: "ordered: create the first missing ordinal only",
+            set: set(3, json!({})),
+            pods: vec![],
+            want: vec!["create web-0@web-new"],
+        },
+        Case {
+            name: "ordered: wait for an unready predecessor",
+            set: set(3, json!({})),
+            pods: vec![pod(0, "running", UPDATE)],
+            want: vec![],
+        },
+        Case {
+            name: "ordered: wait for minReadySeconds",
+            set: set(3, json!({"minReadySeconds": 10})),
+            pods: vec![pod(0, "fresh", UPDATE)],
+            want: vec![],
+        },
+        Case {
+            name: "ordered: next ordinal once the previous is ready",
+            set: set(3, json!({})),
+            pods: vec![pod(0, "ready", UPDATE)],
+            want: vec!["create web-1@web-new"],
+        },
+        Case {
+            name: "ordered: a gap is filled before anything else",
+            set: set(3, json!({})),
+            pods: vec![pod(0, "ready", UPDATE), pod(2, "ready", UPDATE)],
+            want: vec!["create web-1@web-new"],
+        },
+        Case {
+            name: "parallel: create every missing ordinal at once",
+            set: set(3, parallel.clone()),
+            pods: vec![pod(1, "running", UPDATE)],
+            want: vec!["create web-0@web-new", "create web-2@web-new"],
+        },
+        Case {
+            name: "failed pod is deleted (recreated on a later sync)",
+            set: set(2, json!({})),
+            pods: vec![pod(0, "failed", UPDATE), pod(1, "ready", UPDATE)],
+            want: vec!["delete web-0"],
+        },
+        Case {
+            name: "succeeded pod is deleted too",
+            set: set(1, json!({})),
+            pods: vec![pod(0, "succeeded", UPDATE)],
+            want: vec!["delete web-0"],
+        },
+        Case {
+            name: "ordered scale-down: highest ordinal first, one at a time",
+            set: set(1, json!({})),
+            pods: vec![
+                pod(0, "ready", UPDATE),
+                pod(1, "ready", UPDATE),
+                pod(2, "ready", UPDATE),
+            ],
+            want: vec!["delete web-2"],
+        },
+        Case {
+            name: "ordered scale-down waits for a terminating pod",
+            set: set(1, json!({})),
+            pods: vec![
+                pod(0, "ready", UPDATE),
+                pod(1, "ready", UPDATE),
+                pod(2, "terminating", UPDATE),
+            ],
+            want: vec![],
+        },
+        Case {
+            name: "ordered scale-down deletes the first unavailable condemned pod",
+            set: set(1, json!({})),
+            pods: vec![
+                pod(0, "ready", UPDATE),
+                pod(1, "ready", UPDATE),
+                pod(2, "running", UPDATE),
+            ],
+            want: vec!["delete web-2"],
+        },
+        Case {
+            name: "ordered scale-down waits when an unhealthy pod is not the first unavailable",
+            set: set(1, json!({})),
+            pods: vec![
+                pod(0, "ready", UPDATE),
+                pod(1, "running", UPDATE),
+                pod(2, "running", UPDATE),
+            ],
+            want: vec![],
+        },
+        Case {
+            name: "parallel scale-down deletes all condemned pods",
+            set: set(1, parallel.clone()),
+            pods: vec![
+                pod(0, "ready", UPDATE),
+                pod(1, "running", UPDATE),
+                pod(2, "ready", UPDATE),
+            ],
+            want: vec!["delete web-2", "delete web-1"],
+        },
+        Case {
+            name: "rolling update: highest outdated ordinal first",
+            set: set(3, json!({})),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", CURRENT),
+            ],
+            want: vec!["update web-2"],
+        },
+        Case {
+            name: "rolling update: skips updated pods",
+            set: set(3, json!({})),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", UPDATE),
+            ],
+            want: vec!["update web-1"],
+        },
+        Case {
+            name: "rolling update: a missing pod is recreated at the update revision first",
+            set: set(3, json!({})),
+            pods: vec![pod(0, "ready", CURRENT), pod(1, "ready", CURRENT)],
+            want: vec!["create web-2@web-new"],
+        },
+        Case {
+            name: "rolling update: partition protects lower ordinals",
+            set: set(
+                3,
+                json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
+            ),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", UPDATE),
+            ],
+            want: vec![],
+        },
+        Case {
+            name: "rolling update: below the partition a new pod gets the current revision",
+            set: set(
+                3,
+                json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
+            ),
+            pods: vec![pod(1, "ready", CURRENT), pod(2, "ready", UPDATE)],
+            want: vec!["create web-0@web-old"],
+        },
+        Case {
+            name: "rolling update: maxUnavailable 2 deletes two",
+            set: set(
+                4,
+                json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}),
+            ),
+            pods: (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
+            want: vec!["update web-3", "update web-2"],
+        },
+        Case {
+            name: "rolling update: maxUnavailable 2 with one pod down deletes one",
+            set: set(
+                4,
+                json!({"podManagementPolicy": "Parallel", "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}),
+            ),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", CURRENT),
+                pod(3, "running", UPDATE),
+            ],
+            want: vec!["update web-2"],
+        },
+        Case {
+            name: "parallel rolling update: unavailable outdated pods go regardless of budget",
+            set: set(3, json!({"podManagementPolicy": "Parallel"})),
+            pods: vec![
+                pod(0, "running", CURRENT),
+                pod(1, "running", CURRENT),
+                pod(2, "ready", CURRENT),
+            ],
+            want: vec!["update web-1", "update web-0"],
+        },
+        Case {
+            name: "OnDelete: nothing is replaced",
+            set: set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
+            pods: (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
+            want: vec![],
+        },
+        Case {
+            name: "OnDelete: a deleted pod comes back at the update revision",
+            set: set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
+            pods: vec![pod(0, "ready", CURRENT), pod(2, "ready", CURRENT)],
+            want: vec!["create web-1@web-new"],
+        },
+        Case {
+            name: "ordinals.start: ordinals below start are condemned",
+            set: set(2, json!({"ordinals": {"start": 5}})),
+            pods: vec![pod(0, "ready", UPDATE)],
+            want: vec!["create web-5@web-new"],
+        },
+        Case {
+            name: "ordinals.start: in range and settled",
+            set: set(2, json!({"ordinals": {"start": 5}})),
+            pods: vec![
+                pod(0, "ready", UPDATE),
+                pod(5, "ready", UPDATE),
+                pod(6, "ready", UPDATE),
+            ],
+            want: vec!["delete web-0"],
+        },
+    ];
+    for case in cases {
+        let got = steps(&run(&case.set, &case.pods, &BTreeMap::new()));
+        assert_eq!(got, case.want, "{}", case.name);
+    }
+}
+
+#[test]
+fn a_set_being_deleted_only_gets_a_status() {
+    let mut deleted = set(3, json!({}));
+    deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    let plan = run(&deleted, &[pod(0, "ready", UPDATE)], &BTreeMap::new());
+    assert!(plan.phases.is_empty());
+    assert_eq!(plan.status.replicas, 1);
+}
+
+#[test]
+fn identity_drift_is_repaired_in_place() {
+    let mut drifted = pod(0, "ready", UPDATE).as_ref().clone();
+    drifted
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .remove("statefulset.kubernetes.io/pod-name");
+    let plan = run(&set(1, json!({})), &[Arc::new(drifted)], &BTreeMap::new());
+    assert_eq!(steps(&plan), vec!["repair web-0 pod"]);
+    let PodAction::Repair {
+        updated: Some(updated),
+        ..
+    } = &plan.phases[0][0]
+    else {
+        panic!("expected a repair");
+    };
+    assert_eq!(
+        updated.metadata.labels.as_ref().unwrap()["statefulset.kubernetes.io/pod-name"],
+        "web-0"
+    );
+}
+
+#[test]
+fn claims_are_created_with_the_pod_and_stale_claims_block_it() {
+    let with_claims = json!({
+        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}],
+        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Delete"}
+    });
+    let set = set(1, with_claims);
+    assert_eq!(
+        steps(&run(&set, &[], &BTreeMap::new())),
+        vec!["create web-0@web-new +1 claims"]
+    );
+    let stale: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "data-web-0", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Pod", "name": "web-0", "uid": "gone", "controller": true}]}
+    }))
+    .unwrap();
+    let claims = BTreeMap::from([("data-web-0".to_owned(), Arc::new(stale))]);
+    assert_eq!(steps(&run(&set, &[], &claims)), Vec::<String>::new());
+}
+
+#[test]
+fn condemned_claims_get_the_pod_as_owner_before_the_pod_goes() {
+    let retention = json!({
+        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}],
+        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Delete"}
+    });
+    let set = set(1, retention);
+    let mut pods = Vec::new();
+    let mut claims = BTreeMap::new();
+    for ordinal in 0..2 {
+        let mut with_volume = pod(ordinal, "ready", UPDATE).as_ref().clone();
+        crate::identity::set_storage(&set, &mut with_volume, ordinal);
+        pods.push(Arc::new(with_volume));
+        let claim: PersistentVolumeClaim =
+            serde_json::from_value(json!({"metadata": {"name": format!("data-web-{ordinal}")}}))
+                .unwrap();
+        claims.insert(format!("data-web-{ordinal}"), Arc::new(claim));
+    }
+    assert_eq!(
+        steps(&run(&set, &pods, &claims)),
+        vec!["repair web-1 1 claims", "delete web-1"]
+    );
+}
+
+#[test]
+fn status_counts_pods() {
+    let pods = [
+        pod(0, "ready", CURRENT),
+        pod(1, "fresh", UPDATE),
+        pod(2, "running", UPDATE),
+        pod(3, "terminating", UPDATE),
+        pod(4, "pending", CURRENT),
+    ];
+    let status = count_replicas(pods.iter().map(AsRef::as_ref), (CURRENT, UPDATE), 10, now());
+    assert_eq!(status.replicas, 5);
+    assert_eq!(
+        status.ready_replicas,
+        Some(3),
+        "running and ready, terminating included"
+    );
+    assert_eq!(
+        status.available_replicas,
+        Some(2),
+        "web-1 is ready for only 2s of 10"
+    );
+    assert_eq!(status.current_replicas, Some(2));
+    assert_eq!(
+        status.updated_replicas,
+        Some(2),
+        "terminating pods are not counted as updated"
+    );
+}
+
+#[test]
+fn plan_status_carries_revisions_generation_and_collision_count() {
+    let set = set(2, json!({}));
+    let plan = run(&set, &[pod(0, "ready", CURRENT)], &BTreeMap::new());
+    assert_eq!(plan.status.observed_generation, Some(4));
+    assert_eq!(plan.status.current_revision.as_deref(), Some(CURRENT));
+    assert_eq!(plan.status.update_revision.as_deref(), Some(UPDATE));
+    assert_eq!(plan.status.collision_count, Some(0));
+    assert_eq!(plan.status.replicas, 1, "the in-memory pod is not counted");
+}
+
+#[test]
+fn rolling_update_completes_when_everything_is_updated_and_ready() {
+    let status = |replicas, ready, updated| StatefulSetStatus {
+        replicas,
+        ready_replicas: Some(ready),
+        updated_replicas: Some(updated),
+        current_replicas: Some(replicas - updated),
+        current_revision: Some(CURRENT.into()),
+        update_revision: Some(UPDATE.into()),
+        ..StatefulSetStatus::default()
+    };
+    let cases = [
+        (
+            "all updated and ready",
+            set(3, json!({})),
+            status(3, 3, 3),
+            Some(UPDATE),
+            Some(3),
+        ),
+        (
+            "one not ready",
+            set(3, json!({})),
+            status(3, 2, 3),
+            Some(CURRENT),
+            Some(0),
+        ),
+        (
+            "one not updated",
+            set(3, json!({})),
+            status(3, 3, 2),
+            Some(CURRENT),
+            Some(1),
+        ),
+        (
+            "fewer than wanted",
+            set(4, json!({})),
+            status(3, 3, 3),
+            Some(CURRENT),
+            Some(0),
+        ),
+        (
+            "OnDelete never completes",
+            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
+            status(3, 3, 3),
+            Some(CURRENT),
+            Some(0),
+        ),
+    ];
+    for (name, set, mut status, revision, current) in cases {
+        complete_rolling_update(&set, &mut status);
+        assert_eq!(status.current_revision.as_deref(), revision, "{name}");
+        assert_eq!(status.current_replicas, current, "{name}");
+    }
+}
+
+#[test]
+fn status_is_written_only_when_a_watched_field_changes() {
+    let stored = StatefulSetStatus {
+        observed_generation: Some(3),
+        replicas: 2,
+        ready_replicas: Some(2),
+        current_replicas: Some(2),
+        updated_replicas: Some(2),
+        available_replicas: Some(2),
+        current_revision: Some(CURRENT.into()),
+        update_revision: Some(CURRENT.into()),
+        collision_count: Some(0),
+        conditions: None,
+    };
+    let mut only_collisions = stored.clone();
+    only_collisions.collision_count = Some(1);
+    let mut ready = stored.clone();
+    ready.ready_replicas = Some(1);
+    let mut older_generation = stored.clone();
+    older_generation.observed_generation = Some(2);
+    let mut revision = stored.clone();
+    revision.update_revision = Some(UPDATE.into());
+    assert!(!status_needs_write(Some(&stored), &stored));
+    assert!(!status_needs_write(Some(&stored), &only_collisions));
+    assert!(!status_needs_write(Some(&stored), &older_generation));
+    assert!(status_needs_write(Some(&stored), &ready));
+    assert!(status_needs_write(Some(&stored), &revision));
+    assert!(status_needs_write(None, &stored));
+}
+
+#[test]
+fn max_unavailable_resolution() {
+    let with = |value: Value| {
+        set(
+            5,
+            json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": value}}}),
+        )
+    };
+    assert_eq!(max_unavailable(&set(5, json!({}))), 1);
+    assert_eq!(max_unavailable(&with(json!(3))), 3);
+    assert_eq!(max_unavailable(&with(json!(0))), 1);
+    assert_eq!(max_unavailable(&with(json!("50%"))), 2);
+    assert_eq!(max_unavailable(&with(json!("10%"))), 1);
+    assert_eq!(max_unavailable(&with(json!("100%"))), 5);
+}
+
+#[test]
+fn revision_of_a_new_pod() {
+    let partitioned = set(
+        5,
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 3}}}),
+    );
+    assert!(uses_current_revision(&partitioned, 2));
+    assert!(!uses_current_revision(&partitioned, 3));
+    let mut unset = set(5, json!({"updateStrategy": {"type": "RollingUpdate"}}));
+    unset.status = Some(StatefulSetStatus {
+        current_replicas: Some(2),
+        ..StatefulSetStatus::default()
+    });
+    assert!(uses_current_revision(&unset, 1));
+    assert!(!uses_current_revision(&unset, 2));
+    let on_delete = set(5, json!({"updateStrategy": {"type": "OnDelete"}}));
+    assert!(!uses_current_revision(&on_delete, 0));
+    let started = set(
+        5,
+        json!({"ordinals": {"start": 10}, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
+    );
+    assert!(uses_current_revision(&started, 11));
+    assert!(!uses_current_revision(&started, 12));
+}
+
+#[test]
+fn slow_start_batch_sizes() {
+    assert_eq!(slow_start_batches(0), Vec::<usize>::new());
+    assert_eq!(slow_start_batches(1), vec![1]);
+    assert_eq!(slow_start_batches(10), vec![1, 2, 4, 3]);
+    let big = slow_start_batches(2000);
+    assert_eq!(big.iter().sum::<usize>(), 2000);
+    assert!(big.iter().all(|size| *size <= MAX_BATCH_SIZE));
+}

@@ -1,0 +1,17 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod controller;
+pub mod decide;
+mod handlers;
+pub mod identity;
+mod metrics;
+mod pod_control;
+pub mod raw;
+pub mod retention;
+mod revisions;
+mod stale_reads;
+
+pub use controller::{CONTROLLER_NAME, QUEUE_NAME, StatefulSetController, StatefulSetError};
+pub use metrics::StatefulSetMetrics;
+pub use workqueue::ControllerMetrics;

@@ -1,0 +1,106 @@
+//! The StatefulSet controller's own gauges (statefulset.md §6.3, §10): unavailable replicas
+//! and the resolved maxUnavailable per set, labelled as upstream.
+
+use prometheus::{IntGaugeVec, Opts, Registry};
+
+/// Labels of both gauges.
+const LABELS: [&str; 3] = [
+    "statefulset_namespace",
+    "statefulset_name",
+    "pod_management_policy",
+];
+
+/// `statefulset_controller_statefulset_{unavailable_replicas,max_unavailable}` (ALPHA).
+#[derive(Clone)]
+pub struct StatefulSetMetrics {
+    unavailable: IntGaugeVec,
+    max_unavailable: IntGaugeVec,
+}
+
+impl StatefulSetMetrics {
+    /// Creates both gauges and registers them into `registry` (once per process).
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let metrics = Self {
+            unavailable: IntGaugeVec::new(
+                Opts::new(
+                    "statefulset_unavailable_replicas",
+                    "[ALPHA] Current number of unavailable pods in a StatefulSet",
+                )
+                .subsystem("statefulset_controller"),
+                &LABELS,
+            )?,
+            max_unavailable: IntGaugeVec::new(
+                Opts::new(
+                    "statefulset_max_unavailable",
+                    "[ALPHA] Maximum number of unavailable pods allowed during a rolling update",
+                )
+                .subsystem("statefulset_controller"),
+                &LABELS,
+            )?,
+        };
+        registry.register(Box::new(metrics.unavailable.clone()))?;
+        registry.register(Box::new(metrics.max_unavailable.clone()))?;
+        Ok(metrics)
+    }
+
+    /// Sets both gauges for one set.
+    pub fn observe(
+        &self,
+        namespace: &str,
+        name: &str,
+        policy: &str,
+        unavailable: i64,
+        max_unavailable: i64,
+    ) {
+        let labels = [namespace, name, policy];
+        self.unavailable.with_label_values(&labels).set(unavailable);
+        self.max_unavailable
+            .with_label_values(&labels)
+            .set(max_unavailable);
+    }
+
+    /// Drops the series of a deleted set (under either policy).
+    pub fn forget(&self, namespace: &str, name: &str) {
+        for policy in ["OrderedReady", "Parallel"] {
+            for gauge in [&self.unavailable, &self.max_unavailable] {
+                // Absent series are fine: there is nothing to drop.
+                let _ = gauge.remove_label_values(&[namespace, name, policy]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registers_and_reports_both_gauges() {
+        let registry = Registry::new();
+        let metrics = StatefulSetMetrics::register(&registry).unwrap();
+        metrics.observe("default", "web", "OrderedReady", 1, 2);
+        let names: Vec<String> = registry
+            .gather()
+            .iter()
+            .map(|family| family.name().to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                "statefulset_controller_statefulset_max_unavailable",
+                "statefulset_controller_statefulset_unavailable_replicas"
+            ]
+        );
+        metrics.forget("default", "web");
+        assert!(
+            registry
+                .gather()
+                .iter()
+                .all(|family| family.get_metric().is_empty())
+        );
+        assert!(
+            StatefulSetMetrics::register(&registry).is_err(),
+            "registered once per registry"
+        );
+    }
+}

@@ -1,0 +1,354 @@
+//! Upstream `StatefulPodControl` (statefulset.md §8.2): the pod and claim writes of a plan,
+//! with upstream's event reasons and messages recorded on the set.
+
+use controller_toolkit::{
+    api_errors::{error_message, is_already_exists, is_not_found},
+    events::{EventRecorder, EventType},
+};
+use k8s_openapi::api::{
+    apps::v1::StatefulSet,
+    core::v1::{PersistentVolumeClaim, Pod},
+};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, PostParams},
+};
+
+use crate::{
+    decide::{ClaimWrite, PodAction},
+    identity::{POD_INDEX_LABEL, POD_NAME_LABEL},
+    revisions::is_conflict,
+};
+
+/// Why one pod or claim write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PodControlError {
+    /// An API request failed.
+    #[error("{}", error_message(.0))]
+    Api(#[from] kube::Error),
+    /// A claim the pod needs is being deleted; the pod waits for it to go.
+    #[error("pvc {0} is being deleted")]
+    ClaimBeingDeleted(String),
+    /// Several claim writes failed.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    Claims(Vec<PodControlError>),
+}
+
+/// What an executed action did that the status must know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing the status cares about.
+    Done,
+    /// A pod was deleted to be replaced at the update revision.
+    DeletedForUpdate,
+}
+
+/// Executes [`PodAction`]s for one set.
+#[derive(Clone)]
+pub struct StatefulPodControl {
+    client: Client,
+    recorder: EventRecorder,
+}
+
+/// PUT attempts for a pod repair.
+const POD_UPDATE_ATTEMPTS: usize = 4;
+
+/// `fresh` with the identity labels and volumes of `repaired`.
+fn carry_repair(mut fresh: Pod, repaired: &Pod) -> Pod {
+    let labels = fresh.metadata.labels.get_or_insert_with(Default::default);
+    for key in [POD_NAME_LABEL, POD_INDEX_LABEL] {
+        if let Some(value) = repaired.metadata.labels.as_ref().and_then(|l| l.get(key)) {
+            labels.insert(key.to_owned(), value.clone());
+        }
+    }
+    if let (Some(spec), Some(repaired_spec)) = (fresh.spec.as_mut(), repaired.spec.as_ref()) {
+        spec.volumes.clone_from(&repaired_spec.volumes);
+    }
+    fresh
+}
+
+fn name_of(pod: &Pod) -> &str {
+    pod.metadata.name.as_deref().unwrap_or_default()
+}
+
+impl StatefulPodControl {
+    /// A control writing through `client` and recording events with `recorder`.
+    pub fn new(client: Client, recorder: EventRecorder) -> Self {
+        Self { client, recorder }
+    }
+
+    fn pods(&self, set: &StatefulSet) -> Api<Pod> {
+        Api::namespaced(
+            self.client.clone(),
+            set.metadata.namespace.as_deref().unwrap_or_default(),
+        )
+    }
+
+    fn claims(&self, set: &StatefulSet) -> Api<PersistentVolumeClaim> {
+        Api::namespaced(
+            self.client.clone(),
+            set.metadata.namespace.as_deref().unwrap_or_default(),
+        )
+    }
+
+    /// Runs one action.
+    pub async fn execute(
+        &self,
+        set: &StatefulSet,
+        action: &PodAction,
+    ) -> Result<Outcome, PodControlError> {
+        match action {
+            PodAction::Create { pod, claims } => self
+                .create_pod(set, pod, claims)
+                .await
+                .map(|()| Outcome::Done),
+            PodAction::Repair {
+                pod,
+                updated,
+                claims,
+            } => self
+                .repair_pod(set, pod, updated.as_deref(), claims)
+                .await
+                .map(|()| Outcome::Done),
+            PodAction::Delete { pod, for_update } => {
+                self.delete_pod(set, pod).await?;
+                Ok(if *for_update {
+                    Outcome::DeletedForUpdate
+                } else {
+                    Outcome::Done
+                })
+            }
+        }
+    }
+
+    fn record_pod_event(
+        &self,
+        set: &StatefulSet,
+        verb: &str,
+        pod: &Pod,
+        error: Option<&PodControlError>,
+    ) {
+        let (set_name, pod_name) = (
+            set.metadata.name.as_deref().unwrap_or_default(),
+            name_of(pod),
+        );
+        let reason_verb = match verb {
+            "create" => "Create",
+            "update" => "Update",
+            _ => "Delete",
+        };
+        match error {
+            None => self.recorder.record(
+                set,
+                EventType::Normal,
+                &format!("Successful{reason_verb}"),
+                format!("{verb} Pod {pod_name} in StatefulSet {set_name} successful"),
+            ),
+            Some(error) => self.recorder.record(
+                set,
+                EventType::Warning,
+                &format!("Failed{reason_verb}"),
+                format!("{verb} Pod {pod_name} in StatefulSet {set_name} failed error: {error}"),
+            ),
+        }
+    }
+
+    /// Upstream `CreateStatefulPod`: claims first, then the pod (AlreadyExists is success).
+    async fn create_pod(
+        &self,
+        set: &StatefulSet,
+        pod: &Pod,
+        claims: &[ClaimWrite],
+    ) -> Result<(), PodControlError> {
+        if let Err(error) = self.write_claims(set, pod, claims).await {
+            self.record_pod_event(set, "create", pod, Some(&error));
+            return Err(error);
+        }
+        match self.pods(set).create(&PostParams::default(), pod).await {
+            Ok(_) => {
+                self.record_pod_event(set, "create", pod, None);
+                Ok(())
+            }
+            Err(error) if is_already_exists(&error) => Ok(()),
+            Err(error) => {
+                let error = PodControlError::from(error);
+                self.record_pod_event(set, "create", pod, Some(&error));
+                Err(error)
+            }
+        }
+    }
+
+    /// Upstream `UpdateStatefulPod` / `fixPodClaim`: claim writes, then a PUT of the pod if its
+    /// identity or storage changed.
+    async fn repair_pod(
+        &self,
+        set: &StatefulSet,
+        pod: &Pod,
+        updated: Option<&Pod>,
+        claims: &[ClaimWrite],
+    ) -> Result<(), PodControlError> {
+        self.write_claims(set, pod, claims).await?;
+        let Some(updated) = updated else {
+            return Ok(());
+        };
+        match self.put_pod(set, updated).await {
+            Ok(()) => {
+                self.record_pod_event(set, "update", pod, None);
+                Ok(())
+            }
+            Err(error) => {
+                let error = PodControlError::from(error);
+                self.record_pod_event(set, "update", pod, Some(&error));
+                Err(error)
+            }
+        }
+    }
+
+    /// PUTs the repaired pod, retrying conflicts (4 attempts, as upstream's retry-on-conflict)
+    /// by carrying the repair (identity labels, volumes) over to a fresh read of the pod.
+    async fn put_pod(&self, set: &StatefulSet, updated: &Pod) -> Result<(), kube::Error> {
+        let api = self.pods(set);
+        let name = name_of(updated);
+        let mut attempt = updated.clone();
+        let mut remaining = POD_UPDATE_ATTEMPTS;
+        loop {
+            remaining -= 1;
+            match api.replace(name, &PostParams::default(), &attempt).await {
+                Ok(_) => return Ok(()),
+                Err(error) if remaining > 0 && is_conflict(&error) => {
+                    attempt = carry_repair(api.get(name).await?, updated);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Upstream `DeleteStatefulPod`; a pod already gone counts as deleted.
+    async fn delete_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), PodControlError> {
+        match self
+            .pods(set)
+            .delete(name_of(pod), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => {
+                self.record_pod_event(set, "delete", pod, None);
+                Ok(())
+            }
+            Err(error) if is_not_found(&error) => Ok(()),
+            Err(error) => {
+                let error = PodControlError::from(error);
+                self.record_pod_event(set, "delete", pod, Some(&error));
+                Err(error)
+            }
+        }
+    }
+
+    /// All claim writes of one pod; errors are aggregated (upstream
+    /// `createPersistentVolumeClaims` and `updateClaimOwnerRefForSetAndPod`).
+    async fn write_claims(
+        &self,
+        set: &StatefulSet,
+        pod: &Pod,
+        writes: &[ClaimWrite],
+    ) -> Result<(), PodControlError> {
+        let mut errors = Vec::new();
+        for write in writes {
+            if let Err(error) = self.write_claim(set, pod, write).await {
+                errors.push(error);
+            }
+        }
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(PodControlError::Claims(errors)),
+        }
+    }
+
+    async fn write_claim(
+        &self,
+        set: &StatefulSet,
+        pod: &Pod,
+        write: &ClaimWrite,
+    ) -> Result<(), PodControlError> {
+        let set_name = set.metadata.name.as_deref().unwrap_or_default();
+        match write {
+            ClaimWrite::BeingDeleted(name) => Err(PodControlError::ClaimBeingDeleted(name.clone())),
+            ClaimWrite::Create(claim) => {
+                let claim_name = claim.metadata.name.as_deref().unwrap_or_default();
+                match self
+                    .claims(set)
+                    .create(&PostParams::default(), claim.as_ref())
+                    .await
+                {
+                    Ok(_) => {
+                        self.recorder.record(
+                            set,
+                            EventType::Normal,
+                            "SuccessfulCreate",
+                            format!("create Claim {claim_name} Pod {} in StatefulSet {set_name} success", name_of(pod)),
+                        );
+                        Ok(())
+                    }
+                    Err(error) if is_already_exists(&error) => Err(error.into()),
+                    Err(error) => {
+                        self.recorder.record(
+                            set,
+                            EventType::Warning,
+                            "FailedCreate",
+                            format!(
+                                "create Claim {claim_name} for Pod {} in StatefulSet {set_name} failed error: {}",
+                                name_of(pod),
+                                error_message(&error)
+                            ),
+                        );
+                        Err(error.into())
+                    }
+                }
+            }
+            ClaimWrite::SetOwners { claim, owners } => {
+                let mut updated = claim.as_ref().clone();
+                updated.metadata.owner_references = (!owners.is_empty()).then(|| owners.clone());
+                let name = claim.metadata.name.as_deref().unwrap_or_default();
+                match self
+                    .claims(set)
+                    .replace(name, &PostParams::default(), &updated)
+                    .await
+                {
+                    Ok(_) => Ok(()),
+                    Err(error) if is_not_found(&error) => Ok(()),
+                    Err(error) => Err(error.into()),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_conflicting_repair_is_carried_over_to_the_fresh_pod() {
+        let fresh: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-0", "resourceVersion": "9", "labels": {"app": "web", "new": "label"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}
+        }))
+        .unwrap();
+        let repaired: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-0", "resourceVersion": "7",
+                         "labels": {"app": "web", POD_NAME_LABEL: "web-0", POD_INDEX_LABEL: "0"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}],
+                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}
+        }))
+        .unwrap();
+        let merged = carry_repair(fresh, &repaired);
+        assert_eq!(merged.metadata.resource_version.as_deref(), Some("9"));
+        let labels = merged.metadata.labels.unwrap();
+        assert_eq!(labels["new"], "label");
+        assert_eq!(labels[POD_NAME_LABEL], "web-0");
+        assert_eq!(labels[POD_INDEX_LABEL], "0");
+        assert_eq!(merged.spec.unwrap().volumes.unwrap()[0].name, "data");
+    }
+}

@@ -1,0 +1,189 @@
+//! Revision management against the API server (statefulset.md §4, §5, §11): choosing or
+//! creating the update revision with the history crate, renumbering on rollback, and
+//! truncating old revisions.
+
+use std::sync::Arc;
+
+use controller_toolkit::api_errors::{is_already_exists, is_not_found};
+use history::{
+    NameConflict, RevisionCreation, SemanticComparisonCache, UpdateRevisionChoice,
+    choose_update_revision, create_request_body, live_revision_names, new_statefulset_revision,
+    next_revision, revisions_to_truncate,
+};
+use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::Pod};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, PostParams},
+};
+
+use crate::raw::RawStatefulSet;
+
+/// Why revisions could not be determined or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RevisionError {
+    /// The revision could not be built or applied (malformed set or revision data).
+    #[error("building revision: {0}")]
+    History(#[from] history::Error),
+    /// An API request failed.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+}
+
+/// The outcome of upstream `getStatefulSetRevisions`.
+#[derive(Debug, Clone)]
+pub struct SetRevisions {
+    /// The revision the set's status names as current (or the update revision).
+    pub current: Arc<ControllerRevision>,
+    /// The revision matching the set's template now.
+    pub update: Arc<ControllerRevision>,
+    /// `status.collisionCount` after a possible name collision.
+    pub collision_count: i32,
+}
+
+/// Upstream `getStatefulSetRevisions` (§5) over `sorted` (the set's revisions, sorted).
+pub async fn resolve(
+    client: &Client,
+    semantic: &SemanticComparisonCache,
+    set: &RawStatefulSet,
+    sorted: &[Arc<ControllerRevision>],
+) -> Result<SetRevisions, RevisionError> {
+    let status = set.set.status.as_ref();
+    let mut collision_count = status.and_then(|s| s.collision_count).unwrap_or(0);
+    let proposal = new_statefulset_revision(&set.raw, next_revision(sorted), collision_count)?;
+    let mut choice = choose_update_revision(&set.raw, sorted, &proposal, false);
+    if choice == UpdateRevisionChoice::Create
+        && let Some(latest) = sorted.last()
+        && semantic.latest_revision_is_semantically_current(&set.raw, latest, &proposal)
+    {
+        choice = UpdateRevisionChoice::LatestSemanticallyEqual;
+    }
+    let namespace = set.set.metadata.namespace.clone().unwrap_or_default();
+    let name = set.set.metadata.name.clone().unwrap_or_default();
+    let update = match (choice, sorted.last()) {
+        (
+            UpdateRevisionChoice::Latest | UpdateRevisionChoice::LatestSemanticallyEqual,
+            Some(latest),
+        ) => latest.clone(),
+        (UpdateRevisionChoice::Renumber { index, revision }, _) if index < sorted.len() => {
+            Arc::new(renumber(client, &sorted[index], revision).await?)
+        }
+        _ => {
+            let (created, count) =
+                create(client, proposal, &namespace, &name, collision_count).await?;
+            collision_count = count;
+            Arc::new(created)
+        }
+    };
+    let current_name = status.and_then(|s| s.current_revision.as_deref());
+    let current = sorted
+        .iter()
+        .find(|revision| {
+            revision.metadata.name.as_deref() == current_name && current_name.is_some()
+        })
+        .cloned()
+        .unwrap_or_else(|| update.clone());
+    Ok(SetRevisions {
+        current,
+        update,
+        collision_count,
+    })
+}
+
+/// Whether the server answered 409 Conflict (a stale resourceVersion).
+pub fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409 && status.reason != "AlreadyExists")
+}
+
+fn api(client: &Client, revision: &ControllerRevision) -> Api<ControllerRevision> {
+    Api::namespaced(
+        client.clone(),
+        revision.metadata.namespace.as_deref().unwrap_or_default(),
+    )
+}
+
+/// history.md §5.3: PUT the revision with a new number, retrying conflicts with a fresh read.
+async fn renumber(
+    client: &Client,
+    revision: &ControllerRevision,
+    number: i64,
+) -> Result<ControllerRevision, kube::Error> {
+    let api = api(client, revision);
+    let name = revision.metadata.name.clone().unwrap_or_default();
+    let mut copy = revision.clone();
+    let mut attempts = 4;
+    loop {
+        if copy.revision == number {
+            return Ok(copy);
+        }
+        copy.revision = number;
+        match api.replace(&name, &PostParams::default(), &copy).await {
+            Ok(updated) => return Ok(updated),
+            Err(error) if is_conflict(&error) && attempts > 1 => {
+                attempts -= 1;
+                copy = api.get(&name).await?;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// history.md §5.2: create with the collision loop, POSTing Go's bytes for the data.
+async fn create(
+    client: &Client,
+    proposal: ControllerRevision,
+    namespace: &str,
+    set_name: &str,
+    collision_count: i32,
+) -> Result<(ControllerRevision, i32), RevisionError> {
+    let api: Api<ControllerRevision> = Api::namespaced(client.clone(), namespace);
+    let mut creation = RevisionCreation::new(proposal, namespace, set_name, collision_count)?;
+    loop {
+        let candidate = creation.candidate();
+        let body = create_request_body(&candidate)?;
+        let request = kube::core::Request::new(format!(
+            "/apis/apps/v1/namespaces/{namespace}/controllerrevisions"
+        ))
+        .create(&PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+        match client.request::<ControllerRevision>(request).await {
+            Ok(created) => return Ok((created, creation.collision_count())),
+            Err(error) if is_already_exists(&error) => {
+                let name = candidate.metadata.name.clone().unwrap_or_default();
+                let existing = api.get(&name).await?;
+                if creation.on_already_exists(&existing) == NameConflict::ReuseExisting {
+                    return Ok((existing, creation.collision_count()));
+                }
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// §11: delete the oldest non-live revisions beyond `revisionHistoryLimit`; stops at the first
+/// failed delete.
+pub async fn truncate(
+    client: &Client,
+    sorted: &[Arc<ControllerRevision>],
+    revisions: &SetRevisions,
+    pods: &[Arc<Pod>],
+    history_limit: i32,
+) -> Result<(), kube::Error> {
+    let live = live_revision_names(
+        &revisions.current,
+        &revisions.update,
+        pods.iter().map(AsRef::as_ref),
+    );
+    for revision in revisions_to_truncate(sorted, &live, history_limit) {
+        let name = revision.metadata.name.clone().unwrap_or_default();
+        tracing::debug!(revision = %name, "truncating revision history");
+        match api(client, revision)
+            .delete(&name, &DeleteParams::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! Chaos: 50 StatefulSets × 3 replicas converge under injected write failures (500 and 409) and
+//! periodic watch disconnects, then roll a template change; a checker sampling the pods
+//! throughout never sees an ordinal out of range or created out of order, and every set ends
+//! with exactly one revision per template.
+
+mod support;
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::json;
+use sim::{FaultConfig, SimConfig};
+use support::{Harness, eventually, stateful_set};
+
+const SETS: usize = 50;
+const REPLICAS: i32 = 3;
+
+/// Retries a write of the test itself, which sees the same faults as the controller.
+async fn retry<T, F, Fut>(mut write: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    for _ in 0..50 {
+        if let Ok(value) = write().await {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("test write kept failing");
+}
+
+async fn all_settled(harness: &Harness) -> bool {
+    let Ok(list) = harness.sets().list(&Default::default()).await else {
+        return false;
+    };
+    list.items.len() == SETS
+        && list.items.iter().all(|set| {
+            set.status.as_ref().is_some_and(|status| {
+                status.replicas == REPLICAS
+                    && status.ready_replicas == Some(REPLICAS)
+                    && status.updated_replicas == Some(REPLICAS)
+                    && status.current_revision == status.update_revision
+                    && status.observed_generation == set.metadata.generation
+            })
+        })
+}
+
+/// Failed writes (500 or 409 Conflict) the sim answered to the controller, from its metrics.
+async fn injected_failures(harness: &Harness) -> u64 {
+    let request = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("request");
+    let metrics = harness.client.request_text(request).await.expect("metrics");
+    metrics
+        .lines()
+        .filter(|line| line.contains(&format!("user_agent=\"{}", support::CONTROLLER_AGENT)))
+        .filter(|line| line.contains("code=\"500\"") || line.contains("code=\"409\""))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn converges_under_faults_without_duplicated_ordinals_or_extra_revisions() {
+    let harness = Harness::start_with(SimConfig::default()).await;
+    harness.sim.set_faults(FaultConfig {
+        seed: 7,
+        write_500: 0.05,
+        write_409: 0.05,
+        watch_disconnect_every: Some(Duration::from_secs(2)),
+        ..FaultConfig::default()
+    });
+
+    // The checker: while sets are being created, pods of a set always form a prefix of the
+    // ordinals (OrderedReady), and never an ordinal out of range.
+    let creating = Arc::new(AtomicBool::new(true));
+    let stop = Arc::new(AtomicBool::new(false));
+    let checker = {
+        let pods = harness.pods();
+        let (creating, stop) = (creating.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut samples = 0;
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(list) = pods.list(&Default::default()).await {
+                    let mut by_set: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+                    for pod in list.items {
+                        let name = pod.metadata.name.unwrap_or_default();
+                        let (set, ordinal) = name.rsplit_once('-').expect("set pod name");
+                        let ordinal: i32 = ordinal.parse().expect("ordinal");
+                        assert!((0..REPLICAS).contains(&ordinal), "{name} out of range");
+                        by_set.entry(set.to_owned()).or_default().push(ordinal);
+                    }
+                    if creating.load(Ordering::Relaxed) {
+                        for (set, mut ordinals) in by_set {
+                            ordinals.sort_unstable();
+                            let prefix: Vec<i32> =
+                                (0..i32::try_from(ordinals.len()).unwrap()).collect();
+                            assert_eq!(ordinals, prefix, "{set}: pods created out of order");
+                        }
+                    }
+                    samples += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            samples
+        })
+    };
+
+    for index in 0..SETS {
+        let set: StatefulSet = serde_json::from_value(stateful_set(
+            &format!("chaos{index}"),
+            REPLICAS,
+            json!({}),
+            json!({}),
+        ))
+        .unwrap();
+        retry(|| {
+            let (api, set) = (harness.sets(), set.clone());
+            async move { api.create(&PostParams::default(), &set).await }
+        })
+        .await;
+    }
+    eventually("all sets settled", Duration::from_secs(60), || async {
+        all_settled(&harness).await.then_some(())
+    })
+    .await;
+    creating.store(false, Ordering::Relaxed);
+
+    for index in 0..SETS {
+        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}});
+        retry(|| {
+            let (api, patch) = (harness.sets(), patch.clone());
+            async move {
+                api.patch(
+                    &format!("chaos{index}"),
+                    &PatchParams::default(),
+                    &Patch::Merge(patch),
+                )
+                .await
+            }
+        })
+        .await;
+    }
+    eventually("all sets rolled", Duration::from_secs(90), || async {
+        all_settled(&harness).await.then_some(())
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let samples = checker.await.expect("checker saw no violation");
+    assert!(samples > 0);
+
+    harness.sim.set_faults(FaultConfig::default());
+    assert!(
+        injected_failures(&harness).await > 0,
+        "the controller did see injected failures"
+    );
+    let revisions = harness
+        .revisions()
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    let mut per_set: BTreeMap<String, usize> = BTreeMap::new();
+    for revision in &revisions {
+        let owner = revision
+            .metadata
+            .owner_references
+            .as_ref()
+            .and_then(|o| o.first())
+            .map(|o| o.name.clone());
+        *per_set.entry(owner.unwrap_or_default()).or_default() += 1;
+    }
+    assert_eq!(per_set.len(), SETS, "{per_set:?}");
+    assert!(
+        per_set.values().all(|count| *count == 2),
+        "one revision per template: {per_set:?}"
+    );
+    let pods = harness
+        .pods()
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(pods.len(), SETS * usize::try_from(REPLICAS).unwrap());
+    harness.stop().await;
+}

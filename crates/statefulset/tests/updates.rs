@@ -1,0 +1,284 @@
+//! Updates against the sim: reverse-ordinal rolling update one pod at a time, partition,
+//! maxUnavailable, OnDelete, and status revisions.
+
+mod support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+use sim::{KubeletConfig, SimConfig};
+use support::{Harness, eventually, is_serving, label, name, stateful_set, wait_for_settled};
+
+const REVISION: &str = "controller-revision-hash";
+
+fn slow_sim() -> SimConfig {
+    SimConfig {
+        kubelet: KubeletConfig {
+            deletion_delay: Duration::from_millis(100),
+            ready_delay: Duration::from_millis(150),
+            ..KubeletConfig::default()
+        },
+        ..SimConfig::default()
+    }
+}
+
+async fn change_image(harness: &Harness, name: &str, image: &str) {
+    harness
+        .patch_set(
+            name,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}),
+        )
+        .await;
+}
+
+/// Watches an update until every pod of `set` has `revision` (or `until` holds), and returns
+/// the order in which pods first showed the revision and the most pods seen out of service
+/// at once.
+async fn watch_update(
+    harness: &Harness,
+    set: &str,
+    replicas: usize,
+    revision: &str,
+    until: impl Fn(&[Pod]) -> bool,
+) -> (Vec<String>, usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut order = Vec::new();
+    let mut max_down = 0;
+    loop {
+        let pods = harness.pods_of(set).await;
+        let serving = pods.iter().filter(|pod| is_serving(pod)).count();
+        max_down = max_down.max(replicas.saturating_sub(serving));
+        for pod in &pods {
+            if label(pod, REVISION).as_deref() == Some(revision) && !order.contains(&name(pod)) {
+                order.push(name(pod));
+            }
+        }
+        if until(&pods) {
+            return (order, max_down);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out; order so far {order:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn update_revision(harness: &Harness, set: &str, old: &str) -> String {
+    eventually("a new update revision", Duration::from_secs(10), || async {
+        let set = harness.sets().get(set).await.ok()?;
+        let revision = set.status?.update_revision?;
+        (revision != old).then_some(revision)
+    })
+    .await
+}
+
+fn revisions(pods: &[Pod]) -> BTreeMap<String, String> {
+    pods.iter()
+        .map(|pod| (name(pod), label(pod, REVISION).unwrap_or_default()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_update_replaces_pods_in_reverse_ordinal_order_one_at_a_time() {
+    let harness = Harness::start_with(slow_sim()).await;
+    harness
+        .create_set(stateful_set("web", 3, json!({}), json!({})))
+        .await;
+    let before = wait_for_settled(&harness, "web", 3).await.status.unwrap();
+    let old = before.update_revision.unwrap();
+    change_image(&harness, "web", "nginx:1.27").await;
+    let new = update_revision(&harness, "web", &old).await;
+    let (order, max_down) = watch_update(&harness, "web", 3, &new, |pods| {
+        pods.len() == 3
+            && pods
+                .iter()
+                .all(|pod| is_serving(pod) && label(pod, REVISION).as_deref() == Some(&new))
+    })
+    .await;
+    assert_eq!(order, vec!["web-2", "web-1", "web-0"]);
+    assert_eq!(max_down, 1, "one pod out of service at a time");
+    let status = wait_for_settled(&harness, "web", 3).await.status.unwrap();
+    assert_eq!(status.current_revision.as_deref(), Some(new.as_str()));
+    assert_eq!(status.update_revision.as_deref(), Some(new.as_str()));
+    assert_eq!(
+        harness
+            .revisions()
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_keeps_lower_ordinals_at_the_current_revision() {
+    let harness = Harness::start().await;
+    harness
+        .create_set(stateful_set(
+            "web",
+            3,
+            json!({}),
+            json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
+        ))
+        .await;
+    let old = wait_for_settled(&harness, "web", 3)
+        .await
+        .status
+        .unwrap()
+        .update_revision
+        .unwrap();
+    change_image(&harness, "web", "nginx:1.27").await;
+    let new = update_revision(&harness, "web", &old).await;
+    let status = eventually(
+        "web-2 updated and the status counted",
+        Duration::from_secs(10),
+        || async {
+            let set = harness.sets().get("web").await.ok()?;
+            let status = set.status?;
+            (status.updated_replicas == Some(1) && status.ready_replicas == Some(3))
+                .then_some(status)
+        },
+    )
+    .await;
+    assert_eq!(status.current_revision.as_deref(), Some(old.as_str()));
+    assert_eq!(status.current_replicas, Some(2));
+    let pods = harness.pods_of("web").await;
+    assert_eq!(
+        revisions(&pods),
+        BTreeMap::from([
+            ("web-0".to_owned(), old.clone()),
+            ("web-1".to_owned(), old.clone()),
+            ("web-2".to_owned(), new.clone()),
+        ])
+    );
+    // Lowering the partition lets the update proceed to the lower ordinals.
+    harness
+        .patch_set(
+            "web",
+            json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}}),
+        )
+        .await;
+    let status = wait_for_settled(&harness, "web", 3).await.status.unwrap();
+    assert_eq!(status.current_revision.as_deref(), Some(new.as_str()));
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_unavailable_two_updates_two_pods_at_a_time() {
+    let harness = Harness::start_with(slow_sim()).await;
+    harness
+        .create_set(stateful_set(
+            "web",
+            4,
+            json!({}),
+            json!({
+                "podManagementPolicy": "Parallel",
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
+            }),
+        ))
+        .await;
+    let old = wait_for_settled(&harness, "web", 4)
+        .await
+        .status
+        .unwrap()
+        .update_revision
+        .unwrap();
+    change_image(&harness, "web", "nginx:1.27").await;
+    let new = update_revision(&harness, "web", &old).await;
+    let (order, max_down) = watch_update(&harness, "web", 4, &new, |pods| {
+        pods.len() == 4
+            && pods
+                .iter()
+                .all(|pod| is_serving(pod) && label(pod, REVISION).as_deref() == Some(&new))
+    })
+    .await;
+    assert_eq!(max_down, 2, "two pods out of service at once, never more");
+    let first_two: std::collections::BTreeSet<&str> =
+        order.iter().take(2).map(String::as_str).collect();
+    assert_eq!(first_two, ["web-2", "web-3"].into_iter().collect());
+    wait_for_settled(&harness, "web", 4).await;
+    let max_unavailable = "statefulset_controller_statefulset_max_unavailable";
+    assert_eq!(support::gauge(&harness, max_unavailable, "web"), Some(2.0));
+    eventually(
+        "no unavailable replicas reported",
+        Duration::from_secs(10),
+        || async {
+            let unavailable = "statefulset_controller_statefulset_unavailable_replicas";
+            (support::gauge(&harness, unavailable, "web") == Some(0.0)).then_some(())
+        },
+    )
+    .await;
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_delete_only_replaces_pods_the_user_deletes() {
+    let harness = Harness::start().await;
+    harness
+        .create_set(stateful_set(
+            "web",
+            3,
+            json!({}),
+            json!({"updateStrategy": {"type": "OnDelete"}}),
+        ))
+        .await;
+    let old = wait_for_settled(&harness, "web", 3)
+        .await
+        .status
+        .unwrap()
+        .update_revision
+        .unwrap();
+    change_image(&harness, "web", "nginx:1.27").await;
+    let new = update_revision(&harness, "web", &old).await;
+    // Give the controller time to (not) act, then check nothing was replaced.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pods = harness.pods_of("web").await;
+    assert!(
+        pods.iter()
+            .all(|pod| label(pod, REVISION).as_deref() == Some(old.as_str()))
+    );
+    assert_eq!(
+        harness
+            .sim
+            .accounting()
+            .count_for_agent(support::CONTROLLER_AGENT, "delete", "pods"),
+        0
+    );
+
+    harness
+        .pods()
+        .delete("web-1", &Default::default())
+        .await
+        .expect("delete web-1");
+    eventually(
+        "web-1 recreated at the update revision",
+        Duration::from_secs(10),
+        || async {
+            let pod = harness.pods().get("web-1").await.ok()?;
+            (label(&pod, REVISION).as_deref() == Some(new.as_str()) && is_serving(&pod))
+                .then_some(())
+        },
+    )
+    .await;
+    let status = eventually(
+        "status counts one updated pod",
+        Duration::from_secs(10),
+        || async {
+            let status = harness.sets().get("web").await.ok()?.status?;
+            (status.updated_replicas == Some(1) && status.ready_replicas == Some(3))
+                .then_some(status)
+        },
+    )
+    .await;
+    assert_eq!(status.current_replicas, Some(2));
+    assert_eq!(status.current_revision.as_deref(), Some(old.as_str()));
+    let pods = harness.pods_of("web").await;
+    assert_eq!(label(&pods[0], REVISION).as_deref(), Some(old.as_str()));
+    assert_eq!(label(&pods[2], REVISION).as_deref(), Some(old.as_str()));
+    harness.stop().await;
+}
