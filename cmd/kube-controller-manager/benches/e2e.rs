@@ -4,8 +4,10 @@
 //! (from /proc), and the manager's API calls by verb and resource (from the sim's accounting).
 //! Writes `bench-results/e2e.md` and `bench-results/e2e.json`.
 //!
-//! `cargo bench -p kube-controller-manager --bench e2e -- [--replicasets N] [--replicas R]
-//! [--qps Q] [--burst B]`; under `cargo test` it runs a small smoke configuration.
+//! `cargo bench -p kube-controller-manager --bench e2e -- [--deployments N]
+//! [--deployment-replicas R] [--statefulsets N] [--statefulset-replicas R] [--replicasets N]
+//! [--replicaset-replicas R] [--qps Q] [--burst B]` (a count of 0 skips that kind); under
+//! `cargo test` it runs a small smoke configuration of each kind.
 
 use std::{
     collections::BTreeMap,
@@ -17,10 +19,13 @@ use std::{
 };
 
 use anyhow::{Context, bail};
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use k8s_openapi::api::{
+    apps::v1::{Deployment, ReplicaSet, StatefulSet},
+    core::v1::Pod,
+};
 use kube::{
     Api, Client,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use sim::{SimCluster, SimConfig};
@@ -30,38 +35,47 @@ const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 const MANAGER_AGENT: &str = "kube-controller-manager/";
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(1800);
 
-struct Settings {
-    replica_sets: usize,
+/// How many objects of one kind, with how many replicas each.
+#[derive(Clone, Copy)]
+struct Size {
+    count: usize,
     replicas: i32,
+}
+
+struct Settings {
+    deployments: Size,
+    stateful_sets: Size,
+    replica_sets: Size,
     qps: u32,
     burst: u32,
 }
 
 impl Settings {
+    /// Defaults of issue 8 under `cargo bench`; a small smoke run under `cargo test`.
     fn from_args() -> anyhow::Result<Self> {
         let args: Vec<String> = std::env::args().skip(1).collect();
         let benchmarking = args.iter().any(|arg| arg == "--bench");
-        let mut settings = if benchmarking {
-            Settings {
-                replica_sets: 500,
-                replicas: 4,
-                qps: 2000,
-                burst: 4000,
-            }
-        } else {
-            Settings {
-                replica_sets: 5,
-                replicas: 2,
-                qps: 2000,
-                burst: 4000,
-            }
+        let size = |count, replicas, smoke_count| Size {
+            count: if benchmarking { count } else { smoke_count },
+            replicas: if benchmarking { replicas } else { 2 },
+        };
+        let mut settings = Settings {
+            deployments: size(1000, 5, 3),
+            stateful_sets: size(200, 3, 3),
+            replica_sets: size(500, 4, 3),
+            qps: 2000,
+            burst: 4000,
         };
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
             let mut value = || iter.next().context(format!("{arg} needs a value"));
             match arg.as_str() {
-                "--replicasets" => settings.replica_sets = value()?.parse()?,
-                "--replicas" => settings.replicas = value()?.parse()?,
+                "--deployments" => settings.deployments.count = value()?.parse()?,
+                "--deployment-replicas" => settings.deployments.replicas = value()?.parse()?,
+                "--statefulsets" => settings.stateful_sets.count = value()?.parse()?,
+                "--statefulset-replicas" => settings.stateful_sets.replicas = value()?.parse()?,
+                "--replicasets" => settings.replica_sets.count = value()?.parse()?,
+                "--replicaset-replicas" => settings.replica_sets.replicas = value()?.parse()?,
                 "--qps" => settings.qps = value()?.parse()?,
                 "--burst" => settings.burst = value()?.parse()?,
                 _ => {}
@@ -206,84 +220,184 @@ where
     })
 }
 
-fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
-    serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default", "labels": {"bench": "rs"}},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name, "bench": "rs"}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
-    }))
-    .expect("valid ReplicaSet")
+/// The three workload kinds, as the bench drives them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Deployment,
+    StatefulSet,
+    ReplicaSet,
 }
 
-/// Every bench ReplicaSet reports `replicas` available pods for its current generation.
-async fn replica_sets_converged(
-    api: &Api<ReplicaSet>,
-    count: usize,
-    replicas: i32,
-) -> anyhow::Result<bool> {
-    let list = api.list(&ListParams::default().labels("bench=rs")).await?;
-    Ok(list.items.len() == count
-        && list.items.iter().all(|rs| {
-            rs.status.as_ref().is_some_and(|status| {
-                status.replicas == replicas
-                    && status.available_replicas.unwrap_or(0) == replicas
-                    && status.observed_generation == rs.metadata.generation
-            })
-        }))
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Deployment => "deployment",
+            Kind::StatefulSet => "statefulset",
+            Kind::ReplicaSet => "replicaset",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Kind::Deployment => "Deployments",
+            Kind::StatefulSet => "StatefulSets",
+            Kind::ReplicaSet => "ReplicaSets",
+        }
+    }
+
+    /// A workload selecting `app=<name>`, labelled `bench=<kind>` (pods too).
+    fn object(self, name: &str, replicas: i32) -> serde_json::Value {
+        let kind = match self {
+            Kind::Deployment => "Deployment",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::ReplicaSet => "ReplicaSet",
+        };
+        let mut object = json!({
+            "apiVersion": "apps/v1", "kind": kind,
+            "metadata": {"name": name, "namespace": "default", "labels": {"bench": self.label()}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name, "bench": self.label()}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
+        });
+        if self == Kind::StatefulSet {
+            object["spec"]["serviceName"] = json!(name);
+        }
+        object
+    }
+
+    fn api(self, client: &Client) -> Api<DynamicObject> {
+        let resource = match self {
+            Kind::Deployment => ApiResource::erase::<Deployment>(&()),
+            Kind::StatefulSet => ApiResource::erase::<StatefulSet>(&()),
+            Kind::ReplicaSet => ApiResource::erase::<ReplicaSet>(&()),
+        };
+        Api::namespaced_with(client.clone(), "default", &resource)
+    }
+
+    /// Every bench object of this kind reports `replicas` available, updated pods for its
+    /// current generation.
+    async fn converged(self, client: &Client, size: Size, replicas: i32) -> anyhow::Result<bool> {
+        let selector = ListParams::default().labels(&format!("bench={}", self.label()));
+        let want = Some(replicas);
+        let generation_observed =
+            |meta: &kube::api::ObjectMeta, observed: Option<i64>| observed == meta.generation;
+        Ok(match self {
+            Kind::Deployment => {
+                let list = Api::<Deployment>::namespaced(client.clone(), "default")
+                    .list(&selector)
+                    .await?;
+                list.items.len() == size.count
+                    && list.items.iter().all(|d| {
+                        d.status.as_ref().is_some_and(|s| {
+                            generation_observed(&d.metadata, s.observed_generation)
+                                && s.replicas == want
+                                && s.updated_replicas == want
+                                && s.available_replicas == want
+                        })
+                    })
+            }
+            Kind::StatefulSet => {
+                let list = Api::<StatefulSet>::namespaced(client.clone(), "default")
+                    .list(&selector)
+                    .await?;
+                list.items.len() == size.count
+                    && list.items.iter().all(|set| {
+                        set.status.as_ref().is_some_and(|s| {
+                            generation_observed(&set.metadata, s.observed_generation)
+                                && s.replicas == replicas
+                                && s.updated_replicas == want
+                                && s.available_replicas == want
+                                && s.current_revision == s.update_revision
+                        })
+                    })
+            }
+            Kind::ReplicaSet => {
+                let list = Api::<ReplicaSet>::namespaced(client.clone(), "default")
+                    .list(&selector)
+                    .await?;
+                list.items.len() == size.count
+                    && list.items.iter().all(|rs| {
+                        rs.status.as_ref().is_some_and(|s| {
+                            generation_observed(&rs.metadata, s.observed_generation)
+                                && s.replicas == replicas
+                                && s.available_replicas == want
+                        })
+                    })
+            }
+        })
+    }
 }
 
-async fn replica_set_phases(
+/// create, rolling update (Deployments and StatefulSets), scale, delete.
+async fn workload_phases(
+    kind: Kind,
+    size: Size,
     client: &Client,
     sim: &SimCluster,
     manager: &Manager,
-    settings: &Settings,
 ) -> anyhow::Result<Vec<PhaseResult>> {
-    let api: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let api = kind.api(client);
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let (count, replicas) = (settings.replica_sets, settings.replicas);
-    let names: Vec<String> = (0..count).map(|i| format!("bench-rs-{i}")).collect();
-    let label = format!("ReplicaSets {count}x{replicas}");
+    let names: Vec<String> = (0..size.count)
+        .map(|i| format!("bench-{}-{i}", kind.label()))
+        .collect();
+    let label = format!("{} {}x{}", kind.title(), size.count, size.replicas);
+    let patch_all = |patch: serde_json::Value| {
+        let (api, names) = (api.clone(), names.clone());
+        async move {
+            for name in &names {
+                api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            anyhow::Ok(())
+        }
+    };
     let mut results = Vec::new();
 
     results.push(
         measure(
             &format!("{label}: create"),
-            count,
+            size.count,
             sim,
             manager,
             async {
                 for name in &names {
-                    api.create(&PostParams::default(), &replica_set(name, replicas))
-                        .await?;
+                    let object: DynamicObject =
+                        serde_json::from_value(kind.object(name, size.replicas))?;
+                    api.create(&PostParams::default(), &object).await?;
                 }
                 Ok(())
             },
-            async || replica_sets_converged(&api, count, replicas).await,
+            async || kind.converged(client, size, size.replicas).await,
         )
         .await?,
     );
 
-    let scaled = replicas * 2;
+    if kind != Kind::ReplicaSet {
+        results.push(
+            measure(
+                &format!("{label}: rolling update"),
+                size.count,
+                sim,
+                manager,
+                patch_all(
+                    json!({"spec": {"template": {"metadata": {"annotations": {"rollout": "2"}}}}}),
+                ),
+                async || kind.converged(client, size, size.replicas).await,
+            )
+            .await?,
+        );
+    }
+
+    let scaled = size.replicas + 2;
     results.push(
         measure(
             &format!("{label}: scale to {scaled}"),
-            count,
+            size.count,
             sim,
             manager,
-            async {
-                for name in &names {
-                    api.patch(
-                        name,
-                        &PatchParams::default(),
-                        &Patch::Merge(json!({"spec": {"replicas": scaled}})),
-                    )
-                    .await?;
-                }
-                Ok(())
-            },
-            async || replica_sets_converged(&api, count, scaled).await,
+            patch_all(json!({"spec": {"replicas": scaled}})),
+            async || kind.converged(client, size, scaled).await,
         )
         .await?,
     );
@@ -291,23 +405,20 @@ async fn replica_set_phases(
     results.push(
         measure(
             &format!("{label}: delete"),
-            count,
+            size.count,
             sim,
             manager,
             async {
                 api.delete_collection(
                     &DeleteParams::default(),
-                    &ListParams::default().labels("bench=rs"),
+                    &ListParams::default().labels(&format!("bench={}", kind.label())),
                 )
                 .await?;
                 Ok(())
             },
             async || {
-                Ok(pods
-                    .list(&ListParams::default().labels("bench=rs"))
-                    .await?
-                    .items
-                    .is_empty())
+                let selector = ListParams::default().labels(&format!("bench={}", kind.label()));
+                Ok(pods.list(&selector).await?.items.is_empty())
             },
         )
         .await?,
@@ -354,7 +465,16 @@ async fn main() -> anyhow::Result<()> {
     let manager = Manager::start(&kubeconfig, &settings)?;
     let client = sim.client_with_user_agent("bench-driver");
 
-    let results = replica_set_phases(&client, &sim, &manager, &settings).await?;
+    let mut results = Vec::new();
+    for (kind, size) in [
+        (Kind::Deployment, settings.deployments),
+        (Kind::StatefulSet, settings.stateful_sets),
+        (Kind::ReplicaSet, settings.replica_sets),
+    ] {
+        if size.count > 0 {
+            results.extend(workload_phases(kind, size, &client, &sim, &manager).await?);
+        }
+    }
 
     let table = markdown(&results);
     println!("{table}");
