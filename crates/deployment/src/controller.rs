@@ -23,7 +23,9 @@ use k8s_openapi::{
 };
 use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind, core::Selector};
 use tokio_util::sync::CancellationToken;
-use workqueue::{ControllerMetrics, QueueConfig, RateLimitingQueue, SyncMetrics, WorkerPool};
+use workqueue::{
+    ControllerMetrics, QueueConfig, RateLimitingQueue, SyncFailure, SyncMetrics, WorkerPool,
+};
 
 use crate::{
     cleanup::cleanup_victims,
@@ -78,6 +80,13 @@ impl SyncError {
     /// Upstream forgets keys whose sync failed because the namespace is being deleted.
     fn is_namespace_terminating(&self) -> bool {
         matches!(self, SyncError::Api(error) if has_status_cause(error, NAMESPACE_TERMINATING_CAUSE))
+    }
+}
+
+impl SyncFailure for SyncError {
+    /// Retries (up to [`MAX_RETRIES`]) unless the namespace is being deleted (`handleErr`).
+    fn retryable(&self) -> bool {
+        !self.is_namespace_terminating()
     }
 }
 
@@ -170,36 +179,15 @@ impl DeploymentController {
             workers,
             controller: CONTROLLER_NAME,
             metrics: self.metrics,
+            max_retries: Some(MAX_RETRIES as usize),
         };
         let sync = self.sync.clone();
-        pool.run(shutdown, move |key: String| {
+        pool.run_syncs(shutdown, move |key: String| {
             let sync = sync.clone();
-            async move { sync.process(key).await }
+            async move { sync.sync_deployment(&key).await }
         })
         .await;
         self.sync.recorder.flush().await;
-    }
-}
-
-/// What happens to a key whose sync failed (upstream `handleErr`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AfterFailure {
-    /// The namespace is going away: nothing to retry.
-    Forget,
-    /// Retry with backoff.
-    Retry,
-    /// Requeued [`MAX_RETRIES`] times already: give up on it.
-    Drop,
-}
-
-/// Upstream's `handleErr` decision from the failure and the key's requeue count.
-fn after_failure(namespace_terminating: bool, requeues: usize) -> AfterFailure {
-    if namespace_terminating {
-        AfterFailure::Forget
-    } else if requeues < MAX_RETRIES as usize {
-        AfterFailure::Retry
-    } else {
-        AfterFailure::Drop
     }
 }
 
@@ -219,30 +207,6 @@ fn all_of<'a>(old: &[&'a ReplicaSet], new: Option<&'a ReplicaSet>) -> Vec<&'a Re
 }
 
 impl Syncer {
-    /// One worker step (upstream `handleErr`): success or a terminating namespace forgets the
-    /// key; other errors retry it with backoff until it has been requeued [`MAX_RETRIES`]
-    /// times, then it is dropped.
-    async fn process(&self, key: String) {
-        let Err(error) = self.sync_deployment(&key).await else {
-            self.queue.forget(&key);
-            return;
-        };
-        match after_failure(
-            error.is_namespace_terminating(),
-            self.queue.num_requeues(&key),
-        ) {
-            AfterFailure::Forget => self.queue.forget(&key),
-            AfterFailure::Retry => {
-                tracing::info!(key = %key, error = %error, "error syncing deployment");
-                self.queue.add_rate_limited(key);
-            }
-            AfterFailure::Drop => {
-                tracing::info!(key = %key, error = %error, "dropping deployment out of the queue");
-                self.queue.forget(&key);
-            }
-        }
-    }
-
     /// upstream `syncDeployment`, spec §3.
     async fn sync_deployment(&self, key: &str) -> Result<(), SyncError> {
         // 1. Get the Deployment from the cache and work on a copy.
@@ -691,25 +655,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn failed_keys_are_retried_fifteen_times_unless_the_namespace_terminates() {
-        let cases = [
-            (false, 0, AfterFailure::Retry),
-            (false, 14, AfterFailure::Retry),
-            (false, 15, AfterFailure::Drop),
-            (false, 100, AfterFailure::Drop),
-            (true, 0, AfterFailure::Forget),
-            (true, 15, AfterFailure::Forget),
-        ];
-        for (terminating, requeues, expected) in cases {
-            assert_eq!(
-                after_failure(terminating, requeues),
-                expected,
-                "{terminating} {requeues}"
-            );
-        }
-    }
-
-    #[test]
     fn namespace_terminating_is_read_from_the_status_cause() {
         let status: kube::core::Status = serde_json::from_value(serde_json::json!({
             "status": "Failure", "code": 403, "reason": "Forbidden",
@@ -719,8 +664,10 @@ mod tests {
         .expect("status");
         let terminating = SyncError::Api(kube::Error::Api(Box::new(status)));
         assert!(terminating.is_namespace_terminating());
+        assert!(!terminating.retryable(), "handleErr forgets such keys");
         let other = SyncError::Decision(crate::Error::UnexpectedStrategy("Canary".to_owned()));
         assert!(!other.is_namespace_terminating());
+        assert!(other.retryable());
         assert_eq!(
             other.to_string(),
             "unexpected deployment strategy type: Canary"

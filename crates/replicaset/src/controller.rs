@@ -31,7 +31,9 @@ use kube::{
     core::{Selector, SelectorExt},
 };
 use tokio_util::sync::CancellationToken;
-use workqueue::{ControllerMetrics, QueueConfig, RateLimitingQueue, SyncMetrics, WorkerPool};
+use workqueue::{
+    ControllerMetrics, QueueConfig, RateLimitingQueue, SyncFailure, SyncMetrics, WorkerPool,
+};
 
 use crate::{
     decide::{
@@ -71,6 +73,8 @@ enum SyncError {
     #[error("updating status: {0}")]
     Status(#[source] kube::Error),
 }
+
+impl SyncFailure for SyncError {}
 
 /// The ReplicaSet controller. Build it with [`ReplicaSetController::new`] before the informer
 /// factory starts, then [`run`](ReplicaSetController::run) it.
@@ -155,11 +159,13 @@ impl ReplicaSetController {
             workers,
             controller: CONTROLLER_NAME,
             metrics: self.metrics,
+            // No retry ceiling for ReplicaSets, as upstream.
+            max_retries: None,
         };
         let sync = self.sync.clone();
-        pool.run(shutdown, move |key: String| {
+        pool.run_syncs(shutdown, move |key: String| {
             let sync = sync.clone();
-            async move { sync.process(key).await }
+            async move { sync.sync_replica_set(&key).await }
         })
         .await;
         self.sync.recorder.flush().await;
@@ -167,18 +173,6 @@ impl ReplicaSetController {
 }
 
 impl Syncer {
-    /// One worker step: sync, then forget the key or retry it with backoff (no retry ceiling
-    /// for ReplicaSets, as upstream).
-    async fn process(&self, key: String) {
-        match self.sync_replica_set(&key).await {
-            Ok(()) => self.queue.forget(&key),
-            Err(error) => {
-                tracing::warn!(key = %key, error = %error, "error syncing ReplicaSet");
-                self.queue.add_rate_limited(key);
-            }
-        }
-    }
-
     /// upstream `syncReplicaSet`, replicaset.md §3.
     async fn sync_replica_set(&self, key: &str) -> Result<(), SyncError> {
         // 1-2. Get the ReplicaSet from the cache; gone means nothing is expected any more.

@@ -28,7 +28,9 @@ use kube::{
     core::Selector,
 };
 use tokio_util::sync::CancellationToken;
-use workqueue::{ControllerMetrics, QueueConfig, RateLimitingQueue, SyncMetrics, WorkerPool};
+use workqueue::{
+    ControllerMetrics, QueueConfig, RateLimitingQueue, SyncFailure, SyncMetrics, WorkerPool,
+};
 
 use crate::{
     decide::{
@@ -84,6 +86,8 @@ enum SyncError {
     #[error("truncating history: {0}")]
     Truncate(#[source] kube::Error),
 }
+
+impl SyncFailure for SyncError {}
 
 /// The StatefulSet controller. Build it with [`StatefulSetController::new`] before the
 /// informer factory starts, then [`run`](StatefulSetController::run) it.
@@ -186,11 +190,13 @@ impl StatefulSetController {
             workers,
             controller: CONTROLLER_NAME,
             metrics: self.metrics,
+            // No retry ceiling for StatefulSets, as upstream.
+            max_retries: None,
         };
         let sync = self.sync.clone();
-        pool.run(shutdown, move |key: String| {
+        pool.run_syncs(shutdown, move |key: String| {
             let sync = sync.clone();
-            async move { sync.process(key).await }
+            async move { sync.sync_stateful_set(&key).await }
         })
         .await;
         self.sync.recorder.flush().await;
@@ -198,17 +204,6 @@ impl StatefulSetController {
 }
 
 impl Syncer {
-    /// One worker step: sync, then forget the key or retry it with backoff (no ceiling).
-    async fn process(&self, key: String) {
-        match self.sync_stateful_set(&key).await {
-            Ok(()) => self.queue.forget(&key),
-            Err(error) => {
-                tracing::warn!(key = %key, error = %error, "error syncing StatefulSet");
-                self.queue.add_rate_limited(key);
-            }
-        }
-    }
-
     /// upstream `sync`, statefulset.md §3.
     async fn sync_stateful_set(&self, key: &str) -> Result<(), SyncError> {
         let (namespace, name) = split_key(key);

@@ -21,7 +21,7 @@ pub use limiter::{
 };
 pub use metrics::WorkqueueMetrics;
 pub use rate_limiting::{QueueConfig, RateLimitingQueue};
-pub use worker::{ControllerMetrics, SyncMetrics, WorkerPool};
+pub use worker::{AfterSync, ControllerMetrics, SyncFailure, SyncMetrics, WorkerPool, after_sync};
 
 /// What a queue can hold: the bounds every layer needs (hash-set membership, cheap copies into
 /// the dirty/processing sets, and sharing with the background tasks).

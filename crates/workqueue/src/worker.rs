@@ -41,6 +41,36 @@ impl SyncMetrics {
     }
 }
 
+/// A failed sync, as the worker loop sees it.
+pub trait SyncFailure: std::fmt::Display {
+    /// Whether retrying can help. Upstream's Deployment controller, for one, forgets a key
+    /// whose failure comes from its namespace being deleted.
+    fn retryable(&self) -> bool {
+        true
+    }
+}
+
+/// What happens to a key after its sync (upstream's `handleErr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterSync {
+    /// Done (success, or a failure retrying cannot fix): forget its failure history.
+    Forget,
+    /// Failed: retry with the queue's backoff.
+    Retry,
+    /// Failed after the retry ceiling: give up on it until its next event.
+    Drop,
+}
+
+/// The decision for one finished sync: `failure` is `None` on success, else whether the failure
+/// is retryable; `requeues` is the key's failure count so far; `max_retries` the ceiling, if any.
+pub fn after_sync(failure: Option<bool>, requeues: usize, max_retries: Option<usize>) -> AfterSync {
+    match failure {
+        None | Some(false) => AfterSync::Forget,
+        Some(true) if max_retries.is_some_and(|max| requeues >= max) => AfterSync::Drop,
+        Some(true) => AfterSync::Retry,
+    }
+}
+
 /// The metric handles a controller needs, registered once per process registry and cloned into
 /// every controller (a registry accepts each family only once).
 #[derive(Clone, Default)]
@@ -71,9 +101,50 @@ pub struct WorkerPool<T: WorkItem> {
     pub controller: &'static str,
     /// Sync duration histogram, if metrics are wanted.
     pub metrics: Option<SyncMetrics>,
+    /// Requeues after which a failing key is dropped (upstream: 15 for Deployments, none for
+    /// ReplicaSets and StatefulSets).
+    pub max_retries: Option<usize>,
 }
 
 impl<T: WorkItem> WorkerPool<T> {
+    /// Runs `sync` for every key until `shutdown`, applying [`after_sync`]: success forgets the
+    /// key, a retryable failure requeues it with backoff until `max_retries`, anything else
+    /// forgets it. Failures are logged with the key.
+    pub async fn run_syncs<F, Fut, E>(self, shutdown: CancellationToken, sync: F)
+    where
+        T: std::fmt::Display,
+        F: Fn(T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: SyncFailure + Send + 'static,
+    {
+        let queue = self.queue.clone();
+        let (controller, max_retries) = (self.controller, self.max_retries);
+        self.run(shutdown, move |key: T| {
+            let outcome = sync(key.clone());
+            let queue = queue.clone();
+            async move {
+                let result = outcome.await;
+                let failure = result.as_ref().err().map(SyncFailure::retryable);
+                match after_sync(failure, queue.num_requeues(&key), max_retries) {
+                    AfterSync::Forget => queue.forget(&key),
+                    AfterSync::Retry => {
+                        if let Err(error) = &result {
+                            tracing::warn!(controller, key = %key, %error, "sync failed; retrying");
+                        }
+                        queue.add_rate_limited(key);
+                    }
+                    AfterSync::Drop => {
+                        if let Err(error) = &result {
+                            tracing::warn!(controller, key = %key, %error, "dropping key after the retry ceiling");
+                        }
+                        queue.forget(&key);
+                    }
+                }
+            }
+        })
+        .await;
+    }
+
     /// Runs the workers until `shutdown`; returns once every worker has finished its current
     /// key. The queue is shut down on return, so later adds are dropped.
     pub async fn run<F, Fut>(self, shutdown: CancellationToken, process: F)
@@ -129,6 +200,79 @@ mod tests {
     use super::*;
     use crate::QueueConfig;
 
+    #[test]
+    fn after_sync_follows_handle_err() {
+        // (failure: None = success / Some(retryable), requeues, ceiling, expected)
+        let cases = [
+            (None, 0, None, AfterSync::Forget),
+            (None, 20, Some(15), AfterSync::Forget),
+            (Some(true), 0, None, AfterSync::Retry),
+            (Some(true), 1000, None, AfterSync::Retry),
+            (Some(true), 14, Some(15), AfterSync::Retry),
+            (Some(true), 15, Some(15), AfterSync::Drop),
+            (Some(false), 0, Some(15), AfterSync::Forget),
+            (Some(false), 15, None, AfterSync::Forget),
+        ];
+        for (failure, requeues, ceiling, expected) in cases {
+            assert_eq!(
+                after_sync(failure, requeues, ceiling),
+                expected,
+                "{failure:?} {requeues} {ceiling:?}"
+            );
+        }
+    }
+
+    struct Failed(bool);
+
+    impl std::fmt::Display for Failed {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "failed")
+        }
+    }
+
+    impl SyncFailure for Failed {
+        fn retryable(&self) -> bool {
+            self.0
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failing_keys_are_retried_up_to_the_ceiling() {
+        let queue = RateLimitingQueue::new(QueueConfig::new("")).unwrap();
+        let attempts = Arc::new(Mutex::new(std::collections::HashMap::<String, usize>::new()));
+        let shutdown = CancellationToken::new();
+        queue.add("ns/flaky".to_string());
+        queue.add("ns/hopeless".to_string());
+        let pool = WorkerPool {
+            queue: queue.clone(),
+            workers: 1,
+            controller: "test",
+            metrics: None,
+            max_retries: Some(3),
+        };
+        let counts = attempts.clone();
+        let run = tokio::spawn(pool.run_syncs(shutdown.clone(), move |key: String| {
+            let counts = counts.clone();
+            async move {
+                *counts.lock().entry(key.clone()).or_default() += 1;
+                // "flaky" fails retryably forever, "hopeless" fails in a way retries cannot fix.
+                Err::<(), _>(Failed(key.ends_with("flaky")))
+            }
+        }));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        shutdown.cancel();
+        run.await.unwrap();
+        let attempts = attempts.lock().clone();
+        // One first attempt plus three retries, then dropped; the other is tried once.
+        assert_eq!(attempts["ns/flaky"], 4);
+        assert_eq!(attempts["ns/hopeless"], 1);
+        assert_eq!(
+            queue.num_requeues(&"ns/flaky".to_string()),
+            0,
+            "forgotten when dropped"
+        );
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn processes_every_key_and_finishes_in_flight_work_on_shutdown() {
         let queue = RateLimitingQueue::new(QueueConfig::new("")).unwrap();
@@ -145,6 +289,7 @@ mod tests {
             workers: 3,
             controller: "test",
             metrics: Some(metrics),
+            max_retries: None,
         };
         let (seen, busy) = (processed.clone(), in_flight.clone());
         let run = tokio::spawn(pool.run(shutdown.clone(), move |key: String| {
@@ -188,6 +333,7 @@ mod tests {
             workers: 4,
             controller: "test",
             metrics: None,
+            max_retries: None,
         };
         let (r, c, m, q) = (
             runs.clone(),
