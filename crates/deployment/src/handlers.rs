@@ -53,26 +53,18 @@ impl HandlerContext {
 
     /// The Deployment a ReplicaSet's controller ref points to, if it exists with that UID.
     fn resolve_deployment(&self, rs: &ReplicaSet) -> Option<Arc<Deployment>> {
-        let owner = controller_of(&rs.metadata)?;
-        if owner.kind != "Deployment" {
-            return None;
-        }
-        let d = self
-            .deployments
-            .get(&rs.namespace().unwrap_or_default(), &owner.name)?;
-        (d.metadata.uid.as_deref() == Some(owner.uid.as_str())).then_some(d)
+        self.deployments.resolve_controller_ref(
+            &rs.namespace().unwrap_or_default(),
+            controller_of(&rs.metadata)?,
+        )
     }
 
     /// The ReplicaSet a pod's controller ref points to, if it exists with that UID.
     fn resolve_replica_set(&self, pod: &Pod) -> Option<Arc<ReplicaSet>> {
-        let owner = controller_of(&pod.metadata)?;
-        if owner.kind != "ReplicaSet" {
-            return None;
-        }
-        let rs = self
-            .replica_sets
-            .get(&pod.namespace().unwrap_or_default(), &owner.name)?;
-        (rs.metadata.uid.as_deref() == Some(owner.uid.as_str())).then_some(rs)
+        self.replica_sets.resolve_controller_ref(
+            &pod.namespace().unwrap_or_default(),
+            controller_of(&pod.metadata)?,
+        )
     }
 
     /// getDeploymentsForReplicaSet: Deployments of the namespace whose non-empty selector

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{
     Resource,
     core::{Selector, SelectorExt},
@@ -38,6 +39,20 @@ impl<K: Resource> Lister<K> {
         } else {
             self.store.get(&format!("{namespace}/{name}"))
         }
+    }
+
+    /// The object a dependent's controller ref points to (upstream `resolveControllerRef`):
+    /// the cached object of that kind and name in the dependent's `namespace`, and only if it
+    /// still has the referenced UID (not a namesake created since).
+    pub fn resolve_controller_ref(&self, namespace: &str, owner: &OwnerReference) -> Option<Arc<K>>
+    where
+        K::DynamicType: Default,
+    {
+        if owner.kind != K::kind(&K::DynamicType::default()) {
+            return None;
+        }
+        let object = self.get(namespace, &owner.name)?;
+        (object.meta().uid.as_deref() == Some(owner.uid.as_str())).then_some(object)
     }
 
     /// The cached object stored under a work-queue key (`namespace/name` or `name`).
@@ -122,6 +137,37 @@ mod tests {
         store.upsert(pod("b", "web-2", &[("app", "web")], "1"));
         store.upsert(pod("b", "bare", &[], "1"));
         Lister::new(store)
+    }
+
+    #[test]
+    fn resolves_controller_refs_by_kind_name_and_uid() {
+        let store = Arc::new(Store::new());
+        let mut owner = pod("a", "web-1", &[("app", "web")], "1").as_ref().clone();
+        owner.metadata.uid = Some("uid-1".into());
+        store.upsert(Arc::new(owner));
+        let lister = Lister::<Pod>::new(store);
+        let reference = |kind: &str, name: &str, uid: &str| OwnerReference {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: uid.into(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        };
+        let cases = [
+            (reference("Pod", "web-1", "uid-1"), "a", true),
+            (reference("Pod", "web-1", "uid-2"), "a", false),
+            (reference("ReplicaSet", "web-1", "uid-1"), "a", false),
+            (reference("Pod", "web-2", "uid-1"), "a", false),
+            (reference("Pod", "web-1", "uid-1"), "b", false),
+        ];
+        for (owner, namespace, found) in cases {
+            assert_eq!(
+                lister.resolve_controller_ref(namespace, &owner).is_some(),
+                found,
+                "{owner:?} in {namespace}"
+            );
+        }
     }
 
     fn keys(objects: Vec<Arc<Pod>>) -> Vec<String> {

@@ -31,13 +31,10 @@ impl HandlerContext {
 
     /// The ReplicaSet a pod's controller ref points to, if it exists with the same UID.
     fn resolve_owner(&self, pod: &Pod) -> Option<Arc<ReplicaSet>> {
-        let owner = controller_of(&pod.metadata)?;
-        if owner.kind != "ReplicaSet" {
-            return None;
-        }
-        let namespace = pod.namespace().unwrap_or_default();
-        let replica_set = self.replica_sets.get(&namespace, &owner.name)?;
-        (replica_set.metadata.uid.as_deref() == Some(owner.uid.as_str())).then_some(replica_set)
+        self.replica_sets.resolve_controller_ref(
+            &pod.namespace().unwrap_or_default(),
+            controller_of(&pod.metadata)?,
+        )
     }
 
     /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches its labels.

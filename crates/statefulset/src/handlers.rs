@@ -24,14 +24,10 @@ pub(crate) struct HandlerContext {
 impl HandlerContext {
     /// The set a pod's controller ref points to, if it exists with the same UID.
     fn resolve_owner(&self, pod: &Pod) -> Option<Arc<RawStatefulSet>> {
-        let owner = controller_of(&pod.metadata)?;
-        if owner.kind != "StatefulSet" {
-            return None;
-        }
-        let set = self
-            .sets
-            .get(&pod.namespace().unwrap_or_default(), &owner.name)?;
-        (set.set.metadata.uid.as_deref() == Some(owner.uid.as_str())).then_some(set)
+        self.sets.resolve_controller_ref(
+            &pod.namespace().unwrap_or_default(),
+            controller_of(&pod.metadata)?,
+        )
     }
 
     /// Every set in the pod's namespace whose selector matches its labels (upstream
