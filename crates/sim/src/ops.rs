@@ -191,8 +191,12 @@ impl State {
         let uid = meta_str(&obj, "uid").to_string();
         let bytes = self.put(res, key.clone(), obj);
         if res == PODS {
-            self.tell_kubelet(PodChange::Created { key, uid });
+            self.tell_kubelet(PodChange::Created {
+                key: key.clone(),
+                uid,
+            });
         }
+        self.collect_if_dangling(res, &key);
         Ok(bytes)
     }
 
@@ -439,6 +443,23 @@ impl State {
             self.release_foreground_owner(&owner);
         }
         Ok(bytes)
+    }
+
+    /// A dependent created after all of its owners were deleted (a controller acting on a
+    /// stale cache) is deleted at once, as upstream's garbage collector deletes dependents
+    /// whose owners are all absent. Owners that never existed do not count as deleted.
+    fn collect_if_dangling(&mut self, res: usize, key: &ObjectKey) {
+        let Some(stored) = self.get(res, key) else {
+            return;
+        };
+        let dangling = !stored.owners.is_empty()
+            && stored.owners.iter().all(|owner| {
+                self.removed_uids.contains(&owner.uid) && !self.uids.contains_key(&owner.uid)
+            });
+        if dangling {
+            tracing::debug!(resource = RESOURCES[res].plural, namespace = %key.0, name = %key.1, "garbage collecting a dependent of deleted owners");
+            let _ = self.delete(res, key, &DeleteOptions::default());
+        }
     }
 
     /// Background collection after `owner_uid` is gone: dependents with another live

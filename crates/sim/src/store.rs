@@ -6,7 +6,7 @@
 //! serializes its watch event once; the stored object is a slice of that same buffer and
 //! every watcher shares it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -117,6 +117,9 @@ pub(crate) struct State {
     pub uids: HashMap<Box<str>, ObjectRef>,
     /// owner uid → its dependents (objects listing it in ownerReferences).
     pub dependents: HashMap<Box<str>, BTreeSet<ObjectRef>>,
+    /// uids of objects that were removed, so that a dependent created afterwards with only
+    /// such owners is collected, as upstream's garbage collector collects dangling dependents.
+    pub removed_uids: HashSet<Box<str>>,
     window: usize,
     pod_changes: Option<tokio::sync::mpsc::UnboundedSender<PodChange>>,
 }
@@ -132,6 +135,7 @@ impl State {
             tables: RESOURCES.iter().map(|_| Table::new()).collect(),
             uids: HashMap::new(),
             dependents: HashMap::new(),
+            removed_uids: HashSet::new(),
             window,
             pod_changes,
         }
@@ -194,6 +198,7 @@ impl State {
     pub fn remove(&mut self, res: usize, key: &ObjectKey) -> Option<(Bytes, Value)> {
         let prev = self.tables[res].objects.remove(key)?;
         self.unindex(res, key, &prev);
+        self.removed_uids.insert(prev.uid.clone());
         self.rv += 1;
         let rv = self.rv;
         let mut value = prev.value();

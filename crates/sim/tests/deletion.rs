@@ -379,3 +379,44 @@ async fn propagation_policy_in_query_string() {
     assert_eq!(count(&replicasets).await, 1);
     assert_eq!(count(&pods).await, 2);
 }
+
+#[tokio::test]
+async fn a_dependent_created_after_its_owner_was_deleted_is_collected() {
+    let cluster = common::cluster_without_kubelet().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let replicasets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
+    let owner = deployments
+        .create(&PostParams::default(), &common::deployment("gone", 1))
+        .await
+        .unwrap();
+    deployments
+        .delete("gone", &DeleteParams::default())
+        .await
+        .unwrap();
+    // A controller with a stale cache creates a ReplicaSet for the deleted Deployment.
+    let owned = |name: &str, uid: &str| -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "ownerReferences": [{"apiVersion": "apps/v1",
+                "kind": "Deployment", "name": "gone", "uid": uid, "controller": true}]},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "gone"}},
+                "template": {"metadata": {"labels": {"app": "gone"}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]}}}
+        }))
+        .unwrap()
+    };
+    let uid = owner.metadata.uid.unwrap();
+    replicasets
+        .create(&PostParams::default(), &owned("late", &uid))
+        .await
+        .unwrap();
+    assert!(
+        replicasets.get_opt("late").await.unwrap().is_none(),
+        "dangling dependent kept"
+    );
+    // An owner uid that never existed is left alone.
+    replicasets
+        .create(&PostParams::default(), &owned("never", "no-such-uid"))
+        .await
+        .unwrap();
+    assert!(replicasets.get_opt("never").await.unwrap().is_some());
+}
