@@ -215,7 +215,13 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> Value {
-        let path = format!("/work/shared/fixtures/apiserver-v1.28/{name}");
+        let path = format!(
+            "{}/{name}",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../../shared/fixtures/apiserver-v1.28"
+            )
+        );
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
     }
 

@@ -259,7 +259,13 @@ mod tests {
     use crate::resources::{RESOURCES, find};
 
     fn fixture(name: &str) -> Value {
-        let path = format!("/work/shared/fixtures/apiserver-v1.28/{name}");
+        let path = format!(
+            "{}/{name}",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../../shared/fixtures/apiserver-v1.28"
+            )
+        );
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         serde_json::from_str(&text).unwrap()
     }

@@ -216,7 +216,11 @@ async fn status_bodies_for_404_and_409() {
     // The raw bodies are the fixtures' byte for byte (modulo names).
     let http = reqwest_like_get(&cluster, "/api/v1/namespaces/default/pods/nope").await;
     let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string("/work/shared/fixtures/apiserver-v1.28/status-404.json").unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/apiserver-v1.28/status-404.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(http, fixture);

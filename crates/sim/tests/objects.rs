@@ -577,7 +577,11 @@ async fn defaulting_matches_upstream() {
         .await
         .unwrap();
     let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string("/work/shared/fixtures/apiserver-v1.28/deployment.json").unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/apiserver-v1.28/deployment.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -601,7 +605,11 @@ async fn defaulting_matches_upstream() {
         .await
         .unwrap();
     let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string("/work/shared/fixtures/apiserver-v1.28/statefulset.json").unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/apiserver-v1.28/statefulset.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -654,8 +662,11 @@ async fn validation_errors_are_422_with_causes() {
             .unwrap_err(),
     );
     let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string("/work/shared/fixtures/apiserver-v1.28/status-422-invalid.json")
-            .unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/apiserver-v1.28/status-422-invalid.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(

@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use sim::SimConfig;
 use support::{CONTROLLER_AGENT, Harness, eventually};
 
-const FIXTURES: &str = "/work/shared/fixtures/apiserver-v1.28";
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/fixtures/apiserver-v1.28"
+);
 
 /// Example A's data (serialization of v1.33 and earlier), history.md §8.
 const EXAMPLE_A: &str = r#"{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"test":"value"},"creationTimestamp":null,"labels":{"app":"foo"}},"spec":{"containers":[{"image":"test","imagePullPolicy":"Always","name":"test","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}],"dnsPolicy":"ClusterFirst","restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"terminationGracePeriodSeconds":30}}}}"#;
