@@ -6,7 +6,8 @@
 //!
 //! `cargo bench -p kube-controller-manager --bench e2e -- [--deployments N]
 //! [--deployment-replicas R] [--statefulsets N] [--statefulset-replicas R] [--replicasets N]
-//! [--replicaset-replicas R] [--qps Q] [--burst B]` (a count of 0 skips that kind); under
+//! [--replicaset-replicas R] [--qps Q] [--burst B] [--manager PATH]` (a count of 0 skips that
+//! kind; `--manager` measures another build of the binary, e.g. main's before a change); under
 //! `cargo test` it runs a small smoke configuration of each kind.
 
 use std::{
@@ -48,6 +49,7 @@ struct Settings {
     replica_sets: Size,
     qps: u32,
     burst: u32,
+    manager_binary: PathBuf,
 }
 
 impl Settings {
@@ -65,6 +67,7 @@ impl Settings {
             replica_sets: size(500, 4, 3),
             qps: 2000,
             burst: 4000,
+            manager_binary: PathBuf::from(BINARY),
         };
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -78,6 +81,7 @@ impl Settings {
                 "--replicaset-replicas" => settings.replica_sets.replicas = value()?.parse()?,
                 "--qps" => settings.qps = value()?.parse()?,
                 "--burst" => settings.burst = value()?.parse()?,
+                "--manager" => settings.manager_binary = PathBuf::from(value()?),
                 _ => {}
             }
         }
@@ -105,7 +109,7 @@ struct Manager {
 impl Manager {
     fn start(kubeconfig: &std::path::Path, settings: &Settings) -> anyhow::Result<Self> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let child = Command::new(BINARY)
+        let child = Command::new(&settings.manager_binary)
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .arg(format!("--secure-port={port}"))
             .args([

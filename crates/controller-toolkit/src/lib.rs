@@ -8,6 +8,7 @@ pub mod keys;
 pub mod pod_control;
 pub mod pod_predicates;
 pub mod ranking;
+pub mod stale_reads;
 
 pub use controller_ref::{
     ClaimDecision, ClaimResult, ControllerRefError, ControllerRefManager, new_controller_ref,

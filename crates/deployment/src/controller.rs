@@ -11,8 +11,9 @@ use controller_toolkit::{
     events::{EventRecorder, EventType, RecorderConfig},
 };
 use informer::{
-    HandlerRegistration, Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
-    pod_controller_uid_index, split_key, wait_for_named_cache_sync,
+    CONTROLLER_UID_INDEX, HandlerRegistration, Lister, POD_CONTROLLER_UID_INDEX,
+    SharedInformerFactory, controller_uid_index, orphan_index_key, pod_controller_uid_index,
+    split_key, wait_for_named_cache_sync,
 };
 use k8s_openapi::{
     api::{
@@ -74,6 +75,8 @@ enum SyncError {
     Decision(#[from] crate::Error),
     #[error("{}", error_message(.0))]
     Api(#[from] kube::Error),
+    #[error(transparent)]
+    StaleRead(#[from] controller_toolkit::stale_reads::StaleRead),
 }
 
 impl SyncError {
@@ -123,6 +126,8 @@ impl DeploymentController {
         let replica_set_informer = informers.informer::<ReplicaSet>();
         let pod_informer = informers.informer::<Pod>();
         pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
+        replica_set_informer
+            .add_indexer(CONTROLLER_UID_INDEX, controller_uid_index::<ReplicaSet>)?;
 
         let mut queue_config = QueueConfig::new(QUEUE_NAME);
         if let Some(workqueue_metrics) = metrics.workqueue {
@@ -214,6 +219,7 @@ impl Syncer {
         let namespace = namespace.unwrap_or_default();
         let Some(cached) = self.deployments.get(namespace, name) else {
             tracing::debug!(key, "deployment has been deleted");
+            self.writes.forget_deployment(key);
             return Ok(());
         };
         let mut d = cached.as_ref().clone();
@@ -232,6 +238,9 @@ impl Syncer {
 
         // 3. Claim the namespace's ReplicaSets (adopt matching orphans, release the rest).
         let rs_list = self.claim_replica_sets(&d, key).await?;
+        // Copies older than our own last writes would only produce 409s; the watch events of
+        // those writes enqueue the key again (upstream's v1.36 stale-read protection).
+        self.writes.check_fresh(key, &cached, &rs_list)?;
 
         // 4. The pod map is read only by Recreate, which builds it (`pod_map`).
 
@@ -260,7 +269,9 @@ impl Syncer {
         }
     }
 
-    /// §3 step 3: every ReplicaSet of the namespace, claimed with the Deployment's selector.
+    /// §3 step 3: the ReplicaSets of the namespace, claimed with the Deployment's selector.
+    /// Upstream lists the whole namespace; only the ReplicaSets this Deployment controls and
+    /// the orphans can be claimed or released, so those come from the controller-UID index.
     async fn claim_replica_sets(
         &self,
         d: &Deployment,
@@ -277,9 +288,13 @@ impl Syncer {
                 reason: error.to_string(),
             })?;
         let namespace = d.namespace().unwrap_or_default();
-        let candidates = self
+        let mut candidates = self
             .replica_sets
-            .list_namespaced(&namespace, &Selector::default());
+            .by_index(CONTROLLER_UID_INDEX, d.uid().as_deref().unwrap_or_default());
+        candidates.extend(
+            self.replica_sets
+                .by_index(CONTROLLER_UID_INDEX, &orphan_index_key(&namespace)),
+        );
         let manager = ControllerRefManager::new(
             self.client.clone(),
             d,

@@ -3,8 +3,18 @@
 //! Deployment status write re-reads and retries once on a conflict (like the ReplicaSet
 //! controller's status write); every other conflict is the sync's error and the key is retried
 //! with backoff on fresh caches, as upstream.
+//!
+//! The versions our writes returned are remembered ([`WrittenVersions`]): a sync whose cached
+//! Deployment or ReplicaSets are older than our own last writes of them is deferred
+//! ([`Writes::check_fresh`]), since every PUT it made would only answer 409.
 
-use controller_toolkit::api_errors::is_not_found;
+use std::sync::Arc;
+
+use controller_toolkit::{
+    api_errors::is_not_found,
+    stale_reads::{StaleRead, WrittenVersions},
+};
+use informer::object_key;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::{
     Api, Client, ResourceExt,
@@ -17,6 +27,8 @@ use crate::constants::REVISION_ANNOTATION;
 #[derive(Clone)]
 pub(crate) struct Writes {
     client: Client,
+    deployments_written: Arc<WrittenVersions>,
+    replica_sets_written: Arc<WrittenVersions>,
 }
 
 fn is_conflict(error: &kube::Error) -> bool {
@@ -25,7 +37,53 @@ fn is_conflict(error: &kube::Error) -> bool {
 
 impl Writes {
     pub(crate) fn new(client: Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            deployments_written: Arc::new(WrittenVersions::new("apps", "deployments")),
+            replica_sets_written: Arc::new(WrittenVersions::new("apps", "replicasets")),
+        }
+    }
+
+    /// Whether the cached Deployment `d` (key `key`) and its ReplicaSets are at least as new
+    /// as our own last writes of them.
+    pub(crate) fn check_fresh(
+        &self,
+        key: &str,
+        d: &Deployment,
+        rss: &[Arc<ReplicaSet>],
+    ) -> Result<(), StaleRead> {
+        self.deployments_written.check(key, &d.metadata)?;
+        for rs in rss {
+            self.replica_sets_written
+                .check(&object_key(rs.as_ref()), &rs.metadata)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the Deployment `key` (deleted).
+    pub(crate) fn forget_deployment(&self, key: &str) {
+        self.deployments_written.forget(key);
+    }
+
+    fn record_deployment(
+        &self,
+        written: Result<Deployment, kube::Error>,
+    ) -> Result<Deployment, kube::Error> {
+        if let Ok(d) = &written {
+            self.deployments_written.record(&object_key(d), &d.metadata);
+        }
+        written
+    }
+
+    fn record_replica_set(
+        &self,
+        written: Result<ReplicaSet, kube::Error>,
+    ) -> Result<ReplicaSet, kube::Error> {
+        if let Ok(rs) = &written {
+            self.replica_sets_written
+                .record(&object_key(rs), &rs.metadata);
+        }
+        written
     }
 
     fn deployments(&self, namespace: &str) -> Api<Deployment> {
@@ -43,7 +101,7 @@ impl Writes {
         let namespace = d.namespace().unwrap_or_default();
         let api = self.deployments(&namespace);
         let name = d.name_any();
-        match api.replace_status(&name, &PostParams::default(), d).await {
+        let written = match api.replace_status(&name, &PostParams::default(), d).await {
             Err(error) if is_conflict(&error) => {
                 tracing::debug!(deployment = %format!("{namespace}/{name}"), "status conflict; re-reading");
                 let mut fresh = api.get(&name).await?;
@@ -64,7 +122,8 @@ impl Writes {
                     .await
             }
             other => other,
-        }
+        };
+        self.record_deployment(written)
     }
 
     /// PUT the whole Deployment (rollback).
@@ -72,9 +131,11 @@ impl Writes {
         &self,
         d: &Deployment,
     ) -> Result<Deployment, kube::Error> {
-        self.deployments(&d.namespace().unwrap_or_default())
+        let written = self
+            .deployments(&d.namespace().unwrap_or_default())
             .replace(&d.name_any(), &PostParams::default(), d)
-            .await
+            .await;
+        self.record_deployment(written)
     }
 
     /// POST a new ReplicaSet.
@@ -92,13 +153,16 @@ impl Writes {
         &self,
         rs: &ReplicaSet,
     ) -> Result<ReplicaSet, kube::Error> {
-        self.replica_sets(&rs.namespace().unwrap_or_default())
+        let written = self
+            .replica_sets(&rs.namespace().unwrap_or_default())
             .replace(&rs.name_any(), &PostParams::default(), rs)
-            .await
+            .await;
+        self.record_replica_set(written)
     }
 
     /// DELETE an old ReplicaSet (history cleanup); NotFound counts as done.
     pub(crate) async fn delete_replica_set(&self, rs: &ReplicaSet) -> Result<(), kube::Error> {
+        self.replica_sets_written.forget(&object_key(rs));
         match self
             .replica_sets(&rs.namespace().unwrap_or_default())
             .delete(&rs.name_any(), &DeleteParams::default())

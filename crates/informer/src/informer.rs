@@ -164,7 +164,7 @@ impl<K: InformerResource> SharedInformer<K> {
 
     /// A read handle on this informer's cache.
     pub fn lister(&self) -> Lister<K> {
-        Lister::new(self.inner.store.clone())
+        Lister::from_store(self.inner.store.clone())
     }
 
     /// Whether the first list has been applied to the cache.
@@ -357,6 +357,7 @@ mod tests {
             resync: Duration::ZERO,
             transform: Transform {
                 drop_managed_fields: true,
+                trim_pods: true,
             },
         })
     }

@@ -8,6 +8,7 @@ mod key;
 mod listener;
 mod lister;
 mod pod_index;
+mod pod_trim;
 mod processor;
 mod resync;
 mod store;
@@ -21,8 +22,10 @@ pub use key::{object_key, split_key};
 pub use listener::HandlerRegistration;
 pub use lister::Lister;
 pub use pod_index::{
-    ORPHAN_POD_INDEX_KEY, POD_CONTROLLER_UID_INDEX, orphan_pod_index_key, pod_controller_uid_index,
+    CONTROLLER_UID_INDEX, ORPHAN_INDEX_KEY, ORPHAN_POD_INDEX_KEY, POD_CONTROLLER_UID_INDEX,
+    controller_uid_index, orphan_index_key, orphan_pod_index_key, pod_controller_uid_index,
 };
+pub use pod_trim::trim_pod;
 pub use resync::{DEFAULT_MIN_RESYNC_PERIOD, resync_period};
-pub use store::NAMESPACE_INDEX;
+pub use store::{IndexFn, NAMESPACE_INDEX, Store};
 pub use sync::{CACHE_SYNC_POLL_PERIOD, HasSynced, wait_for_cache_sync, wait_for_named_cache_sync};

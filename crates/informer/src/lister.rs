@@ -28,7 +28,10 @@ impl<K> Clone for Lister<K> {
 }
 
 impl<K: Resource> Lister<K> {
-    pub(crate) fn new(store: Arc<Store<K>>) -> Self {
+    /// A lister reading `store` (client-go's `NewPodLister(indexer)` and kin). Informers hand
+    /// out listers of their own cache through `SharedInformer::lister`; this constructor is for
+    /// a standalone [`Store`] filled by hand.
+    pub fn from_store(store: Arc<Store<K>>) -> Self {
         Self { store }
     }
 
@@ -136,7 +139,7 @@ mod tests {
         store.upsert(pod("a", "db-1", &[("app", "db")], "1"));
         store.upsert(pod("b", "web-2", &[("app", "web")], "1"));
         store.upsert(pod("b", "bare", &[], "1"));
-        Lister::new(store)
+        Lister::from_store(store)
     }
 
     #[test]
@@ -145,7 +148,7 @@ mod tests {
         let mut owner = pod("a", "web-1", &[("app", "web")], "1").as_ref().clone();
         owner.metadata.uid = Some("uid-1".into());
         store.upsert(Arc::new(owner));
-        let lister = Lister::<Pod>::new(store);
+        let lister = Lister::<Pod>::from_store(store);
         let reference = |kind: &str, name: &str, uid: &str| OwnerReference {
             api_version: "v1".into(),
             kind: kind.into(),

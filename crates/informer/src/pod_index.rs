@@ -1,8 +1,15 @@
-//! The pod index by controller UID (informers.md §7; upstream `AddPodControllerUIDIndexer`):
-//! lets the ReplicaSet, Deployment and StatefulSet controllers find an owner's pods, plus the
-//! orphans of its namespace that it may adopt, without scanning every pod.
+//! Indexes by controller UID (informers.md §7; upstream `AddPodControllerUIDIndexer`): let the
+//! controllers find an owner's pods (or ReplicaSets), plus the orphans of its namespace that it
+//! may adopt, without scanning the namespace.
+//!
+//! Upstream indexes pods this way; kcm-rs indexes ReplicaSets the same way
+//! ([`CONTROLLER_UID_INDEX`]) so the Deployment controller's claim looks at its own and the
+//! orphaned ReplicaSets only, instead of listing every ReplicaSet of the namespace on each
+//! sync. The candidates differ only by ReplicaSets another controller owns, which claiming
+//! ignores anyway.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ObjectMeta};
+use kube::Resource;
 
 /// The index name, shared by all controllers that register it on the pod informer.
 pub const POD_CONTROLLER_UID_INDEX: &str = "podControllerUID";
@@ -18,17 +25,35 @@ pub fn orphan_pod_index_key(namespace: &str) -> String {
 /// Index function: the UID of the pod's controller ownerReference, or
 /// `_ORPHAN_POD/<namespace>` when no ownerReference has `controller: true`.
 pub fn pod_controller_uid_index(pod: &Pod) -> Vec<String> {
-    let controller = pod
-        .metadata
+    vec![controller_uid_or_else(&pod.metadata, orphan_pod_index_key)]
+}
+
+/// The index name of [`controller_uid_index`] (for ReplicaSets, say).
+pub const CONTROLLER_UID_INDEX: &str = "controllerUID";
+
+/// Prefix of the [`CONTROLLER_UID_INDEX`] value of objects without a controller.
+pub const ORPHAN_INDEX_KEY: &str = "_ORPHAN";
+
+/// The [`CONTROLLER_UID_INDEX`] value under which the orphans of `namespace` are found.
+pub fn orphan_index_key(namespace: &str) -> String {
+    format!("{ORPHAN_INDEX_KEY}/{namespace}")
+}
+
+/// Index function for any namespaced kind: the UID of the object's controller
+/// ownerReference, or `_ORPHAN/<namespace>` when it has none.
+pub fn controller_uid_index<K: Resource>(obj: &K) -> Vec<String> {
+    vec![controller_uid_or_else(obj.meta(), orphan_index_key)]
+}
+
+fn controller_uid_or_else(meta: &ObjectMeta, orphan_key: fn(&str) -> String) -> String {
+    let controller = meta
         .owner_references
         .iter()
         .flatten()
         .find(|owner| owner.controller == Some(true));
     match controller {
-        Some(owner) => vec![owner.uid.clone()],
-        None => vec![orphan_pod_index_key(
-            pod.metadata.namespace.as_deref().unwrap_or_default(),
-        )],
+        Some(owner) => owner.uid.clone(),
+        None => orphan_key(meta.namespace.as_deref().unwrap_or_default()),
     }
 }
 
@@ -82,6 +107,36 @@ mod tests {
             };
             assert_eq!(
                 pod_controller_uid_index(&pod),
+                vec![want.to_string()],
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn indexes_replica_sets_by_controller_or_namespace_orphan_key() {
+        use k8s_openapi::api::apps::v1::ReplicaSet;
+        let cases: Vec<(&str, Option<Vec<OwnerReference>>, &str)> = vec![
+            ("orphan", None, "_ORPHAN/ns1"),
+            (
+                "non-controller owner",
+                Some(vec![owner("u1", None)]),
+                "_ORPHAN/ns1",
+            ),
+            ("controlled", Some(vec![owner("d1", Some(true))]), "d1"),
+        ];
+        for (name, owner_references, want) in cases {
+            let replica_set = ReplicaSet {
+                metadata: ObjectMeta {
+                    namespace: Some("ns1".into()),
+                    name: Some("rs".into()),
+                    owner_references,
+                    ..ObjectMeta::default()
+                },
+                ..ReplicaSet::default()
+            };
+            assert_eq!(
+                controller_uid_index(&replica_set),
                 vec![want.to_string()],
                 "{name}"
             );

@@ -1,11 +1,15 @@
 //! The informer's cache: a thread-safe map from object key to the shared object, plus named
 //! secondary indexes (client-go's `threadSafeMap` behind `cache.Indexer`).
 //!
-//! Only the informer writes to it (from watch events); listers and controllers read it. Objects
-//! are kept as `Arc<K>` so reads hand out shared pointers instead of copies.
+//! Only the informer writes to its own store (from watch events); listers and controllers read
+//! it. Objects are kept as `Arc<K>` so reads hand out shared pointers instead of copies.
+//!
+//! The type is public as client-go's `cache.NewIndexer` is: a standalone store can be filled
+//! by hand and read through [`Lister::from_store`](crate::Lister::from_store), e.g. to measure
+//! the cache or to feed a lister without an API server. An informer never exposes its own store.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeMap, HashMap},
     sync::Arc,
 };
 
@@ -18,10 +22,10 @@ use crate::key::object_key;
 pub const NAMESPACE_INDEX: &str = "namespace";
 
 /// Computes the index values of one object; shared so it can be kept by the store.
-pub(crate) type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
 /// A key -> object map with named indexes, safe to share between the informer and listers.
-pub(crate) struct Store<K> {
+pub struct Store<K> {
     inner: RwLock<StoreInner<K>>,
 }
 
@@ -30,13 +34,17 @@ struct StoreInner<K> {
     items: BTreeMap<String, Arc<K>>,
     /// Index functions by index name.
     indexers: HashMap<String, IndexFn<K>>,
-    /// index name -> index value -> keys of the objects with that value.
-    indices: HashMap<String, HashMap<String, BTreeSet<String>>>,
+    /// index name -> index value -> the objects with that value, by key. The index holds the
+    /// shared objects themselves so a lookup never goes back to `items` key by key.
+    indices: HashMap<String, HashMap<String, Bucket<K>>>,
 }
+
+/// The objects of one index value, by key (ordered, so lookups are deterministic).
+type Bucket<K> = BTreeMap<String, Arc<K>>;
 
 impl<K: Resource> Store<K> {
     /// An empty store with the built-in namespace index.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         let namespace_index: IndexFn<K> =
             Arc::new(|obj: &K| vec![obj.meta().namespace.clone().unwrap_or_default()]);
         let mut indexers = HashMap::new();
@@ -53,22 +61,27 @@ impl<K: Resource> Store<K> {
     }
 
     /// The object stored under `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<Arc<K>> {
+    pub fn get(&self, key: &str) -> Option<Arc<K>> {
         self.inner.read().items.get(key).cloned()
     }
 
     /// Every stored object, in key order.
-    pub(crate) fn list(&self) -> Vec<Arc<K>> {
+    pub fn list(&self) -> Vec<Arc<K>> {
         self.inner.read().items.values().cloned().collect()
     }
 
     /// Number of stored objects.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.inner.read().items.len()
     }
 
+    /// Whether the store holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Inserts or replaces `obj`, returning the object it replaced.
-    pub(crate) fn upsert(&self, obj: Arc<K>) -> Option<Arc<K>> {
+    pub fn upsert(&self, obj: Arc<K>) -> Option<Arc<K>> {
         let key = object_key(obj.as_ref());
         let mut inner = self.inner.write();
         let old = inner.items.insert(key.clone(), obj.clone());
@@ -80,7 +93,7 @@ impl<K: Resource> Store<K> {
     }
 
     /// Removes the object stored under `key`, returning it.
-    pub(crate) fn remove(&self, key: &str) -> Option<Arc<K>> {
+    pub fn remove(&self, key: &str) -> Option<Arc<K>> {
         let mut inner = self.inner.write();
         let old = inner.items.remove(key)?;
         inner.unindex(key, &old);
@@ -89,7 +102,7 @@ impl<K: Resource> Store<K> {
 
     /// Replaces the whole content with `objects` (a relist), rebuilding every index, and
     /// returns the previous content so the caller can diff it.
-    pub(crate) fn replace(&self, objects: Vec<Arc<K>>) -> BTreeMap<String, Arc<K>> {
+    pub fn replace(&self, objects: Vec<Arc<K>>) -> BTreeMap<String, Arc<K>> {
         let items: BTreeMap<String, Arc<K>> = objects
             .into_iter()
             .map(|obj| (object_key(obj.as_ref()), obj))
@@ -103,15 +116,18 @@ impl<K: Resource> Store<K> {
     /// Registers an index; a name already registered keeps its original function, so
     /// registering the same index from several controllers is harmless. Objects already
     /// stored are indexed at once.
-    pub(crate) fn add_indexer(&self, name: &str, index_fn: IndexFn<K>) {
+    pub fn add_indexer(&self, name: &str, index_fn: IndexFn<K>) {
         let mut inner = self.inner.write();
         if inner.indexers.contains_key(name) {
             return;
         }
-        let mut index: HashMap<String, BTreeSet<String>> = HashMap::new();
+        let mut index: HashMap<String, Bucket<K>> = HashMap::new();
         for (key, obj) in &inner.items {
             for value in index_fn(obj) {
-                index.entry(value).or_default().insert(key.clone());
+                index
+                    .entry(value)
+                    .or_default()
+                    .insert(key.clone(), obj.clone());
             }
         }
         inner.indexers.insert(name.to_string(), index_fn);
@@ -119,27 +135,32 @@ impl<K: Resource> Store<K> {
     }
 
     /// Objects whose `index_name` index has `value`, in key order; `None` if no such index.
-    pub(crate) fn by_index(&self, index_name: &str, value: &str) -> Option<Vec<Arc<K>>> {
+    pub fn by_index(&self, index_name: &str, value: &str) -> Option<Vec<Arc<K>>> {
         let inner = self.inner.read();
         let index = inner.indices.get(index_name)?;
         let objects = index
             .get(value)
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|key| inner.items.get(key).cloned())
-                    .collect()
-            })
+            .map(|bucket| bucket.values().cloned().collect())
             .unwrap_or_default();
         Some(objects)
     }
 }
 
+impl<K: Resource> Default for Store<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<K> StoreInner<K> {
-    fn index(&mut self, key: &str, obj: &K) {
+    fn index(&mut self, key: &str, obj: &Arc<K>) {
         for (name, index_fn) in &self.indexers {
             let index = self.indices.entry(name.clone()).or_default();
             for value in index_fn(obj) {
-                index.entry(value).or_default().insert(key.to_string());
+                index
+                    .entry(value)
+                    .or_default()
+                    .insert(key.to_string(), obj.clone());
             }
         }
     }
@@ -161,12 +182,15 @@ impl<K> StoreInner<K> {
     }
 
     fn rebuild_indices(&mut self) {
-        let mut indices: HashMap<String, HashMap<String, BTreeSet<String>>> = HashMap::new();
+        let mut indices: HashMap<String, HashMap<String, Bucket<K>>> = HashMap::new();
         for (name, index_fn) in &self.indexers {
             let index = indices.entry(name.clone()).or_default();
             for (key, obj) in &self.items {
                 for value in index_fn(obj) {
-                    index.entry(value).or_default().insert(key.clone());
+                    index
+                        .entry(value)
+                        .or_default()
+                        .insert(key.clone(), obj.clone());
                 }
             }
         }
@@ -181,7 +205,7 @@ pub(crate) mod tests {
     use kube::api::ObjectMeta;
 
     /// A pod with the given namespace, name, labels and resource version.
-    pub(crate) fn pod(namespace: &str, name: &str, labels: &[(&str, &str)], rv: &str) -> Arc<Pod> {
+    pub fn pod(namespace: &str, name: &str, labels: &[(&str, &str)], rv: &str) -> Arc<Pod> {
         Arc::new(Pod {
             metadata: ObjectMeta {
                 namespace: Some(namespace.to_string()),

@@ -1,6 +1,7 @@
 //! The registry of the controllers kcm-rs implements, with upstream's canonical names and
 //! aliases, and the init functions that adapt each controller crate to the manager.
 
+use controller_toolkit::stale_reads::StaleSyncSkips;
 use deployment::DeploymentController;
 use futures::{FutureExt, future::BoxFuture};
 use informer::SharedInformerFactory;
@@ -79,11 +80,17 @@ where
 }
 
 fn init_replicaset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
+    let name = replicaset::CONTROLLER_NAME;
+    let skips = StaleSyncSkips::register(&context.metrics, "replicaset_controller")
+        .map_err(|e| init_error(name, e))?;
     bind(
         context,
-        replicaset::CONTROLLER_NAME,
+        name,
         context.options.concurrent_replicaset_syncs,
-        ReplicaSetController::new,
+        |client, informers, metrics| {
+            ReplicaSetController::new(client, informers, metrics)
+                .map(|controller| controller.with_stale_sync_skips(skips))
+        },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
     )
 }
@@ -101,13 +108,18 @@ fn init_deployment(context: &ControllerContext) -> Result<Option<Box<dyn Control
 fn init_statefulset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
     let name = statefulset::CONTROLLER_NAME;
     let gauges = StatefulSetMetrics::register(&context.metrics).map_err(|e| init_error(name, e))?;
+    let skips = StaleSyncSkips::register(&context.metrics, "statefulset_controller")
+        .map_err(|e| init_error(name, e))?;
     bind(
         context,
         name,
         context.options.concurrent_statefulset_syncs,
         |client, informers, metrics| {
-            StatefulSetController::new(client, informers, metrics)
-                .map(|controller| controller.with_statefulset_metrics(gauges))
+            StatefulSetController::new(client, informers, metrics).map(|controller| {
+                controller
+                    .with_statefulset_metrics(gauges)
+                    .with_stale_sync_skips(skips)
+            })
         },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
     )

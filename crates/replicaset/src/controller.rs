@@ -11,12 +11,14 @@ use controller_toolkit::{
     pod_control::{PodControl, PodControlError},
     pod_predicates::{filter_active_pods, is_pod_terminating},
     ranking::{rank_by_related_pods_on_same_node, sort_for_deletion},
+    stale_reads::{StaleRead, StaleSyncSkips, WrittenVersions},
 };
 use expectations::UidTrackingExpectations;
 use futures::future::join_all;
 use informer::{
-    HandlerRegistration, Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
-    orphan_pod_index_key, pod_controller_uid_index, split_key, wait_for_named_cache_sync,
+    CONTROLLER_UID_INDEX, HandlerRegistration, Lister, POD_CONTROLLER_UID_INDEX,
+    SharedInformerFactory, controller_uid_index, orphan_pod_index_key, pod_controller_uid_index,
+    split_key, wait_for_named_cache_sync,
 };
 use k8s_openapi::{
     api::{
@@ -47,8 +49,6 @@ use crate::{
 pub const CONTROLLER_NAME: &str = "replicaset-controller";
 /// Work queue name (and `name` label of the workqueue metrics).
 pub const QUEUE_NAME: &str = "replicaset";
-/// ReplicaSets indexed by their controller's UID, to find sibling ReplicaSets for ranking.
-const CONTROLLER_UID_INDEX: &str = "controllerUID";
 /// Warning event for a ReplicaSet whose selector cannot be parsed.
 pub const INVALID_SELECTOR_REASON: &str = "InvalidSelector";
 
@@ -72,6 +72,8 @@ enum SyncError {
     PodControl(#[from] PodControlError),
     #[error("updating status: {0}")]
     Status(#[source] kube::Error),
+    #[error(transparent)]
+    StaleRead(#[from] StaleRead),
 }
 
 impl SyncFailure for SyncError {}
@@ -94,6 +96,8 @@ struct Syncer {
     expectations: Arc<UidTrackingExpectations>,
     pod_control: PodControl,
     recorder: EventRecorder,
+    /// Our own status writes, so a sync never starts from an older cached copy.
+    written: WrittenVersions,
 }
 
 impl ReplicaSetController {
@@ -107,11 +111,9 @@ impl ReplicaSetController {
         let replica_set_informer = informers.informer::<ReplicaSet>();
         let pod_informer = informers.informer::<Pod>();
         pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
-        replica_set_informer.add_indexer(CONTROLLER_UID_INDEX, |replica_set: &ReplicaSet| {
-            controller_toolkit::controller_ref::controller_of(&replica_set.metadata)
-                .map(|owner| vec![owner.uid.clone()])
-                .unwrap_or_default()
-        })?;
+        // Sibling ReplicaSets (same controller) for ranking.
+        replica_set_informer
+            .add_indexer(CONTROLLER_UID_INDEX, controller_uid_index::<ReplicaSet>)?;
 
         let mut queue_config = QueueConfig::new(QUEUE_NAME);
         if let Some(workqueue_metrics) = metrics.workqueue {
@@ -137,6 +139,7 @@ impl ReplicaSetController {
             expectations,
             pod_control: PodControl::new(client, recorder.clone()),
             recorder,
+            written: WrittenVersions::new("apps", "replicasets"),
         });
         Ok(Self {
             sync,
@@ -144,6 +147,15 @@ impl ReplicaSetController {
             registrations,
             metrics: metrics.sync,
         })
+    }
+
+    /// Counts syncs deferred by the stale-read check in `skips`
+    /// (`replicaset_controller_stale_sync_skips_total`); call before [`run`](Self::run).
+    pub fn with_stale_sync_skips(mut self, skips: StaleSyncSkips) -> Self {
+        if let Some(sync) = Arc::get_mut(&mut self.sync) {
+            sync.written = WrittenVersions::new("apps", "replicasets").counting(skips);
+        }
+        self
     }
 
     /// Waits for the caches, then runs `workers` workers until `shutdown`; returns when every
@@ -180,9 +192,13 @@ impl Syncer {
         let namespace = namespace.unwrap_or_default();
         let Some(replica_set) = self.replica_sets.get(namespace, name) else {
             tracing::debug!(key, "ReplicaSet has been deleted");
+            self.written.forget(key);
             self.expectations.delete_expectations(key);
             return Ok(());
         };
+        // A copy older than our own last status write would only produce a 409; the watch
+        // event of that write enqueues the key again (§8).
+        self.written.check(key, &replica_set.metadata)?;
 
         // 3. Decide whether creates/deletes may happen before looking at pods.
         let needs_sync = self.expectations.satisfied_expectations(key);
@@ -255,6 +271,10 @@ impl Syncer {
             .update_status(&replica_set, new_status)
             .await
             .map_err(SyncError::Status)?;
+        // 11. Remember the version we wrote.
+        if let Some(written) = &written {
+            self.written.record(key, &written.metadata);
+        }
 
         // 12. A failed manage step is retried with backoff.
         manage_result?;
@@ -265,7 +285,7 @@ impl Syncer {
             .as_ref()
             .and_then(|spec| spec.min_ready_seconds)
             .unwrap_or(0);
-        if let Some(status) = written.status.as_ref()
+        if let Some(status) = written.as_ref().unwrap_or(&replica_set).status.as_ref()
             && let Some(delay) = availability_requeue(
                 min_ready_seconds,
                 status,
@@ -412,6 +432,9 @@ impl Syncer {
             return Vec::new();
         };
         let namespace = replica_set.namespace().unwrap_or_default();
+        let orphans = self
+            .pods
+            .by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(&namespace));
         let mut seen = std::collections::HashSet::new();
         let mut related = Vec::new();
         for sibling in self.replica_sets.by_index(CONTROLLER_UID_INDEX, &owner.uid) {
@@ -422,24 +445,33 @@ impl Syncer {
             else {
                 continue;
             };
-            for pod in self.pods.list_namespaced(&namespace, &selector) {
-                if seen.insert(pod.uid().unwrap_or_default()) {
-                    related.push(pod);
+            // Upstream lists the namespace's pods matching the sibling's selector; the pods a
+            // sibling owns plus the orphans are those, bar pods owned by an unrelated
+            // controller, and need no namespace scan.
+            let owned = self
+                .pods
+                .by_index(POD_CONTROLLER_UID_INDEX, &sibling.uid().unwrap_or_default());
+            for pod in owned.iter().chain(&orphans) {
+                if selector.matches(pod.metadata.labels.as_ref().unwrap_or(&Default::default()))
+                    && seen.insert(pod.uid().unwrap_or_default())
+                {
+                    related.push(pod.clone());
                 }
             }
         }
         related
     }
 
-    /// replicaset.md §7: skip when unchanged; otherwise PUT status with the object's
-    /// resourceVersion, and on failure re-read the ReplicaSet once and try again.
+    /// replicaset.md §7: skip when unchanged (`None`); otherwise PUT status with the object's
+    /// resourceVersion, and on failure re-read the ReplicaSet once and try again. Returns the
+    /// written ReplicaSet.
     async fn update_status(
         &self,
         replica_set: &Arc<ReplicaSet>,
         mut new_status: ReplicaSetStatus,
-    ) -> Result<ReplicaSet, kube::Error> {
+    ) -> Result<Option<ReplicaSet>, kube::Error> {
         if status_unchanged(replica_set, &new_status) {
-            return Ok(replica_set.as_ref().clone());
+            return Ok(None);
         }
         new_status.observed_generation = replica_set.metadata.generation;
         let api = Api::<ReplicaSet>::namespaced(
@@ -455,7 +487,7 @@ impl Syncer {
                 .replace_status(&name, &PostParams::default(), &current)
                 .await
             {
-                Ok(written) => return Ok(written),
+                Ok(written) => return Ok(Some(written)),
                 Err(error) => {
                     attempts_left -= 1;
                     if attempts_left == 0 {

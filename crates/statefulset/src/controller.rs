@@ -7,13 +7,14 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use controller_toolkit::{
     controller_ref::{ControllerRefManager, controller_of, new_controller_ref, recheck_deletion},
     events::{EventRecorder, RecorderConfig},
+    stale_reads::{StaleRead, StaleSyncSkips, WrittenVersions},
 };
 use futures::future::join_all;
 use history::{SemanticComparisonCache, apply_revision_to_statefulset, sort_controller_revisions};
 use informer::{
-    HandlerRegistration, HasSynced, Lister, POD_CONTROLLER_UID_INDEX, SharedInformer,
-    SharedInformerFactory, orphan_pod_index_key, pod_controller_uid_index, split_key,
-    wait_for_named_cache_sync,
+    CONTROLLER_UID_INDEX, HandlerRegistration, HasSynced, Lister, POD_CONTROLLER_UID_INDEX,
+    SharedInformer, SharedInformerFactory, controller_uid_index, orphan_index_key,
+    orphan_pod_index_key, pod_controller_uid_index, split_key, wait_for_named_cache_sync,
 };
 use k8s_openapi::{
     api::{
@@ -25,7 +26,7 @@ use k8s_openapi::{
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{GroupVersionKind, PostParams},
-    core::Selector,
+    core::{Selector, SelectorExt},
 };
 use tokio_util::sync::CancellationToken;
 use workqueue::{
@@ -43,7 +44,6 @@ use crate::{
     pod_control::{Outcome, PodControlError, StatefulPodControl},
     raw::RawStatefulSet,
     revisions::{self, RevisionError, SetRevisions, is_conflict},
-    stale_reads::{StaleRead, WrittenVersions},
 };
 
 /// Canonical controller name: event source, client name, health check.
@@ -126,6 +126,10 @@ impl StatefulSetController {
         let set_informer = informers.informer::<RawStatefulSet>();
         let pod_informer = informers.informer::<Pod>();
         let revision_informer = informers.informer::<ControllerRevision>();
+        revision_informer.add_indexer(
+            CONTROLLER_UID_INDEX,
+            controller_uid_index::<ControllerRevision>,
+        )?;
         let claim_informer = informers.informer::<PersistentVolumeClaim>();
         pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
 
@@ -153,7 +157,7 @@ impl StatefulSetController {
             pod_control: StatefulPodControl::new(client, recorder.clone()),
             recorder,
             semantic: SemanticComparisonCache::default(),
-            written: WrittenVersions::default(),
+            written: WrittenVersions::new("apps", "statefulsets"),
             metrics: None,
         });
         Ok(Self {
@@ -171,6 +175,15 @@ impl StatefulSetController {
     pub fn with_statefulset_metrics(mut self, metrics: StatefulSetMetrics) -> Self {
         if let Some(sync) = Arc::get_mut(&mut self.sync) {
             sync.metrics = Some(metrics);
+        }
+        self
+    }
+
+    /// Counts syncs deferred by the stale-read check in `skips`
+    /// (`statefulset_controller_stale_sync_skips_total`); call before [`run`](Self::run).
+    pub fn with_stale_sync_skips(mut self, skips: StaleSyncSkips) -> Self {
+        if let Some(sync) = Arc::get_mut(&mut self.sync) {
+            sync.written = WrittenVersions::new("apps", "statefulsets").counting(skips);
         }
         self
     }
@@ -217,15 +230,7 @@ impl Syncer {
             return Ok(());
         };
         // §3 step 1: never compute from a set older than our own last write of it.
-        self.written.check(
-            key,
-            set.set.metadata.uid.as_deref().unwrap_or_default(),
-            set.set
-                .metadata
-                .resource_version
-                .as_deref()
-                .unwrap_or_default(),
-        )?;
+        self.written.check(key, &set.set.metadata)?;
         let selector = match set
             .set
             .spec
@@ -299,17 +304,25 @@ impl Syncer {
         set: &StatefulSet,
         selector: &Selector,
     ) -> Vec<Arc<ControllerRevision>> {
+        // Owned and orphaned revisions come from the controller-UID index (upstream v1.36's
+        // owner index) instead of a scan of the namespace.
         let uid = set.metadata.uid.as_deref().unwrap_or_default();
-        self.revisions
-            .list_namespaced(
-                set.metadata.namespace.as_deref().unwrap_or_default(),
-                selector,
+        let namespace = set.metadata.namespace.as_deref().unwrap_or_default();
+        let mut revisions = self.revisions.by_index(CONTROLLER_UID_INDEX, uid);
+        revisions.extend(
+            self.revisions
+                .by_index(CONTROLLER_UID_INDEX, &orphan_index_key(namespace)),
+        );
+        revisions.retain(|revision| {
+            selector.matches(
+                revision
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .unwrap_or(&Default::default()),
             )
-            .into_iter()
-            .filter(|revision| {
-                controller_of(&revision.metadata).is_none_or(|owner| owner.uid == uid)
-            })
-            .collect()
+        });
+        revisions
     }
 
     /// upstream `UpdateStatefulSet` (§4): revisions, pods, status, then history truncation
@@ -503,15 +516,8 @@ impl Syncer {
                 .await
             {
                 Ok(written) => {
-                    self.written.record(
-                        &informer::object_key(set),
-                        written.metadata.uid.as_deref().unwrap_or_default(),
-                        written
-                            .metadata
-                            .resource_version
-                            .as_deref()
-                            .unwrap_or_default(),
-                    );
+                    self.written
+                        .record(&informer::object_key(set), &written.metadata);
                     return Ok(());
                 }
                 Err(error) if is_conflict(&error) && attempt < STATUS_WRITE_ATTEMPTS => {

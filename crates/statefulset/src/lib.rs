@@ -10,7 +10,6 @@ mod pod_control;
 pub mod raw;
 pub mod retention;
 mod revisions;
-mod stale_reads;
 
 pub use controller::{CONTROLLER_NAME, QUEUE_NAME, StatefulSetController, StatefulSetError};
 pub use metrics::StatefulSetMetrics;

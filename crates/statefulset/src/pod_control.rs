@@ -204,12 +204,14 @@ impl StatefulPodControl {
         }
     }
 
-    /// PUTs the repaired pod, retrying conflicts (4 attempts, as upstream's retry-on-conflict)
-    /// by carrying the repair (identity labels, volumes) over to a fresh read of the pod.
+    /// PUTs the repair (identity labels, volumes) carried over to a fresh read of the pod, and
+    /// retries conflicts the same way (4 attempts, as upstream's retry-on-conflict). The
+    /// repaired copy itself is never sent: it comes from the cache, whose pods are trimmed
+    /// (`informer::trim_pod`) and would lose their containers.
     async fn put_pod(&self, set: &StatefulSet, updated: &Pod) -> Result<(), kube::Error> {
         let api = self.pods(set);
         let name = name_of(updated);
-        let mut attempt = updated.clone();
+        let mut attempt = carry_repair(api.get(name).await?, updated);
         let mut remaining = POD_UPDATE_ATTEMPTS;
         loop {
             remaining -= 1;

@@ -1,0 +1,258 @@
+//! The informer cache at 100,000 pods, the scale a large cluster's kube-controller-manager
+//! holds: every watch event is one store write, and every controller sync reads through a
+//! lister, so these costs bound how fast the controllers can follow the cluster.
+//!
+//! * `fill_100k_pods`: 100,000 adds into an empty store with the pod controller-UID index
+//!   registered, as the controllers register it (the initial list of a fresh informer).
+//! * `update_one_pod_in_100k`: one pod replaced by a newer resourceVersion (a watch MODIFIED).
+//! * `list_namespaced_selector`: `Lister::list_namespaced` with a label selector in a namespace
+//!   holding 1,000 of the 100,000 pods (100 match).
+//! * `by_controller_uid_index`: `Lister::by_index` on the controller-UID index (5 pods per owner).
+//!
+//! With `--bench` it also prints `bytes per cached pod: N`, the growth of the process RSS per pod
+//! while a store is filled with realistic pods (labels, controller ref, a container with
+//! resources, status with conditions; managedFields dropped as the factory's transform does),
+//! once trimmed as the manager caches them (`informer::trim_pod`) and once whole.
+//!
+//! Run with `cargo bench -p informer --bench store`.
+
+use std::{hint::black_box, sync::Arc, time::Duration};
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use informer::{Lister, POD_CONTROLLER_UID_INDEX, Store, pod_controller_uid_index, trim_pod};
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::{Expression, Selector};
+use serde_json::json;
+
+const PODS: usize = 100_000;
+const PODS_PER_NAMESPACE: usize = 1_000;
+const PODS_PER_OWNER: usize = 5;
+/// Distinct `app` labels per namespace: a selector on one matches 100 of the 1,000 pods.
+const APPS_PER_NAMESPACE: usize = 10;
+
+/// Resident set size of this process, from /proc/self/status.
+fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The UID of the ReplicaSet owning pod `i` (5 consecutive pods per owner).
+fn owner_uid(i: usize) -> String {
+    format!("7a22afba-8c90-445b-ae91-{:012x}", i / PODS_PER_OWNER)
+}
+
+/// The template every pod is built from: a running ReplicaSet pod as the API server returns it.
+fn template_pod() -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-896bb5df7-x2x7z",
+            "generateName": "web-896bb5df7-",
+            "namespace": "ns-0",
+            "uid": "00000000-0000-0000-0000-000000000000",
+            "resourceVersion": "1",
+            "creationTimestamp": "2026-11-23T18:00:00Z",
+            "labels": {"app": "web", "pod-template-hash": "896bb5df7"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-896bb5df7",
+                "uid": "7a22afba-8c90-445b-ae91-f8f40dc52b89", "controller": true, "blockOwnerDeletion": true}],
+            "managedFields": [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                "time": "2026-11-23T18:00:00Z", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}}}}}]
+        },
+        "spec": {
+            "containers": [{
+                "name": "nginx",
+                "image": "registry.k8s.io/nginx:1.25.3",
+                "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent"
+            }],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "nodeName": "node-17",
+            "schedulerName": "default-scheduler"
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": "2026-11-23T18:00:02Z"},
+                {"type": "Initialized", "status": "True", "lastTransitionTime": "2026-11-23T18:00:00Z"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-23T18:00:03Z"},
+                {"type": "ContainersReady", "status": "True", "lastTransitionTime": "2026-11-23T18:00:03Z"},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-23T18:00:00Z"}
+            ],
+            "hostIP": "10.0.0.17",
+            "podIP": "10.244.17.5",
+            "podIPs": [{"ip": "10.244.17.5"}],
+            "startTime": "2026-11-23T18:00:00Z",
+            "qosClass": "Burstable",
+            "containerStatuses": [{
+                "name": "nginx", "ready": true, "started": true, "restartCount": 0,
+                "image": "registry.k8s.io/nginx:1.25.3",
+                "imageID": "registry.k8s.io/nginx@sha256:2bdc49f2f8ae8d8dc50ed00f2ee56d00385c6f8bc8a8b320d0a294d9e3b49026",
+                "containerID": "containerd://5d7f6c1f8e3a",
+                "state": {"running": {"startedAt": "2026-11-23T18:00:02Z"}},
+                "lastState": {}
+            }]
+        }
+    }))
+    .expect("valid pod")
+}
+
+/// Pod `i` of the 100,000: its own namespace, name, UID, labels and owner, with
+/// managedFields cleared as the informer factory's transform does before caching.
+fn pod(template: &Pod, i: usize) -> Pod {
+    let mut pod = template.clone();
+    let owner = i / PODS_PER_OWNER;
+    let meta = &mut pod.metadata;
+    let rs_name = format!("web-{owner}-896bb5df7");
+    meta.namespace = Some(format!("ns-{}", i / PODS_PER_NAMESPACE));
+    meta.name = Some(format!("{rs_name}-{:05x}", i));
+    meta.generate_name = Some(format!("{rs_name}-"));
+    meta.uid = Some(format!("3f6e1c2a-51d4-4e8b-9c1f-{i:012x}"));
+    meta.resource_version = Some((1_000 + i).to_string());
+    if let Some(labels) = meta.labels.as_mut() {
+        labels.insert(
+            "app".into(),
+            format!(
+                "app-{}",
+                (i % PODS_PER_NAMESPACE) / PODS_PER_OWNER % APPS_PER_NAMESPACE
+            ),
+        );
+    }
+    if let Some(owner_ref) = meta
+        .owner_references
+        .as_mut()
+        .and_then(|refs| refs.first_mut())
+    {
+        owner_ref.name = rs_name;
+        owner_ref.uid = owner_uid(i);
+    }
+    meta.managed_fields = None;
+    pod
+}
+
+/// An empty store with the controller-UID index registered, as the controllers do.
+fn indexed_store() -> Arc<Store<Pod>> {
+    let store = Arc::new(Store::new());
+    store.add_indexer(POD_CONTROLLER_UID_INDEX, Arc::new(pod_controller_uid_index));
+    store
+}
+
+/// Prints the RSS growth per pod while a store fills with 100,000 pods (only under `--bench`:
+/// `cargo test --all-targets` runs this binary once in test mode, where it would only cost time).
+fn report_memory_per_pod() {
+    if !std::env::args().any(|arg| arg == "--bench") {
+        return;
+    }
+    let template = template_pod();
+    // Both stores stay alive until the end, so the second fill cannot reuse the first's memory.
+    let mut stores = Vec::new();
+    for trimmed in [true, false] {
+        let before = rss_bytes().unwrap_or(0);
+        let store = indexed_store();
+        for i in 0..PODS {
+            let mut cached = pod(&template, i);
+            if trimmed {
+                trim_pod(&mut cached);
+            }
+            store.upsert(Arc::new(cached));
+        }
+        let after = rss_bytes().unwrap_or(0);
+        assert_eq!(store.len(), PODS);
+        println!(
+            "bytes per cached pod ({}): {} (RSS {} MiB -> {} MiB for {PODS} pods; size_of::<Pod>() = {})",
+            if trimmed {
+                "trimmed, as the manager caches them"
+            } else {
+                "whole"
+            },
+            after.saturating_sub(before) / PODS as u64,
+            before / (1 << 20),
+            after / (1 << 20),
+            std::mem::size_of::<Pod>()
+        );
+        stores.push(store);
+    }
+}
+
+fn store_benches(c: &mut Criterion) {
+    // First, before other allocations are freed and reused, so the RSS delta is the store's.
+    report_memory_per_pod();
+
+    let template = template_pod();
+    let pods: Vec<Arc<Pod>> = (0..PODS).map(|i| Arc::new(pod(&template, i))).collect();
+    let mut group = c.benchmark_group("informer_store");
+
+    // One fill takes a few hundred milliseconds: give its 10 samples the time they need.
+    group.measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(PODS as u64));
+    group.bench_function("fill_100k_pods", |b| {
+        b.iter_batched(
+            || (indexed_store(), pods.clone()),
+            |(store, pods)| {
+                for pod in pods {
+                    store.upsert(pod);
+                }
+                store
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    let store = indexed_store();
+    for pod in &pods {
+        store.upsert(pod.clone());
+    }
+    let target = PODS / 2 + 3;
+    let versions = [pods[target].clone(), {
+        let mut newer = pods[target].as_ref().clone();
+        newer.metadata.resource_version = Some("999999".into());
+        Arc::new(newer)
+    }];
+    // From here on one element is one call.
+    group.measurement_time(Duration::from_secs(2));
+    group.throughput(Throughput::Elements(1));
+    let mut next = 0;
+    group.bench_function("update_one_pod_in_100k", |b| {
+        b.iter(|| {
+            next ^= 1;
+            store.upsert(versions[next].clone())
+        })
+    });
+
+    let lister = Lister::from_store(store.clone());
+    let namespace = "ns-42";
+    let selector: Selector = Expression::Equal("app".into(), "app-3".into()).into();
+    assert_eq!(lister.list_namespaced(namespace, &selector).len(), 100);
+    group.bench_function("list_namespaced_selector_100_of_1k_in_ns", |b| {
+        b.iter(|| lister.list_namespaced(black_box(namespace), black_box(&selector)))
+    });
+
+    let uid = owner_uid(PODS / 3);
+    assert_eq!(
+        lister.by_index(POD_CONTROLLER_UID_INDEX, &uid).len(),
+        PODS_PER_OWNER
+    );
+    group.bench_function("by_controller_uid_index_5_pods", |b| {
+        b.iter(|| lister.by_index(POD_CONTROLLER_UID_INDEX, black_box(&uid)))
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2));
+    targets = store_benches
+}
+criterion_main!(benches);
