@@ -11,7 +11,8 @@
 //!
 //! With `--bench` it also prints `bytes per cached pod: N`, the growth of the process RSS per pod
 //! while a store is filled with realistic pods (labels, controller ref, a container with
-//! resources, status with conditions; managedFields dropped as the factory's transform does),
+//! resources, the service-account token volume and default tolerations that admission adds,
+//! status with conditions; managedFields dropped as the factory's transform does),
 //! once trimmed as the manager caches them (`informer::trim_pod`) and once whole.
 //!
 //! Run with `cargo bench -p informer --bench store`.
@@ -70,8 +71,20 @@ fn template_pod() -> Pod {
                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
                 "terminationMessagePath": "/dev/termination-log",
                 "terminationMessagePolicy": "File",
-                "imagePullPolicy": "IfNotPresent"
+                "imagePullPolicy": "IfNotPresent",
+                "volumeMounts": [{"name": "kube-api-access-7xk2p", "readOnly": true,
+                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]
             }],
+            "volumes": [{"name": "kube-api-access-7xk2p", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace",
+                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+            ]}}],
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            ],
             "restartPolicy": "Always",
             "terminationGracePeriodSeconds": 30,
             "dnsPolicy": "ClusterFirst",

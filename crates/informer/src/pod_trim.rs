@@ -5,7 +5,9 @@
 //! pod (k8s-openapi's `Container` alone is well over a kilobyte before any string). The
 //! ReplicaSet, Deployment and StatefulSet controllers never read them: they read metadata,
 //! phase, conditions, restart counts (deletion ranking), the node name, and the StatefulSet
-//! identity and storage fields (hostname, subdomain, volumes).
+//! identity and storage fields (hostname, subdomain, claim volumes). Other volumes go too: a
+//! `Volume` is over 3 KB inline, and every pod of a real cluster carries at least the projected
+//! service-account token volume.
 //!
 //! A trimmed pod must never be written back: the StatefulSet controller's pod repair therefore
 //! applies its change to a fresh GET of the pod, never to the cached copy.
@@ -15,12 +17,25 @@ use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod};
 /// Drops the parts of `pod` no workload controller reads.
 ///
 /// Kept: all metadata (bar managedFields, dropped separately), `spec.nodeName`, `hostname`,
-/// `subdomain`, `volumes`, `restartPolicy`, the names and restart policies of restartable
+/// `subdomain`, the volumes backed by a PersistentVolumeClaim, `restartPolicy`, the names and
+/// restart policies of restartable
 /// (sidecar) init containers, and per container status its name, restart count, readiness and
 /// started flag; the rest of `status` (phase, conditions, start time, IPs) stays.
 pub fn trim_pod(pod: &mut Pod) {
     if let Some(spec) = pod.spec.as_mut() {
         spec.containers = Vec::new();
+        // Collected into a new Vec: `retain` would keep the old buffer (3 KB per volume).
+        spec.volumes = spec.volumes.take().and_then(|volumes| {
+            let claims: Vec<_> = volumes
+                .into_iter()
+                .filter(|volume| volume.persistent_volume_claim.is_some())
+                .collect();
+            (!claims.is_empty()).then(|| {
+                let mut claims = claims;
+                claims.shrink_to_fit();
+                claims
+            })
+        });
         spec.init_containers = spec.init_containers.take().and_then(|containers| {
             let sidecars: Vec<Container> = containers
                 .into_iter()
@@ -81,7 +96,11 @@ mod tests {
             "spec": {
                 "nodeName": "node-1", "hostname": "web-0", "subdomain": "web",
                 "restartPolicy": "Always",
-                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}],
+                "volumes": [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}},
+                    {"name": "kube-api-access-x1", "projected": {"sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}
+                ],
                 "initContainers": [
                     {"name": "setup", "image": "busybox"},
                     {"name": "proxy", "image": "envoy", "restartPolicy": "Always"}
@@ -114,7 +133,17 @@ mod tests {
         assert_eq!(spec.node_name, original_spec.node_name);
         assert_eq!(spec.hostname, original_spec.hostname);
         assert_eq!(spec.subdomain, original_spec.subdomain);
-        assert_eq!(spec.volumes, original_spec.volumes);
+        let volumes: Vec<&str> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(volumes, vec!["data"]);
+        assert_eq!(
+            spec.volumes.as_ref().unwrap()[0],
+            original_spec.volumes.as_ref().unwrap()[0]
+        );
         assert_eq!(spec.restart_policy, original_spec.restart_policy);
         assert!(spec.containers.is_empty());
         assert!(spec.tolerations.is_none());

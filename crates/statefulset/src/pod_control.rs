@@ -53,7 +53,9 @@ pub struct StatefulPodControl {
 /// PUT attempts for a pod repair.
 const POD_UPDATE_ATTEMPTS: usize = 4;
 
-/// `fresh` with the identity labels and volumes of `repaired`.
+/// `fresh` with the identity labels and volumes of `repaired`. `repaired` comes from the
+/// trimmed cache, which keeps only claim volumes, so its volumes go first (as `set_storage`
+/// orders them) and `fresh` keeps every other volume it has.
 fn carry_repair(mut fresh: Pod, repaired: &Pod) -> Pod {
     let labels = fresh.metadata.labels.get_or_insert_with(Default::default);
     for key in [POD_NAME_LABEL, POD_INDEX_LABEL] {
@@ -61,8 +63,17 @@ fn carry_repair(mut fresh: Pod, repaired: &Pod) -> Pod {
             labels.insert(key.to_owned(), value.clone());
         }
     }
-    if let (Some(spec), Some(repaired_spec)) = (fresh.spec.as_mut(), repaired.spec.as_ref()) {
-        spec.volumes.clone_from(&repaired_spec.volumes);
+    if let (Some(spec), Some(repaired_volumes)) = (
+        fresh.spec.as_mut(),
+        repaired.spec.as_ref().and_then(|s| s.volumes.as_ref()),
+    ) {
+        let mut volumes = repaired_volumes.clone();
+        for volume in spec.volumes.take().unwrap_or_default() {
+            if !volumes.iter().any(|kept| kept.name == volume.name) {
+                volumes.push(volume);
+            }
+        }
+        spec.volumes = Some(volumes);
     }
     fresh
 }
@@ -335,7 +346,9 @@ mod tests {
     fn a_conflicting_repair_is_carried_over_to_the_fresh_pod() {
         let fresh: Pod = serde_json::from_value(json!({
             "metadata": {"name": "web-0", "resourceVersion": "9", "labels": {"app": "web", "new": "label"}},
-            "spec": {"containers": [{"name": "c", "image": "x"}]}
+            "spec": {"containers": [{"name": "c", "image": "x"}],
+                     "volumes": [{"name": "data", "emptyDir": {}},
+                                 {"name": "kube-api-access-x1", "projected": {"sources": []}}]}
         }))
         .unwrap();
         let repaired: Pod = serde_json::from_value(json!({
@@ -351,6 +364,13 @@ mod tests {
         assert_eq!(labels["new"], "label");
         assert_eq!(labels[POD_NAME_LABEL], "web-0");
         assert_eq!(labels[POD_INDEX_LABEL], "0");
-        assert_eq!(merged.spec.unwrap().volumes.unwrap()[0].name, "data");
+        let spec = merged.spec.unwrap();
+        let volumes = spec.volumes.unwrap();
+        let names: Vec<&str> = volumes.iter().map(|v| v.name.as_str()).collect();
+        // The repaired claim volume replaces the namesake; the token volume the trimmed cache
+        // lacks is kept from the fresh pod, and the containers are the fresh pod's.
+        assert_eq!(names, vec!["data", "kube-api-access-x1"]);
+        assert!(volumes[0].persistent_volume_claim.is_some());
+        assert_eq!(spec.containers[0].name, "c");
     }
 }
