@@ -18,9 +18,10 @@ use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod};
 ///
 /// Kept: all metadata (bar managedFields, dropped separately), `spec.nodeName`, `hostname`,
 /// `subdomain`, the volumes backed by a PersistentVolumeClaim, `restartPolicy`, the names and
-/// restart policies of restartable
-/// (sidecar) init containers, and per container status its name, restart count, readiness and
-/// started flag; the rest of `status` (phase, conditions, start time, IPs) stays.
+/// restart policies of restartable (sidecar) init containers; `status.phase`, the `Ready`
+/// condition (the only one the controllers read), and per container status its name, restart
+/// count, readiness and started flag. The rest of `status` (other conditions, IPs, QoS class,
+/// messages) goes.
 pub fn trim_pod(pod: &mut Pod) {
     if let Some(spec) = pod.spec.as_mut() {
         spec.containers = Vec::new();
@@ -79,8 +80,24 @@ pub fn trim_pod(pod: &mut Pod) {
                 }
             }
         }
+        status.conditions = status.conditions.take().and_then(|conditions| {
+            let mut ready: Vec<_> = conditions
+                .into_iter()
+                .filter(|condition| condition.type_ == "Ready")
+                .collect();
+            ready.shrink_to_fit();
+            (!ready.is_empty()).then_some(ready)
+        });
         status.ephemeral_container_statuses = None;
         status.resource_claim_statuses = None;
+        status.host_ip = None;
+        status.host_ips = None;
+        status.pod_ip = None;
+        status.pod_ips = None;
+        status.qos_class = None;
+        status.message = None;
+        status.reason = None;
+        status.nominated_node_name = None;
     }
 }
 
@@ -110,7 +127,9 @@ mod tests {
             },
             "status": {
                 "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}],
+                "podIP": "10.244.0.5",
+                "conditions": [{"type": "Ready", "status": "True"},
+                               {"type": "PodScheduled", "status": "True"}],
                 "containerStatuses": [{"name": "app", "restartCount": 3, "ready": true,
                     "image": "nginx", "imageID": "sha", "started": true,
                     "state": {"running": {"startedAt": "2026-11-23T10:00:00Z"}}}],
@@ -158,7 +177,18 @@ mod tests {
         let status = trimmed.status.as_ref().unwrap();
         let original_status = original.status.as_ref().unwrap();
         assert_eq!(status.phase, original_status.phase);
-        assert_eq!(status.conditions, original_status.conditions);
+        let conditions: Vec<&str> = status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(conditions, vec!["Ready"]);
+        assert_eq!(
+            status.conditions.as_ref().unwrap()[0],
+            original_status.conditions.as_ref().unwrap()[0]
+        );
+        assert!(status.pod_ip.is_none());
         let app = &status.container_statuses.as_ref().unwrap()[0];
         assert_eq!(
             (app.name.as_str(), app.restart_count, app.ready, app.started),
