@@ -22,7 +22,8 @@ use prometheus::{IntCounterVec, Opts, Registry};
 /// The cached object is older than one we wrote.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "read version: {read} is not as new as written version: {wrote} for group resource {resource}.{group}"
+    "read version: {read} is not as new as written version: {wrote} for group resource {}",
+    group_resource(.resource, .group)
 )]
 pub struct StaleRead {
     /// The version in the cache.
@@ -33,6 +34,15 @@ pub struct StaleRead {
     pub group: &'static str,
     /// The written objects' resource, e.g. `replicasets`.
     pub resource: &'static str,
+}
+
+/// `resource.group`, or just `resource` for the core group (as `schema.GroupResource` prints).
+fn group_resource(resource: &str, group: &str) -> String {
+    if group.is_empty() {
+        resource.to_owned()
+    } else {
+        format!("{resource}.{group}")
+    }
 }
 
 /// `<subsystem>_stale_sync_skips_total{group,resource}` (ALPHA, v1.36): syncs deferred because
@@ -146,6 +156,67 @@ impl WrittenVersions {
     }
 }
 
+/// The highest resourceVersion our writes of an owner's dependents (its pods) returned, per
+/// owner key; a sync is deferred until the dependents' informer has applied a watch event at
+/// least that new (replicaset.md §8 for group-resource `pods`). Without it a sync right after
+/// a pod create can miss that pod in the cache and create it again (409 AlreadyExists).
+#[derive(Debug)]
+pub struct DependentWrites {
+    group: &'static str,
+    resource: &'static str,
+    written: Mutex<HashMap<String, u64>>,
+}
+
+impl DependentWrites {
+    /// An empty record for dependents of `resource` in API `group` (`""` for core).
+    pub fn new(group: &'static str, resource: &'static str) -> Self {
+        Self {
+            group,
+            resource,
+            written: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Records that a write of a dependent of `owner_key` returned `written`.
+    pub fn record(&self, owner_key: &str, written: &ObjectMeta) {
+        let Some(version) = written
+            .resource_version
+            .as_deref()
+            .and_then(|version| version.parse::<u64>().ok())
+        else {
+            return;
+        };
+        let mut records = self.written.lock();
+        let highest = records.entry(owner_key.to_owned()).or_default();
+        *highest = (*highest).max(version);
+    }
+
+    /// Forgets `owner_key` (deleted or gone).
+    pub fn forget(&self, owner_key: &str) {
+        self.written.lock().remove(owner_key);
+    }
+
+    /// Whether the informer, whose last synced version is `last_synced` (`None` when unknown,
+    /// which is not checked), has applied every write recorded for `owner_key`. A satisfied
+    /// record is dropped.
+    pub fn check(&self, owner_key: &str, last_synced: Option<u64>) -> Result<(), StaleRead> {
+        let mut records = self.written.lock();
+        let (Some(&wrote), Some(read)) = (records.get(owner_key), last_synced) else {
+            return Ok(());
+        };
+        if read < wrote {
+            return Err(StaleRead {
+                read: read.to_string(),
+                wrote: wrote.to_string(),
+                group: self.group,
+                resource: self.resource,
+            });
+        }
+        records.remove(owner_key);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +289,32 @@ mod tests {
         versions.record("ns/web", &meta("u1", "10"));
         versions.forget("ns/web");
         assert_eq!(versions.check("ns/web", &meta("u1", "3")), Ok(()));
+    }
+
+    #[test]
+    fn dependents_are_stale_until_the_informer_applied_the_highest_write() {
+        let pods = DependentWrites::new("", "pods");
+        let written = |version: &str| meta("p", version);
+        assert_eq!(pods.check("ns/web", Some(1)), Ok(()));
+        pods.record("ns/web", &written("12"));
+        pods.record("ns/web", &written("10"));
+        assert_eq!(
+            pods.check("ns/web", Some(11))
+                .map_err(|stale| stale.to_string()),
+            Err(
+                "read version: 11 is not as new as written version: 12 for group resource pods"
+                    .to_owned()
+            )
+        );
+        // Unknown (just relisted): not checked, and the record stays.
+        assert_eq!(pods.check("ns/web", None), Ok(()));
+        assert!(pods.check("ns/web", Some(11)).is_err());
+        assert_eq!(pods.check("ns/web", Some(12)), Ok(()));
+        // Satisfied records are dropped; forgotten ones too.
+        assert_eq!(pods.check("ns/web", Some(1)), Ok(()));
+        pods.record("ns/db", &written("20"));
+        pods.forget("ns/db");
+        assert_eq!(pods.check("ns/db", Some(1)), Ok(()));
     }
 
     #[test]

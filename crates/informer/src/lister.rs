@@ -87,6 +87,11 @@ impl<K: Resource> Lister<K> {
             .collect()
     }
 
+    /// The informer's last synced resourceVersion ([`Store::last_sync_resource_version`]).
+    pub fn last_sync_resource_version(&self) -> Option<u64> {
+        self.store.last_sync_resource_version()
+    }
+
     /// Cached objects whose index `index_name` contains `value`, in key order. An index that
     /// was never registered yields nothing (and a warning, since it is a programming error).
     pub fn by_index(&self, index_name: &str, value: &str) -> Vec<Arc<K>> {

@@ -70,6 +70,7 @@ impl<K: Resource + 'static> EventProcessor<K> {
         let transform = self.transform;
         match event.modify(|obj| transform.apply(obj)) {
             watcher::Event::Init => {
+                self.store.forget_sync_version();
                 tracing::debug!("list started");
                 self.relist_buffer = Some(Vec::new());
                 Vec::new()
@@ -84,8 +85,16 @@ impl<K: Resource + 'static> EventProcessor<K> {
                 let listed = self.relist_buffer.take().unwrap_or_default();
                 self.replace(listed)
             }
-            watcher::Event::Apply(obj) => vec![self.apply(Arc::new(obj))],
-            watcher::Event::Delete(obj) => vec![self.delete(Arc::new(obj))],
+            watcher::Event::Apply(obj) => {
+                self.store
+                    .observe_watch_version(obj.meta().resource_version.as_deref());
+                vec![self.apply(Arc::new(obj))]
+            }
+            watcher::Event::Delete(obj) => {
+                self.store
+                    .observe_watch_version(obj.meta().resource_version.as_deref());
+                vec![self.delete(Arc::new(obj))]
+            }
         }
     }
 
@@ -457,6 +466,34 @@ mod tests {
                 "trim_pods={trim_pods}"
             );
             assert_eq!(spec.node_name.as_deref(), Some("node-1"));
+        }
+    }
+
+    #[test]
+    fn watch_events_advance_the_last_synced_version_and_a_list_resets_it() {
+        let store = Arc::new(Store::new());
+        let mut processor = EventProcessor::new(
+            store.clone(),
+            Transform {
+                drop_managed_fields: true,
+                trim_pods: true,
+            },
+        );
+        assert_eq!(store.last_sync_resource_version(), None);
+        let steps: Vec<(Event<Pod>, Option<u64>)> = vec![
+            (Event::Init, None),
+            (Event::InitApply(p("a", "7")), None),
+            (Event::InitDone, None),
+            (Event::Apply(p("a", "9")), Some(9)),
+            (Event::Delete(p("b", "12")), Some(12)),
+            (Event::Apply(p("c", "11")), Some(12)),
+            (Event::Init, None),
+            (Event::InitDone, None),
+            (Event::Apply(p("c", "15")), Some(15)),
+        ];
+        for (step, (event, want)) in steps.into_iter().enumerate() {
+            processor.process(event);
+            assert_eq!(store.last_sync_resource_version(), want, "step {step}");
         }
     }
 }

@@ -15,6 +15,7 @@ use std::{
 
 use kube::Resource;
 use parking_lot::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::key::object_key;
 
@@ -27,6 +28,9 @@ pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 /// A key -> object map with named indexes, safe to share between the informer and listers.
 pub struct Store<K> {
     inner: RwLock<StoreInner<K>>,
+    /// The highest resourceVersion a watch event applied since the last list; 0 while unknown
+    /// (nothing watched yet, or a list replaced the content since).
+    last_sync_resource_version: AtomicU64,
 }
 
 struct StoreInner<K> {
@@ -57,7 +61,35 @@ impl<K: Resource> Store<K> {
                 indexers,
                 indices,
             }),
+            last_sync_resource_version: AtomicU64::new(0),
         }
+    }
+
+    /// client-go's "last store sync resourceVersion": the highest resourceVersion of the watch
+    /// events applied since the last list, `None` while unknown (before the first watch event
+    /// after a list, or when versions are not integers). A watch delivers one resource type in
+    /// resourceVersion order, so a write whose version is at most this one has been applied.
+    pub fn last_sync_resource_version(&self) -> Option<u64> {
+        match self.last_sync_resource_version.load(Ordering::Acquire) {
+            0 => None,
+            version => Some(version),
+        }
+    }
+
+    /// Records that a watch event with `resource_version` was applied.
+    pub(crate) fn observe_watch_version(&self, resource_version: Option<&str>) {
+        match resource_version.and_then(|version| version.parse::<u64>().ok()) {
+            Some(version) => {
+                self.last_sync_resource_version
+                    .fetch_max(version, Ordering::AcqRel);
+            }
+            None => self.forget_sync_version(),
+        }
+    }
+
+    /// Makes the last synced version unknown (a list replaced the content).
+    pub(crate) fn forget_sync_version(&self) {
+        self.last_sync_resource_version.store(0, Ordering::Release);
     }
 
     /// The object stored under `key`.

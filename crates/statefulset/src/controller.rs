@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use controller_toolkit::{
     controller_ref::{ControllerRefManager, controller_of, new_controller_ref, recheck_deletion},
     events::{EventRecorder, RecorderConfig},
-    stale_reads::{StaleRead, StaleSyncSkips, WrittenVersions},
+    stale_reads::{DependentWrites, StaleRead, StaleSyncSkips, WrittenVersions},
 };
 use futures::future::join_all;
 use history::{SemanticComparisonCache, apply_revision_to_statefulset, sort_controller_revisions};
@@ -112,6 +112,9 @@ struct Syncer {
     recorder: EventRecorder,
     semantic: SemanticComparisonCache,
     written: WrittenVersions,
+    /// Our pod writes per set: a sync waits until the pod cache has applied them.
+    pod_writes: Arc<DependentWrites>,
+    pod_writes_skips: Option<StaleSyncSkips>,
     metrics: Option<StatefulSetMetrics>,
 }
 
@@ -147,6 +150,7 @@ impl StatefulSetController {
             set_informer.add_event_handler(SetHandler(context.clone())),
             pod_informer.add_event_handler(PodHandler(context)),
         ];
+        let pod_writes = Arc::new(DependentWrites::new("", "pods"));
         let sync = Arc::new(Syncer {
             client: client.clone(),
             sets: set_informer.lister(),
@@ -154,7 +158,9 @@ impl StatefulSetController {
             revisions: revision_informer.lister(),
             claims: claim_informer.lister(),
             queue: queue.clone(),
-            pod_control: StatefulPodControl::new(client, recorder.clone()),
+            pod_control: StatefulPodControl::new(client, recorder.clone(), pod_writes.clone()),
+            pod_writes,
+            pod_writes_skips: None,
             recorder,
             semantic: SemanticComparisonCache::default(),
             written: WrittenVersions::new("apps", "statefulsets"),
@@ -183,7 +189,8 @@ impl StatefulSetController {
     /// (`statefulset_controller_stale_sync_skips_total`); call before [`run`](Self::run).
     pub fn with_stale_sync_skips(mut self, skips: StaleSyncSkips) -> Self {
         if let Some(sync) = Arc::get_mut(&mut self.sync) {
-            sync.written = WrittenVersions::new("apps", "statefulsets").counting(skips);
+            sync.written = WrittenVersions::new("apps", "statefulsets").counting(skips.clone());
+            sync.pod_writes_skips = Some(skips);
         }
         self
     }
@@ -224,6 +231,7 @@ impl Syncer {
         let Some(set) = self.sets.get(namespace, name) else {
             tracing::debug!(key, "StatefulSet has been deleted");
             self.written.forget(key);
+            self.pod_writes.forget(key);
             if let Some(metrics) = &self.metrics {
                 metrics.forget(namespace, name);
             }
@@ -231,6 +239,15 @@ impl Syncer {
         };
         // §3 step 1: never compute from a set older than our own last write of it.
         self.written.check(key, &set.set.metadata)?;
+        if let Err(stale) = self
+            .pod_writes
+            .check(key, self.pods.last_sync_resource_version())
+        {
+            if let Some(skips) = &self.pod_writes_skips {
+                skips.observe(&stale);
+            }
+            return Err(stale.into());
+        }
         let selector = match set
             .set
             .spec

@@ -1,9 +1,12 @@
 //! Upstream `StatefulPodControl` (statefulset.md §8.2): the pod and claim writes of a plan,
 //! with upstream's event reasons and messages recorded on the set.
 
+use std::sync::Arc;
+
 use controller_toolkit::{
     api_errors::{error_message, is_already_exists, is_not_found},
     events::{EventRecorder, EventType},
+    stale_reads::DependentWrites,
 };
 use k8s_openapi::api::{
     apps::v1::StatefulSet,
@@ -48,6 +51,8 @@ pub enum Outcome {
 pub struct StatefulPodControl {
     client: Client,
     recorder: EventRecorder,
+    /// The versions our pod writes returned, per set (the stale-read check of the next sync).
+    pod_writes: Arc<DependentWrites>,
 }
 
 /// PUT attempts for a pod repair.
@@ -83,9 +88,19 @@ fn name_of(pod: &Pod) -> &str {
 }
 
 impl StatefulPodControl {
-    /// A control writing through `client` and recording events with `recorder`.
-    pub fn new(client: Client, recorder: EventRecorder) -> Self {
-        Self { client, recorder }
+    /// A control writing through `client`, recording events with `recorder` and the versions
+    /// of its pod writes in `pod_writes`.
+    pub fn new(client: Client, recorder: EventRecorder, pod_writes: Arc<DependentWrites>) -> Self {
+        Self {
+            client,
+            recorder,
+            pod_writes,
+        }
+    }
+
+    fn record_pod_write(&self, set: &StatefulSet, written: &Pod) {
+        self.pod_writes
+            .record(&informer::object_key(set), &written.metadata);
     }
 
     fn pods(&self, set: &StatefulSet) -> Api<Pod> {
@@ -176,7 +191,8 @@ impl StatefulPodControl {
             return Err(error);
         }
         match self.pods(set).create(&PostParams::default(), pod).await {
-            Ok(_) => {
+            Ok(created) => {
+                self.record_pod_write(set, &created);
                 self.record_pod_event(set, "create", pod, None);
                 Ok(())
             }
@@ -227,7 +243,10 @@ impl StatefulPodControl {
         loop {
             remaining -= 1;
             match api.replace(name, &PostParams::default(), &attempt).await {
-                Ok(_) => return Ok(()),
+                Ok(written) => {
+                    self.record_pod_write(set, &written);
+                    return Ok(());
+                }
                 Err(error) if remaining > 0 && is_conflict(&error) => {
                     attempt = carry_repair(api.get(name).await?, updated);
                 }
@@ -243,7 +262,12 @@ impl StatefulPodControl {
             .delete(name_of(pod), &DeleteParams::default())
             .await
         {
-            Ok(_) => {
+            Ok(deleted) => {
+                // A graceful delete returns the pod (with its new version); an immediate one
+                // only a Status, and then the DELETED event carries no version of ours.
+                if let Some(deleted) = deleted.left() {
+                    self.record_pod_write(set, &deleted);
+                }
                 self.record_pod_event(set, "delete", pod, None);
                 Ok(())
             }
