@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use super::lru::Lru;
+use super::lru::{KeyDigest, Lru};
 
 const NANOS_PER_SECOND: f64 = 1e9;
 
@@ -68,7 +68,8 @@ pub enum Correlation {
 
 #[derive(Debug)]
 struct AggregateRecord {
-    messages: HashSet<String>,
+    /// Digests of the distinct messages seen (upstream keeps the messages themselves).
+    messages: HashSet<KeyDigest>,
     last_seen: Timestamp,
 }
 
@@ -116,9 +117,9 @@ fn text(value: &Option<String>) -> &str {
 }
 
 /// upstream `getEventKey`: identical events share this key.
-fn event_key(event: &Event) -> String {
+fn event_key(event: &Event) -> KeyDigest {
     let object = &event.involved_object;
-    [
+    KeyDigest::of(&[
         source_component(event),
         source_host(event),
         text(&object.kind),
@@ -130,14 +131,13 @@ fn event_key(event: &Event) -> String {
         text(&event.type_),
         text(&event.reason),
         text(&event.message),
-    ]
-    .concat()
+    ])
 }
 
 /// upstream `EventAggregatorByReasonFunc`'s aggregate key: similar events share it.
-fn similar_key(event: &Event) -> String {
+fn similar_key(event: &Event) -> KeyDigest {
     let object = &event.involved_object;
-    [
+    KeyDigest::of(&[
         source_component(event),
         source_host(event),
         text(&object.kind),
@@ -149,14 +149,13 @@ fn similar_key(event: &Event) -> String {
         text(&event.reason),
         text(&event.reporting_component),
         text(&event.reporting_instance),
-    ]
-    .concat()
+    ])
 }
 
 /// upstream `getSpamKey`: one budget per source and object.
-fn spam_key(event: &Event) -> String {
+fn spam_key(event: &Event) -> KeyDigest {
     let object = &event.involved_object;
-    [
+    KeyDigest::of(&[
         source_component(event),
         source_host(event),
         text(&object.kind),
@@ -164,8 +163,7 @@ fn spam_key(event: &Event) -> String {
         text(&object.name),
         text(&object.uid),
         text(&object.api_version),
-    ]
-    .concat()
+    ])
 }
 
 /// The name upstream gives a new event: `<involved object name>.<unix nanos in hex>`.
@@ -211,15 +209,15 @@ impl EventCorrelator {
         );
     }
 
-    fn aggregate(&mut self, event: Event, now: Timestamp) -> (Event, String) {
+    fn aggregate(&mut self, event: Event, now: Timestamp) -> (Event, KeyDigest) {
         let key = similar_key(&event);
         let window_nanos = i128::from(self.config.similar_window_seconds) * 1_000_000_000;
-        let message = text(&event.message).to_owned();
+        let message = KeyDigest::of(&[text(&event.message)]);
         let fresh = || AggregateRecord {
             messages: HashSet::new(),
             last_seen: now,
         };
-        let distinct = match self.similar.get_mut(&key) {
+        let distinct = match self.similar.get_mut(key) {
             Some(record) => {
                 if now.as_nanosecond() - record.last_seen.as_nanosecond() > window_nanos {
                     *record = fresh();
@@ -231,7 +229,7 @@ impl EventCorrelator {
             None => {
                 let mut record = fresh();
                 record.messages.insert(message);
-                self.similar.insert(key.clone(), record);
+                self.similar.insert(key, record);
                 1
             }
         };
@@ -239,8 +237,8 @@ impl EventCorrelator {
             let key = event_key(&event);
             return (event, key);
         }
-        if let Some(record) = self.similar.get_mut(&key)
-            && let Some(any) = record.messages.iter().next().cloned()
+        if let Some(record) = self.similar.get_mut(key)
+            && let Some(any) = record.messages.iter().next().copied()
         {
             record.messages.remove(&any);
         }
@@ -269,11 +267,11 @@ impl EventCorrelator {
         (combined, key)
     }
 
-    fn observe(&mut self, mut event: Event, key: String) -> (Event, Option<Value>) {
+    fn observe(&mut self, mut event: Event, key: KeyDigest) -> (Event, Option<Value>) {
         let mut patch = None;
         if let Some(last) = self
             .observed
-            .get_mut(&key)
+            .get_mut(key)
             .filter(|last| last.count > 0)
             .cloned()
         {
@@ -298,16 +296,16 @@ impl EventCorrelator {
     fn spam_allows(&mut self, event: &Event, now: Timestamp) -> bool {
         let key = spam_key(event);
         let (burst, qps) = (self.config.spam_burst, self.config.spam_qps);
-        if self.spam.get_mut(&key).is_none() {
+        if self.spam.get_mut(key).is_none() {
             self.spam.insert(
-                key.clone(),
+                key,
                 TokenBucket {
                     tokens: burst,
                     last: now,
                 },
             );
         }
-        let Some(bucket) = self.spam.get_mut(&key) else {
+        let Some(bucket) = self.spam.get_mut(key) else {
             return true;
         };
         let elapsed =
