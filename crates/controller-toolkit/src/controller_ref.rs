@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use informer::CachedPod;
 use k8s_openapi::api::apps::v1::{ControllerRevision, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::serde::de::DeserializeOwned;
@@ -319,7 +319,7 @@ impl ControllerRefManager {
     }
 
     /// Claims pods matching the selector (upstream `ClaimPods` without filters).
-    pub async fn claim_pods(&self, pods: &[Arc<Pod>]) -> ClaimResult<Pod> {
+    pub async fn claim_pods(&self, pods: &[Arc<CachedPod>]) -> ClaimResult<CachedPod> {
         self.claim_pods_with_filter(pods, |_| true).await
     }
 
@@ -327,9 +327,9 @@ impl ControllerRefManager {
     /// "name and ordinal belong to this set"). The filter runs only on selector matches.
     pub async fn claim_pods_with_filter(
         &self,
-        pods: &[Arc<Pod>],
-        filter: impl Fn(&Pod) -> bool,
-    ) -> ClaimResult<Pod> {
+        pods: &[Arc<CachedPod>],
+        filter: impl Fn(&CachedPod) -> bool,
+    ) -> ClaimResult<CachedPod> {
         self.claim_all(pods, |pod| self.selects(pod) && filter(pod))
             .await
     }

@@ -5,13 +5,13 @@
 //! UID-tracking expectations (controller-ref.md §2). It is *not* the object UID: a pod deleted and
 //! recreated under the same name has the same key, which is what the expectations want.
 
-use k8s_openapi::api::core::v1::Pod;
+use informer::CachedPod;
 
 /// `"<namespace>/<name>"` of a pod, as upstream's `PodKey`.
 ///
 /// The separator is always present (even for an empty namespace) so keys produced for the same
 /// pod by the delete path and by the event handlers always compare equal.
-pub fn pod_key(pod: &Pod) -> String {
+pub fn pod_key(pod: &CachedPod) -> String {
     format!(
         "{}/{}",
         pod.metadata.namespace.as_deref().unwrap_or_default(),
@@ -24,15 +24,15 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-    fn pod(namespace: Option<&str>, name: Option<&str>, uid: &str) -> Pod {
-        Pod {
+    fn pod(namespace: Option<&str>, name: Option<&str>, uid: &str) -> CachedPod {
+        CachedPod {
             metadata: ObjectMeta {
                 namespace: namespace.map(str::to_owned),
                 name: name.map(str::to_owned),
                 uid: Some(uid.to_owned()),
                 ..ObjectMeta::default()
             },
-            ..Pod::default()
+            ..CachedPod::default()
         }
     }
 

@@ -6,6 +6,7 @@
 //! created by kcm-rs are indistinguishable from upstream's. Every create and delete records the
 //! upstream event on the owner (SuccessfulCreate, FailedCreate, SuccessfulDelete, FailedDelete).
 
+use informer::CachedPod;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{DeleteParams, PostParams, Preconditions};
@@ -245,7 +246,7 @@ impl PodControl {
     /// under the same name since the cache saw it is never deleted by mistake (the API server
     /// answers 409 instead). NotFound is returned as [`PodControlError::DeleteNotFound`]
     /// without an event.
-    pub async fn delete_pod<O>(&self, pod: &Pod, owner: &O) -> Result<(), PodControlError>
+    pub async fn delete_pod<O>(&self, pod: &CachedPod, owner: &O) -> Result<(), PodControlError>
     where
         O: Resource<DynamicType = ()>,
     {

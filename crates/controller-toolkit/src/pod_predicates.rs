@@ -1,4 +1,4 @@
-//! Pod and ReplicaSet predicates shared by the workload controllers (controller-ref.md §3).
+//! CachedPod and ReplicaSet predicates shared by the workload controllers (controller-ref.md §3).
 //!
 //! These decide which pods count towards replicas, which are ready and which are available,
 //! so every controller must agree on them exactly. Availability uses the Ready condition's
@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
+use informer::CachedPod;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::jiff::Timestamp;
 
 const PHASE_SUCCEEDED: &str = "Succeeded";
@@ -17,25 +18,25 @@ const CONDITION_READY: &str = "Ready";
 const CONDITION_TRUE: &str = "True";
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
-fn phase(pod: &Pod) -> &str {
+fn phase(pod: &CachedPod) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or_default()
 }
 
-fn is_pod_terminal(pod: &Pod) -> bool {
+fn is_pod_terminal(pod: &CachedPod) -> bool {
     matches!(phase(pod), PHASE_SUCCEEDED | PHASE_FAILED)
 }
 
 /// A pod that still counts as a replica: not Succeeded, not Failed and not being deleted
 /// (upstream `IsPodActive`).
-pub fn is_pod_active(pod: &Pod) -> bool {
+pub fn is_pod_active(pod: &CachedPod) -> bool {
     !is_pod_terminal(pod) && pod.metadata.deletion_timestamp.is_none()
 }
 
 /// The active pods of `pods`, in their original order (upstream `FilterActivePods`).
-pub fn filter_active_pods(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
+pub fn filter_active_pods(pods: &[Arc<CachedPod>]) -> Vec<Arc<CachedPod>> {
     pods.iter()
         .filter(|pod| {
             let active = is_pod_active(pod);
@@ -55,12 +56,12 @@ pub fn filter_active_pods(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
 
 /// A pod that is being deleted but whose containers may still run: deletionTimestamp set and
 /// phase not terminal (upstream `isPodTerminating`, feeds `status.terminatingReplicas`).
-pub fn is_pod_terminating(pod: &Pod) -> bool {
+pub fn is_pod_terminating(pod: &CachedPod) -> bool {
     !is_pod_terminal(pod) && pod.metadata.deletion_timestamp.is_some()
 }
 
 /// The terminating pods of `pods`, in their original order (upstream `FilterTerminatingPods`).
-pub fn filter_terminating_pods(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
+pub fn filter_terminating_pods(pods: &[Arc<CachedPod>]) -> Vec<Arc<CachedPod>> {
     pods.iter()
         .filter(|pod| is_pod_terminating(pod))
         .cloned()
@@ -68,13 +69,13 @@ pub fn filter_terminating_pods(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
 }
 
 /// How many of `pods` are terminating (upstream `CountTerminatingPods`).
-pub fn count_terminating_pods(pods: &[Arc<Pod>]) -> i32 {
+pub fn count_terminating_pods(pods: &[Arc<CachedPod>]) -> i32 {
     let count = pods.iter().filter(|pod| is_pod_terminating(pod)).count();
     i32::try_from(count).unwrap_or(i32::MAX)
 }
 
 /// The first condition of type `Ready`, as upstream's `GetPodReadyCondition`.
-pub fn pod_ready_condition(pod: &Pod) -> Option<&PodCondition> {
+pub fn pod_ready_condition(pod: &CachedPod) -> Option<&PodCondition> {
     pod.status
         .as_ref()?
         .conditions
@@ -84,13 +85,13 @@ pub fn pod_ready_condition(pod: &Pod) -> Option<&PodCondition> {
 }
 
 /// Whether the pod's Ready condition exists and is `True` (upstream `IsPodReady`).
-pub fn is_pod_ready(pod: &Pod) -> bool {
+pub fn is_pod_ready(pod: &CachedPod) -> bool {
     pod_ready_condition(pod).is_some_and(|c| c.status == CONDITION_TRUE)
 }
 
 /// When the pod last became ready: the `lastTransitionTime` of its True Ready condition.
 /// `None` stands for upstream's zero time (not ready, or no transition time recorded).
-pub fn pod_ready_time(pod: &Pod) -> Option<Timestamp> {
+pub fn pod_ready_time(pod: &CachedPod) -> Option<Timestamp> {
     pod_ready_condition(pod)
         .filter(|c| c.status == CONDITION_TRUE)
         .and_then(|c| c.last_transition_time.as_ref())
@@ -100,7 +101,7 @@ pub fn pod_ready_time(pod: &Pod) -> Option<Timestamp> {
 /// Whether the pod is ready and has been for more than `min_ready_seconds` at `now`
 /// (upstream `IsPodAvailable`): ready, and either `min_ready_seconds == 0` or the Ready
 /// condition's transition time plus `min_ready_seconds` is strictly before `now`.
-pub fn is_pod_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+pub fn is_pod_available(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp) -> bool {
     if !is_pod_ready(pod) {
         return false;
     }
@@ -132,7 +133,7 @@ pub fn filter_active_replicasets(replica_sets: &[Arc<ReplicaSet>]) -> Vec<Arc<Re
 mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::ReplicaSetSpec;
-    use k8s_openapi::api::core::v1::PodStatus;
+    use k8s_openapi::api::core::v1::{Pod, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
     fn ts(seconds: i64) -> Timestamp {
@@ -145,7 +146,7 @@ mod tests {
         ready: Option<(&'static str, Option<i64>)>,
     }
 
-    fn pod(shape: PodShape) -> Pod {
+    fn pod(shape: PodShape) -> CachedPod {
         let mut conditions = vec![PodCondition {
             type_: "PodScheduled".to_owned(),
             status: "True".to_owned(),
@@ -159,7 +160,7 @@ mod tests {
                 ..PodCondition::default()
             });
         }
-        Pod {
+        CachedPod::from(Pod {
             metadata: ObjectMeta {
                 namespace: Some("ns".to_owned()),
                 name: Some("p".to_owned()),
@@ -172,10 +173,10 @@ mod tests {
                 ..PodStatus::default()
             }),
             ..Pod::default()
-        }
+        })
     }
 
-    fn phase_pod(phase: Option<&'static str>, deleting: bool) -> Pod {
+    fn phase_pod(phase: Option<&'static str>, deleting: bool) -> CachedPod {
         pod(PodShape {
             phase,
             deleting,
@@ -212,7 +213,7 @@ mod tests {
 
     #[test]
     fn filters_keep_order_and_count_terminating() {
-        let pods: Vec<Arc<Pod>> = [
+        let pods: Vec<Arc<CachedPod>> = [
             (Some("Running"), false),
             (Some("Running"), true),
             (Some("Failed"), false),
@@ -228,7 +229,7 @@ mod tests {
             Arc::new(p)
         })
         .collect();
-        let names = |pods: Vec<Arc<Pod>>| -> Vec<String> {
+        let names = |pods: Vec<Arc<CachedPod>>| -> Vec<String> {
             pods.iter()
                 .map(|p| p.metadata.name.clone().unwrap_or_default())
                 .collect()

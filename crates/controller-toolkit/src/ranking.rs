@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use informer::CachedPod;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::pod_predicates::{is_pod_active, is_pod_ready, pod_ready_time};
@@ -27,7 +27,7 @@ pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-del
 #[derive(Debug, Clone)]
 pub struct RankedPod {
     /// The candidate.
-    pub pod: Arc<Pod>,
+    pub pod: Arc<CachedPod>,
     /// Related active pods on the candidate's node (including itself if it is related).
     pub rank: usize,
 }
@@ -36,8 +36,8 @@ pub struct RankedPod {
 /// ReplicaSet controller does before picking victims (`getPodsRankedByRelatedPodsOnSameNode`).
 /// Unscheduled pods share the empty node name.
 pub fn rank_by_related_pods_on_same_node(
-    pods_to_rank: &[Arc<Pod>],
-    related_pods: &[Arc<Pod>],
+    pods_to_rank: &[Arc<CachedPod>],
+    related_pods: &[Arc<CachedPod>],
 ) -> Vec<RankedPod> {
     let mut pods_on_node: BTreeMap<&str, usize> = BTreeMap::new();
     for pod in related_pods.iter().filter(|p| is_pod_active(p)) {
@@ -104,7 +104,7 @@ pub fn deletes_before(a: &RankedPod, b: &RankedPod, now: Timestamp) -> bool {
     false
 }
 
-fn node_name(pod: &Pod) -> &str {
+fn node_name(pod: &CachedPod) -> &str {
     pod.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
@@ -113,7 +113,7 @@ fn node_name(pod: &Pod) -> &str {
 
 /// Upstream's `podPhaseToOrdinal`: phases missing from its map (Succeeded, Failed, empty)
 /// count as 0, like Pending.
-fn phase_ordinal(pod: &Pod) -> u8 {
+fn phase_ordinal(pod: &CachedPod) -> u8 {
     match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
         Some("Unknown") => 1,
         Some("Running") => 2,
@@ -123,7 +123,7 @@ fn phase_ordinal(pod: &Pod) -> u8 {
 
 /// The pod's deletion cost; missing or invalid values are 0 (upstream
 /// `GetDeletionCostFromPodAnnotations`, which rejects a leading `+` and leading zeros).
-pub fn deletion_cost(pod: &Pod) -> i32 {
+pub fn deletion_cost(pod: &CachedPod) -> i32 {
     let Some(value) = pod
         .metadata
         .annotations
@@ -143,7 +143,7 @@ pub fn deletion_cost(pod: &Pod) -> i32 {
     value.parse::<i32>().unwrap_or(0)
 }
 
-fn creation_time(pod: &Pod) -> Option<Timestamp> {
+fn creation_time(pod: &CachedPod) -> Option<Timestamp> {
     pod.metadata.creation_timestamp.as_ref().map(|t| t.0)
 }
 
@@ -152,8 +152,8 @@ fn creation_time(pod: &Pod) -> Option<Timestamp> {
 fn newer_first(
     time_a: Option<Timestamp>,
     time_b: Option<Timestamp>,
-    pa: &Pod,
-    pb: &Pod,
+    pa: &CachedPod,
+    pb: &CachedPod,
     now: Timestamp,
 ) -> bool {
     let (Some(time_a), Some(time_b)) = (time_a, time_b) else {
@@ -177,13 +177,13 @@ fn age_bucket(time: Timestamp, now: Timestamp) -> i64 {
     }
 }
 
-fn uid(pod: &Pod) -> &str {
+fn uid(pod: &CachedPod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or_default()
 }
 
 /// Upstream `compareMaxContainerRestarts`: the higher max restart count of regular containers
 /// first, then of restartable (sidecar) init containers.
-fn restarts_first(pa: &Pod, pb: &Pod) -> Option<bool> {
+fn restarts_first(pa: &CachedPod, pb: &CachedPod) -> Option<bool> {
     let (regular_a, sidecar_a) = max_container_restarts(pa);
     let (regular_b, sidecar_b) = max_container_restarts(pb);
     if regular_a != regular_b {
@@ -195,7 +195,7 @@ fn restarts_first(pa: &Pod, pb: &Pod) -> Option<bool> {
     None
 }
 
-fn max_container_restarts(pod: &Pod) -> (i32, i32) {
+fn max_container_restarts(pod: &CachedPod) -> (i32, i32) {
     let Some(status) = pod.status.as_ref() else {
         return (0, 0);
     };
@@ -252,7 +252,7 @@ fn merge_sort<T>(items: Vec<T>, less: &dyn Fn(&T, &T) -> bool) -> Vec<T> {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{
-        Container, ContainerStatus, PodCondition, PodSpec, PodStatus,
+        Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus,
     };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
@@ -339,7 +339,7 @@ mod tests {
             }),
         };
         RankedPod {
-            pod: Arc::new(pod),
+            pod: Arc::new(CachedPod::from(pod)),
             rank: shape.rank,
         }
     }

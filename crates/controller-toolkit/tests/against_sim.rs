@@ -9,6 +9,7 @@ use controller_toolkit::controller_ref::{ClaimResult, ControllerRefManager, rech
 use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig, RetryConfig};
 use controller_toolkit::new_controller_ref;
 use controller_toolkit::pod_control::{PodControl, PodControlError};
+use informer::CachedPod;
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, Deployment, ReplicaSet, ReplicaSetSpec, StatefulSet,
 };
@@ -98,7 +99,7 @@ async fn create_pod(
     name: &str,
     app: &str,
     owners: Vec<OwnerReference>,
-) -> Arc<Pod> {
+) -> Arc<CachedPod> {
     let pod = Pod {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
@@ -109,12 +110,12 @@ async fn create_pod(
         spec: template(app).spec,
         status: None,
     };
-    Arc::new(
+    Arc::new(CachedPod::from(
         Api::<Pod>::namespaced(client.clone(), NS)
             .create(&PostParams::default(), &pod)
             .await
             .expect("pod created"),
-    )
+    ))
 }
 
 fn selector_of(rs: &ReplicaSet) -> Selector {

@@ -3,6 +3,7 @@
 //! modules: every decision is made there, this file only reads the caches, writes through the
 //! API in the order each plan's contract prescribes, records events and requeues.
 
+use informer::CachedPod;
 use std::{collections::HashMap, sync::Arc};
 
 use controller_toolkit::{
@@ -16,10 +17,7 @@ use informer::{
     split_key, wait_for_named_cache_sync,
 };
 use k8s_openapi::{
-    api::{
-        apps::v1::{Deployment, ReplicaSet},
-        core::v1::Pod,
-    },
+    api::apps::v1::{Deployment, ReplicaSet},
     jiff::Timestamp,
 };
 use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind, core::Selector};
@@ -107,7 +105,7 @@ struct Syncer {
     client: Client,
     deployments: Lister<Deployment>,
     replica_sets: Lister<ReplicaSet>,
-    pods: Lister<Pod>,
+    pods: Lister<CachedPod>,
     queue: RateLimitingQueue<String>,
     writes: Writes,
     recorder: EventRecorder,
@@ -124,7 +122,7 @@ impl DeploymentController {
     ) -> Result<Self, DeploymentError> {
         let deployment_informer = informers.informer::<Deployment>();
         let replica_set_informer = informers.informer::<ReplicaSet>();
-        let pod_informer = informers.informer::<Pod>();
+        let pod_informer = informers.informer::<CachedPod>();
         pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
         replica_set_informer
             .add_indexer(CONTROLLER_UID_INDEX, controller_uid_index::<ReplicaSet>)?;
@@ -313,7 +311,7 @@ impl Syncer {
 
     /// §3 step 4: pods controlled by one of the claimed ReplicaSets (found through the pod
     /// controller-UID index, no selector check, as upstream v1.3x).
-    fn pod_map(&self, rs_list: &[Arc<ReplicaSet>]) -> Vec<Arc<Pod>> {
+    fn pod_map(&self, rs_list: &[Arc<ReplicaSet>]) -> Vec<Arc<CachedPod>> {
         rs_list
             .iter()
             .filter_map(|rs| rs.metadata.uid.as_deref())
@@ -476,7 +474,7 @@ impl Syncer {
         let resolved = self.resolve_existing(d, rs_list).await?;
         let old = refs(&resolved.old);
         let pods = self.pod_map(rs_list);
-        let pods: Vec<&Pod> = pods.iter().map(AsRef::as_ref).collect();
+        let pods: Vec<&CachedPod> = pods.iter().map(AsRef::as_ref).collect();
         let all = all_of(&old, resolved.new.as_deref());
         let (new, scale_up) = match plan_recreate(d, resolved.new.as_deref(), &old, &pods) {
             RecreatePlan::ScaleDownOld(actions) => {

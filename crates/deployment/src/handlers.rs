@@ -3,14 +3,12 @@
 //! pod-delete path for Recreate Deployments, which lists ReplicaSets from the API server (on a
 //! spawned task, so the handler itself never blocks).
 
+use informer::CachedPod;
 use std::sync::Arc;
 
 use controller_toolkit::controller_ref::controller_of;
 use informer::{DeletedObject, EventHandler, Lister, POD_CONTROLLER_UID_INDEX, object_key};
-use k8s_openapi::api::{
-    apps::v1::{Deployment, ReplicaSet},
-    core::v1::Pod,
-};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::{
     Api, Client, ResourceExt,
     api::ListParams,
@@ -27,7 +25,7 @@ pub(crate) struct HandlerContext {
     pub(crate) client: Client,
     pub(crate) deployments: Lister<Deployment>,
     pub(crate) replica_sets: Lister<ReplicaSet>,
-    pub(crate) pods: Lister<Pod>,
+    pub(crate) pods: Lister<CachedPod>,
     pub(crate) queue: RateLimitingQueue<String>,
 }
 
@@ -60,7 +58,7 @@ impl HandlerContext {
     }
 
     /// The ReplicaSet a pod's controller ref points to, if it exists with that UID.
-    fn resolve_replica_set(&self, pod: &Pod) -> Option<Arc<ReplicaSet>> {
+    fn resolve_replica_set(&self, pod: &CachedPod) -> Option<Arc<ReplicaSet>> {
         self.replica_sets.resolve_controller_ref(
             &pod.namespace().unwrap_or_default(),
             controller_of(&pod.metadata)?,
@@ -94,9 +92,9 @@ impl HandlerContext {
         }
     }
 
-    /// Pod delete (spec §2.5): only a Recreate Deployment cares, and only once none of its
+    /// CachedPod delete (spec §2.5): only a Recreate Deployment cares, and only once none of its
     /// ReplicaSets has a pod left; the ReplicaSets are listed from the API server.
-    fn pod_deleted(&self, pod: &Pod) {
+    fn pod_deleted(&self, pod: &CachedPod) {
         let Some(rs) = self.resolve_replica_set(pod) else {
             return;
         };
@@ -215,12 +213,12 @@ impl EventHandler<ReplicaSet> for ReplicaSetHandler {
 /// Handler for the pod informer: deletes only (upstream has no pod add/update handlers).
 pub(crate) struct PodHandler(pub(crate) HandlerContext);
 
-impl EventHandler<Pod> for PodHandler {
-    fn on_add(&self, _pod: &Arc<Pod>, _is_in_initial_list: bool) {}
+impl EventHandler<CachedPod> for PodHandler {
+    fn on_add(&self, _pod: &Arc<CachedPod>, _is_in_initial_list: bool) {}
 
-    fn on_update(&self, _old: &Arc<Pod>, _new: &Arc<Pod>) {}
+    fn on_update(&self, _old: &Arc<CachedPod>, _new: &Arc<CachedPod>) {}
 
-    fn on_delete(&self, pod: &DeletedObject<Pod>) {
+    fn on_delete(&self, pod: &DeletedObject<CachedPod>) {
         self.0.pod_deleted(pod.object());
     }
 }

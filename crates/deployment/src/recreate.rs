@@ -1,7 +1,7 @@
 //! Recreate planning (spec §7): every old pod is gone before the new ReplicaSet is scaled up.
 
+use informer::CachedPod;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::progress::deployment_complete_per_stored_status;
 use crate::replica_set::{active, deployment_replicas, sum_status_replicas};
@@ -34,7 +34,7 @@ pub struct RecreateScaleUp {
 }
 
 /// The UID of the pod's controller owner, if any.
-fn controller_uid(pod: &Pod) -> Option<&str> {
+fn controller_uid(pod: &CachedPod) -> Option<&str> {
     pod.metadata
         .owner_references
         .as_ref()?
@@ -46,7 +46,11 @@ fn controller_uid(pod: &Pod) -> Option<&str> {
 /// oldPodsRunning (§7 step 3): old ReplicaSets still report pods, or a pod of the pod map
 /// not controlled by the new ReplicaSet is in a phase other than Failed/Succeeded.
 /// `pods` is the pod map: pods controlled by the Deployment's claimed ReplicaSets.
-pub fn old_pods_running(new_rs: Option<&ReplicaSet>, old: &[&ReplicaSet], pods: &[&Pod]) -> bool {
+pub fn old_pods_running(
+    new_rs: Option<&ReplicaSet>,
+    old: &[&ReplicaSet],
+    pods: &[&CachedPod],
+) -> bool {
     if sum_status_replicas(old.iter().copied()) > 0 {
         return true;
     }
@@ -64,7 +68,7 @@ pub fn plan_recreate(
     d: &Deployment,
     new_rs: Option<&ReplicaSet>,
     old: &[&ReplicaSet],
-    pods: &[&Pod],
+    pods: &[&CachedPod],
 ) -> RecreatePlan {
     let scale_down: Vec<ScaleAction> = active(old.iter().copied())
         .into_iter()
@@ -93,14 +97,14 @@ pub fn plan_recreate_scale_up(d: &Deployment, new_rs: &ReplicaSet) -> RecreateSc
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::PodStatus;
+    use informer::CachedPodStatus;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     use super::*;
     use crate::replica_set::test_support::{recreate, rs};
 
-    fn pod(owner_uid: &str, phase: &str) -> Pod {
-        let mut p = Pod::default();
+    fn pod(owner_uid: &str, phase: &str) -> CachedPod {
+        let mut p = CachedPod::default();
         p.metadata.owner_references = Some(vec![OwnerReference {
             api_version: "apps/v1".to_owned(),
             kind: "ReplicaSet".to_owned(),
@@ -109,7 +113,7 @@ mod tests {
             controller: Some(true),
             block_owner_deletion: Some(true),
         }]);
-        p.status = Some(PodStatus {
+        p.status = Some(CachedPodStatus {
             phase: Some(phase.to_owned()),
             ..Default::default()
         });

@@ -8,24 +8,24 @@ use std::borrow::Borrow;
 use std::collections::HashSet;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::statefulset::STATEFULSET_REVISION_LABEL;
 
 /// Names of the revisions in use: `current`, `update` and every pod's
-/// `controller-revision-hash` label (an unlabelled pod contributes `""`, as upstream).
+/// `controller-revision-hash` label (an unlabelled pod contributes `""`, as upstream). Pods
+/// come as their metadata, so full and cached pods serve alike.
 pub fn live_revision_names<'a>(
     current: &'a ControllerRevision,
     update: &'a ControllerRevision,
-    pods: impl IntoIterator<Item = &'a Pod>,
+    pods: impl IntoIterator<Item = &'a ObjectMeta>,
 ) -> HashSet<&'a str> {
     let mut live: HashSet<&str> = [current, update]
         .into_iter()
         .filter_map(|revision| revision.metadata.name.as_deref())
         .collect();
     live.extend(pods.into_iter().map(|pod| {
-        pod.metadata
-            .labels
+        pod.labels
             .as_ref()
             .and_then(|labels| labels.get(STATEFULSET_REVISION_LABEL))
             .map_or("", String::as_str)
@@ -74,15 +74,13 @@ mod tests {
         }
     }
 
-    fn pod(revision_label: Option<&str>) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                labels: revision_label.map(|name| {
-                    BTreeMap::from([(STATEFULSET_REVISION_LABEL.to_owned(), name.to_owned())])
-                }),
-                ..ObjectMeta::default()
-            },
-            ..Pod::default()
+    /// A pod's metadata, labelled with its revision.
+    fn pod(revision_label: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            labels: revision_label.map(|name| {
+                BTreeMap::from([(STATEFULSET_REVISION_LABEL.to_owned(), name.to_owned())])
+            }),
+            ..ObjectMeta::default()
         }
     }
 

@@ -13,14 +13,17 @@
 //! while a store is filled with realistic pods (labels, controller ref, a container with
 //! resources, the service-account token volume and default tolerations that admission adds,
 //! status with conditions; managedFields dropped as the factory's transform does),
-//! once trimmed as the manager caches them (`informer::trim_pod`) and once whole.
+//! once as the manager caches them (`informer::CachedPod`) and once as a whole `Pod`.
 //!
 //! Run with `cargo bench -p informer --bench store`.
 
 use std::{hint::black_box, sync::Arc, time::Duration};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use informer::{Lister, POD_CONTROLLER_UID_INDEX, Store, pod_controller_uid_index, trim_pod};
+use informer::{
+    CONTROLLER_UID_INDEX, CachedPod, Lister, POD_CONTROLLER_UID_INDEX, Store, controller_uid_index,
+    pod_controller_uid_index,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::{Expression, Selector};
 use serde_json::json;
@@ -153,9 +156,24 @@ fn pod(template: &Pod, i: usize) -> Pod {
 }
 
 /// An empty store with the controller-UID index registered, as the controllers do.
-fn indexed_store() -> Arc<Store<Pod>> {
+fn indexed_store() -> Arc<Store<CachedPod>> {
     let store = Arc::new(Store::new());
     store.add_indexer(POD_CONTROLLER_UID_INDEX, Arc::new(pod_controller_uid_index));
+    store
+}
+
+/// The RSS growth per pod while `fill` adds 100,000 pods to a store it returns (kept alive by
+/// the caller, so a later fill cannot reuse its memory).
+fn bytes_per_pod<S>(label: &str, fill: impl FnOnce() -> S) -> S {
+    let before = rss_bytes().unwrap_or(0);
+    let store = fill();
+    let after = rss_bytes().unwrap_or(0);
+    println!(
+        "bytes per cached pod ({label}): {} (RSS {} MiB -> {} MiB for {PODS} pods)",
+        after.saturating_sub(before) / PODS as u64,
+        before / (1 << 20),
+        after / (1 << 20),
+    );
     store
 }
 
@@ -166,34 +184,27 @@ fn report_memory_per_pod() {
         return;
     }
     let template = template_pod();
-    // Both stores stay alive until the end, so the second fill cannot reuse the first's memory.
-    let mut stores = Vec::new();
-    for trimmed in [true, false] {
-        let before = rss_bytes().unwrap_or(0);
+    let cached = bytes_per_pod("as the manager caches them", || {
         let store = indexed_store();
         for i in 0..PODS {
-            let mut cached = pod(&template, i);
-            if trimmed {
-                trim_pod(&mut cached);
-            }
-            store.upsert(Arc::new(cached));
+            store.upsert(Arc::new(CachedPod::from(pod(&template, i))));
         }
-        let after = rss_bytes().unwrap_or(0);
-        assert_eq!(store.len(), PODS);
-        println!(
-            "bytes per cached pod ({}): {} (RSS {} MiB -> {} MiB for {PODS} pods; size_of::<Pod>() = {})",
-            if trimmed {
-                "trimmed, as the manager caches them"
-            } else {
-                "whole"
-            },
-            after.saturating_sub(before) / PODS as u64,
-            before / (1 << 20),
-            after / (1 << 20),
-            std::mem::size_of::<Pod>()
-        );
-        stores.push(store);
-    }
+        store
+    });
+    let whole = bytes_per_pod("whole Pod", || {
+        let store: Arc<Store<Pod>> = Arc::new(Store::new());
+        store.add_indexer(CONTROLLER_UID_INDEX, Arc::new(controller_uid_index::<Pod>));
+        for i in 0..PODS {
+            store.upsert(Arc::new(pod(&template, i)));
+        }
+        store
+    });
+    assert_eq!((cached.len(), whole.len()), (PODS, PODS));
+    println!(
+        "size_of::<CachedPod>() = {}, size_of::<Pod>() = {}",
+        std::mem::size_of::<CachedPod>(),
+        std::mem::size_of::<Pod>()
+    );
 }
 
 fn store_benches(c: &mut Criterion) {
@@ -201,7 +212,9 @@ fn store_benches(c: &mut Criterion) {
     report_memory_per_pod();
 
     let template = template_pod();
-    let pods: Vec<Arc<Pod>> = (0..PODS).map(|i| Arc::new(pod(&template, i))).collect();
+    let pods: Vec<Arc<CachedPod>> = (0..PODS)
+        .map(|i| Arc::new(CachedPod::from(pod(&template, i))))
+        .collect();
     let mut group = c.benchmark_group("informer_store");
 
     // One fill takes a few hundred milliseconds: give its 10 samples the time they need.

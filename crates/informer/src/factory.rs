@@ -27,9 +27,6 @@ pub struct FactoryConfig {
     pub default_resync: Duration,
     /// Clear `metadata.managedFields` before objects enter the cache, as kcm's transform does.
     pub drop_managed_fields: bool,
-    /// Trim cached pods to the fields the workload controllers read ([`crate::trim_pod`]);
-    /// on by default. Cached pods are then never fit to be written back.
-    pub trim_pods: bool,
 }
 
 impl Default for FactoryConfig {
@@ -37,7 +34,6 @@ impl Default for FactoryConfig {
         Self {
             default_resync: Duration::ZERO,
             drop_managed_fields: true,
-            trim_pods: true,
         }
     }
 }
@@ -100,7 +96,6 @@ impl SharedInformerFactory {
                 resync: self.inner.config.default_resync,
                 transform: Transform {
                     drop_managed_fields: self.inner.config.drop_managed_fields,
-                    trim_pods: self.inner.config.trim_pods,
                 },
             })),
             started: false,

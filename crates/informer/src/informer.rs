@@ -357,7 +357,6 @@ mod tests {
             resync: Duration::ZERO,
             transform: Transform {
                 drop_managed_fields: true,
-                trim_pods: true,
             },
         })
     }

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod cached_pod;
 mod error;
 mod factory;
 mod handler;
@@ -8,12 +9,14 @@ mod key;
 mod listener;
 mod lister;
 mod pod_index;
-mod pod_trim;
 mod processor;
 mod resync;
 mod store;
 mod sync;
 
+pub use cached_pod::{
+    CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
+};
 pub use error::InformerError;
 pub use factory::{FactoryConfig, SharedInformerFactory};
 pub use handler::{DeletedObject, EventHandler};
@@ -25,7 +28,6 @@ pub use pod_index::{
     CONTROLLER_UID_INDEX, ORPHAN_INDEX_KEY, ORPHAN_POD_INDEX_KEY, POD_CONTROLLER_UID_INDEX,
     controller_uid_index, orphan_index_key, orphan_pod_index_key, pod_controller_uid_index,
 };
-pub use pod_trim::trim_pod;
 pub use resync::{DEFAULT_MIN_RESYNC_PERIOD, resync_period};
 pub use store::{IndexFn, NAMESPACE_INDEX, Store};
 pub use sync::{CACHE_SYNC_POLL_PERIOD, HasSynced, wait_for_cache_sync, wait_for_named_cache_sync};

@@ -8,8 +8,10 @@
 //! sync. The candidates differ only by ReplicaSets another controller owns, which claiming
 //! ignores anyway.
 
-use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
+
+use crate::CachedPod;
 
 /// The index name, shared by all controllers that register it on the pod informer.
 pub const POD_CONTROLLER_UID_INDEX: &str = "podControllerUID";
@@ -24,7 +26,7 @@ pub fn orphan_pod_index_key(namespace: &str) -> String {
 
 /// Index function: the UID of the pod's controller ownerReference, or
 /// `_ORPHAN_POD/<namespace>` when no ownerReference has `controller: true`.
-pub fn pod_controller_uid_index(pod: &Pod) -> Vec<String> {
+pub fn pod_controller_uid_index(pod: &CachedPod) -> Vec<String> {
     vec![controller_uid_or_else(&pod.metadata, orphan_pod_index_key)]
 }
 
@@ -96,14 +98,14 @@ mod tests {
             ),
         ];
         for (name, owner_references, want) in cases {
-            let pod = Pod {
+            let pod = CachedPod {
                 metadata: ObjectMeta {
                     namespace: Some("ns1".into()),
                     name: Some("p".into()),
                     owner_references,
                     ..ObjectMeta::default()
                 },
-                ..Pod::default()
+                ..CachedPod::default()
             };
             assert_eq!(
                 pod_controller_uid_index(&pod),

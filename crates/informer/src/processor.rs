@@ -6,15 +6,13 @@
 //!
 //! It does no I/O, so the whole relist diff is unit-tested by feeding events directly.
 
-use std::{any::Any, collections::HashSet, sync::Arc};
+use std::{collections::HashSet, sync::Arc};
 
-use k8s_openapi::api::core::v1::Pod;
 use kube::{Resource, runtime::watcher};
 
 use crate::{
     handler::{DeletedObject, Notification},
     key::object_key,
-    pod_trim::trim_pod,
     store::Store,
 };
 
@@ -23,19 +21,12 @@ use crate::{
 pub(crate) struct Transform {
     /// Clear `metadata.managedFields`, as kcm does, to save memory: no controller reads them.
     pub(crate) drop_managed_fields: bool,
-    /// Trim pods to the fields the workload controllers read ([`crate::trim_pod`]).
-    pub(crate) trim_pods: bool,
 }
 
 impl Transform {
     fn apply<K: Resource + Clone + 'static>(self, obj: &mut K) {
         if self.drop_managed_fields {
             obj.meta_mut().managed_fields = None;
-        }
-        if self.trim_pods
-            && let Some(pod) = (obj as &mut dyn Any).downcast_mut::<Pod>()
-        {
-            trim_pod(pod);
         }
         compact(obj);
     }
@@ -242,7 +233,6 @@ mod tests {
             store.clone(),
             Transform {
                 drop_managed_fields: true,
-                trim_pods: true,
             },
         );
         let notifications: Vec<String> = events
@@ -391,7 +381,6 @@ mod tests {
             store,
             Transform {
                 drop_managed_fields: true,
-                trim_pods: true,
             },
         );
         for event in list(vec![p("a", "1"), p("b", "2")]) {
@@ -426,7 +415,6 @@ mod tests {
                 store.clone(),
                 Transform {
                     drop_managed_fields,
-                    trim_pods: true,
                 },
             );
             processor.process(Event::Init);
@@ -445,42 +433,6 @@ mod tests {
             };
             assert_eq!(old.metadata.managed_fields.is_none(), drop_managed_fields);
             assert_eq!(new.metadata.managed_fields.is_none(), drop_managed_fields);
-        }
-    }
-
-    #[test]
-    fn transform_trims_pods_only_when_configured() {
-        let with_container = || {
-            let mut obj = p("a", "1");
-            obj.spec = Some(k8s_openapi::api::core::v1::PodSpec {
-                containers: vec![k8s_openapi::api::core::v1::Container {
-                    name: "app".into(),
-                    image: Some("nginx".into()),
-                    ..Default::default()
-                }],
-                node_name: Some("node-1".into()),
-                ..Default::default()
-            });
-            obj
-        };
-        for trim_pods in [true, false] {
-            let store = Arc::new(Store::new());
-            let mut processor = EventProcessor::new(
-                store.clone(),
-                Transform {
-                    drop_managed_fields: true,
-                    trim_pods,
-                },
-            );
-            processor.process(Event::Apply(with_container()));
-            let cached = store.get("ns/a").expect("cached");
-            let spec = cached.spec.as_ref().expect("spec");
-            assert_eq!(
-                spec.containers.is_empty(),
-                trim_pods,
-                "trim_pods={trim_pods}"
-            );
-            assert_eq!(spec.node_name.as_deref(), Some("node-1"));
         }
     }
 
@@ -510,7 +462,6 @@ mod tests {
             store.clone(),
             Transform {
                 drop_managed_fields: true,
-                trim_pods: true,
             },
         );
         processor.process(Event::Apply(obj));
@@ -534,7 +485,6 @@ mod tests {
             store.clone(),
             Transform {
                 drop_managed_fields: true,
-                trim_pods: true,
             },
         );
         assert_eq!(store.last_sync_resource_version(), None);

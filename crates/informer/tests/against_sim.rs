@@ -6,8 +6,8 @@ mod support;
 use std::time::Duration;
 
 use informer::{
-    FactoryConfig, POD_CONTROLLER_UID_INDEX, SharedInformerFactory, orphan_pod_index_key,
-    pod_controller_uid_index, wait_for_cache_sync,
+    CachedPod, FactoryConfig, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
+    orphan_pod_index_key, pod_controller_uid_index, wait_for_cache_sync,
 };
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
@@ -320,7 +320,7 @@ async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods(
         .await?;
 
     let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
-    let pods = factory.informer::<Pod>();
+    let pods = factory.informer::<CachedPod>();
     let shutdown = CancellationToken::new();
     factory.start(shutdown.clone());
     assert!(wait_for_cache_sync(&shutdown, &[&pods]).await);
@@ -328,8 +328,9 @@ async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods(
     pods.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
 
     let lister = pods.lister();
-    let names =
-        |pods: Vec<std::sync::Arc<Pod>>| pods.iter().map(|p| p.name_any()).collect::<Vec<_>>();
+    let names = |pods: Vec<std::sync::Arc<CachedPod>>| {
+        pods.iter().map(|p| p.name_any()).collect::<Vec<_>>()
+    };
     assert_eq!(
         names(lister.by_index(POD_CONTROLLER_UID_INDEX, &uid)),
         ["owned"]

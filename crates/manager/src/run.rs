@@ -243,7 +243,6 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
         FactoryConfig {
             default_resync: resync,
             drop_managed_fields: true,
-            trim_pods: true,
         },
     );
     let context = ControllerContext::new(

@@ -14,10 +14,8 @@ use std::{hint::black_box, sync::Arc, time::Duration};
 
 use controller_toolkit::ranking::{rank_by_related_pods_on_same_node, sort_for_deletion};
 use criterion::{Criterion, criterion_group, criterion_main};
-use k8s_openapi::{
-    api::{apps::v1::ReplicaSet, core::v1::Pod},
-    jiff::Timestamp,
-};
+use informer::CachedPod;
+use k8s_openapi::{api::apps::v1::ReplicaSet, jiff::Timestamp};
 use replicaset::decide::{StatusInputs, calculate_status, plan_replicas, slow_start_batches};
 use serde_json::json;
 
@@ -48,7 +46,7 @@ fn replica_set() -> ReplicaSet {
 /// Pod `i`: every 10th unscheduled and pending, every 10th (offset 5) running but not ready,
 /// the rest ready since a time that varies per pod (some not yet past minReadySeconds); a few
 /// carry a pod-deletion-cost annotation.
-fn pod(i: usize) -> Arc<Pod> {
+fn pod(i: usize) -> Arc<CachedPod> {
     let created = 1_795_000_000 + (i as i64 * 7) % 3_600;
     let ready_since = created + 30 + (i as i64 % 40) * 60;
     let scheduled = !i.is_multiple_of(10);
@@ -87,7 +85,7 @@ fn pod(i: usize) -> Arc<Pod> {
 
 fn decide_benches(c: &mut Criterion) {
     let replica_set = replica_set();
-    let pods: Vec<Arc<Pod>> = (0..PODS).map(pod).collect();
+    let pods: Vec<Arc<CachedPod>> = (0..PODS).map(pod).collect();
     // Late enough that most ready pods are available, early enough that some are not.
     let now = Timestamp::from_second(1_795_000_000 + 2_400).expect("valid time");
 

@@ -2,6 +2,7 @@
 //! upstream's `syncReplicaSet` step by step (replicaset.md §3), with `manage_replicas` (§4) and
 //! the conflict-safe status write (§7).
 
+use informer::CachedPod;
 use std::sync::Arc;
 
 use controller_toolkit::{
@@ -21,10 +22,7 @@ use informer::{
     split_key, wait_for_named_cache_sync,
 };
 use k8s_openapi::{
-    api::{
-        apps::v1::{ReplicaSet, ReplicaSetStatus},
-        core::v1::Pod,
-    },
+    api::apps::v1::{ReplicaSet, ReplicaSetStatus},
     jiff::Timestamp,
 };
 use kube::{
@@ -91,7 +89,7 @@ pub struct ReplicaSetController {
 struct Syncer {
     client: Client,
     replica_sets: Lister<ReplicaSet>,
-    pods: Lister<Pod>,
+    pods: Lister<CachedPod>,
     queue: RateLimitingQueue<String>,
     expectations: Arc<UidTrackingExpectations>,
     pod_control: PodControl,
@@ -109,7 +107,7 @@ impl ReplicaSetController {
         metrics: ControllerMetrics,
     ) -> Result<Self, ReplicaSetError> {
         let replica_set_informer = informers.informer::<ReplicaSet>();
-        let pod_informer = informers.informer::<Pod>();
+        let pod_informer = informers.informer::<CachedPod>();
         pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
         // Sibling ReplicaSets (same controller) for ranking.
         replica_set_informer
@@ -302,7 +300,7 @@ impl Syncer {
     /// upstream `manageReplicas`, replicaset.md §4.
     async fn manage_replicas(
         &self,
-        active_pods: &[Arc<Pod>],
+        active_pods: &[Arc<CachedPod>],
         replica_set: &Arc<ReplicaSet>,
         key: &str,
     ) -> Result<(), SyncError> {
@@ -375,7 +373,7 @@ impl Syncer {
     /// Deletes the `count` lowest-ranked pods, all at once.
     async fn delete_pods(
         &self,
-        active_pods: &[Arc<Pod>],
+        active_pods: &[Arc<CachedPod>],
         replica_set: &Arc<ReplicaSet>,
         key: &str,
         count: usize,
@@ -409,10 +407,10 @@ impl Syncer {
     /// `count` by upstream's ranking, with ranks counted over pods of sibling ReplicaSets.
     fn choose_victims(
         &self,
-        active_pods: &[Arc<Pod>],
+        active_pods: &[Arc<CachedPod>],
         replica_set: &ReplicaSet,
         count: usize,
-    ) -> Vec<Arc<Pod>> {
+    ) -> Vec<Arc<CachedPod>> {
         if count >= active_pods.len() {
             return active_pods.to_vec();
         }
@@ -426,7 +424,7 @@ impl Syncer {
     }
 
     /// Pods of every ReplicaSet with the same controller as this one (its siblings and itself).
-    fn related_pods(&self, replica_set: &ReplicaSet) -> Vec<Arc<Pod>> {
+    fn related_pods(&self, replica_set: &ReplicaSet) -> Vec<Arc<CachedPod>> {
         let Some(owner) = controller_toolkit::controller_ref::controller_of(&replica_set.metadata)
         else {
             return Vec::new();

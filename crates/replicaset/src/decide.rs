@@ -4,14 +4,12 @@
 //! pods to create or delete, the slow-start batch sizes, the new status and whether it differs,
 //! and when to look again for pods turning available.
 
+use informer::CachedPod;
 use std::time::Duration;
 
 use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready, pod_ready_time};
 use k8s_openapi::{
-    api::{
-        apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus},
-        core::v1::Pod,
-    },
+    api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus},
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
 };
@@ -76,7 +74,7 @@ pub struct StatusInputs<'a> {
     /// The ReplicaSet as read from the cache.
     pub replica_set: &'a ReplicaSet,
     /// Active pods claimed by it.
-    pub active_pods: &'a [std::sync::Arc<Pod>],
+    pub active_pods: &'a [std::sync::Arc<CachedPod>],
     /// Terminating pods it owns and that match its selector.
     pub terminating: usize,
     /// The error of manageReplicas this sync, if any.
@@ -178,7 +176,7 @@ pub fn status_unchanged(replica_set: &ReplicaSet, new_status: &ReplicaSetStatus)
 pub fn availability_requeue(
     min_ready_seconds: i32,
     written_status: &ReplicaSetStatus,
-    active_pods: &[std::sync::Arc<Pod>],
+    active_pods: &[std::sync::Arc<CachedPod>],
     now: Timestamp,
     after_write: Timestamp,
 ) -> Option<Duration> {
@@ -236,7 +234,7 @@ mod tests {
     }
 
     /// A pod with the given labels, Ready since `ready_since` seconds before `now()` (or not ready).
-    fn pod(labels: serde_json::Value, ready_since: Option<i64>) -> Arc<Pod> {
+    fn pod(labels: serde_json::Value, ready_since: Option<i64>) -> Arc<CachedPod> {
         let conditions = match ready_since {
             Some(seconds) => {
                 let at = now() - k8s_openapi::jiff::SignedDuration::from_secs(seconds);
@@ -261,7 +259,7 @@ mod tests {
     fn counts_labeled_ready_and_available_pods() {
         // (pods, minReadySeconds, want (replicas, fullyLabeled, ready, available))
         type Counts = (i32, i32, i32, i32);
-        let cases: Vec<(Vec<Arc<Pod>>, i32, Counts)> = vec![
+        let cases: Vec<(Vec<Arc<CachedPod>>, i32, Counts)> = vec![
             (vec![], 0, (0, 0, 0, 0)),
             (
                 vec![pod(full(), Some(10)), pod(full(), None)],
@@ -396,7 +394,7 @@ mod tests {
             pod(full(), Some(7)),
             pod(full(), None),
         ];
-        let requeue = |min_ready, status: &ReplicaSetStatus, pods: &[Arc<Pod>], later| {
+        let requeue = |min_ready, status: &ReplicaSetStatus, pods: &[Arc<CachedPod>], later| {
             availability_requeue(min_ready, status, pods, now(), later)
         };
         assert_eq!(requeue(0, &status(2, 0), &pods, now()), None);

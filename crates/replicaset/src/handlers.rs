@@ -2,6 +2,7 @@
 //! and expectation observations. Handlers only read the caches and enqueue; all API work happens
 //! in the sync.
 
+use informer::CachedPod;
 use std::{sync::Arc, time::Duration};
 
 use controller_toolkit::{
@@ -9,7 +10,7 @@ use controller_toolkit::{
 };
 use expectations::UidTrackingExpectations;
 use informer::{DeletedObject, EventHandler, Lister, object_key};
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::{
     ResourceExt,
     core::{Selector, SelectorExt},
@@ -30,7 +31,7 @@ impl HandlerContext {
     }
 
     /// The ReplicaSet a pod's controller ref points to, if it exists with the same UID.
-    fn resolve_owner(&self, pod: &Pod) -> Option<Arc<ReplicaSet>> {
+    fn resolve_owner(&self, pod: &CachedPod) -> Option<Arc<ReplicaSet>> {
         self.replica_sets.resolve_controller_ref(
             &pod.namespace().unwrap_or_default(),
             controller_of(&pod.metadata)?,
@@ -38,7 +39,7 @@ impl HandlerContext {
     }
 
     /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches its labels.
-    fn matching_replica_sets(&self, pod: &Pod) -> Vec<Arc<ReplicaSet>> {
+    fn matching_replica_sets(&self, pod: &CachedPod) -> Vec<Arc<ReplicaSet>> {
         let Some(labels) = pod
             .metadata
             .labels
@@ -80,7 +81,7 @@ impl HandlerContext {
         matching
     }
 
-    fn pod_deleted(&self, pod: &Pod) {
+    fn pod_deleted(&self, pod: &CachedPod) {
         let Some(replica_set) = self.resolve_owner(pod) else {
             return;
         };
@@ -118,8 +119,8 @@ impl EventHandler<ReplicaSet> for ReplicaSetHandler {
 /// Handler for the pod informer.
 pub(crate) struct PodHandler(pub(crate) HandlerContext);
 
-impl EventHandler<Pod> for PodHandler {
-    fn on_add(&self, pod: &Arc<Pod>, _is_in_initial_list: bool) {
+impl EventHandler<CachedPod> for PodHandler {
+    fn on_add(&self, pod: &Arc<CachedPod>, _is_in_initial_list: bool) {
         if pod.metadata.deletion_timestamp.is_some() {
             // Restarted controller seeing a pod already being deleted: count it as deleted.
             self.0.pod_deleted(pod);
@@ -138,7 +139,7 @@ impl EventHandler<Pod> for PodHandler {
         }
     }
 
-    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
+    fn on_update(&self, old: &Arc<CachedPod>, new: &Arc<CachedPod>) {
         if old.metadata.resource_version == new.metadata.resource_version {
             return;
         }
@@ -185,7 +186,7 @@ impl EventHandler<Pod> for PodHandler {
         }
     }
 
-    fn on_delete(&self, pod: &DeletedObject<Pod>) {
+    fn on_delete(&self, pod: &DeletedObject<CachedPod>) {
         self.0.pod_deleted(pod.object());
     }
 }

@@ -12,11 +12,9 @@
 use std::{collections::BTreeMap, hint::black_box, sync::Arc, time::Duration};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use informer::CachedPod;
 use k8s_openapi::{
-    api::{
-        apps::v1::StatefulSet,
-        core::v1::{PersistentVolumeClaim, Pod},
-    },
+    api::{apps::v1::StatefulSet, core::v1::PersistentVolumeClaim},
     apimachinery::pkg::apis::meta::v1::OwnerReference,
     jiff::Timestamp,
 };
@@ -83,7 +81,7 @@ fn running_pod(
     ordinal: i32,
     revision: &str,
     now: Timestamp,
-) -> Arc<Pod> {
+) -> Arc<CachedPod> {
     let mut pod = new_pod(set, template_set, &owner(), ordinal, revision);
     let ready_since = Timestamp::from_second(now.as_second() - 3_600).expect("valid time");
     pod.metadata.uid = Some(format!("3f6e1c2a-51d4-4e8b-9c1f-{ordinal:012}"));
@@ -96,14 +94,14 @@ fn running_pod(
     });
     pod.status = Some(serde_json::from_value(status).expect("valid status"));
     pod.spec.get_or_insert_default().node_name = Some(format!("node-{}", ordinal % 20));
-    Arc::new(pod)
+    Arc::new(CachedPod::from(pod))
 }
 
 fn decide_benches(c: &mut Criterion) {
     let current_set = set("postgres:16.3");
     let update_set = set("postgres:16.4");
     let now = Timestamp::from_second(1_795_000_000).expect("valid time");
-    let pods: Vec<Arc<Pod>> = (0..REPLICAS)
+    let pods: Vec<Arc<CachedPod>> = (0..REPLICAS)
         .map(|ordinal| {
             if ordinal >= UPDATED_FROM {
                 running_pod(&update_set, &update_set, ordinal, UPDATE, now)

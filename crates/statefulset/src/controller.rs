@@ -2,6 +2,7 @@
 //! upstream's `sync` and `UpdateStatefulSet` step by step (statefulset.md §3, §4), executing the
 //! plan of [`crate::decide`] and writing the status (§10).
 
+use informer::CachedPod;
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use controller_toolkit::{
@@ -19,7 +20,7 @@ use informer::{
 use k8s_openapi::{
     api::{
         apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus},
-        core::v1::{PersistentVolumeClaim, Pod},
+        core::v1::PersistentVolumeClaim,
     },
     jiff::Timestamp,
 };
@@ -104,7 +105,7 @@ pub struct StatefulSetController {
 struct Syncer {
     client: Client,
     sets: Lister<RawStatefulSet>,
-    pods: Lister<Pod>,
+    pods: Lister<CachedPod>,
     revisions: Lister<ControllerRevision>,
     claims: Lister<PersistentVolumeClaim>,
     queue: RateLimitingQueue<String>,
@@ -127,7 +128,7 @@ impl StatefulSetController {
         metrics: ControllerMetrics,
     ) -> Result<Self, StatefulSetError> {
         let set_informer = informers.informer::<RawStatefulSet>();
-        let pod_informer = informers.informer::<Pod>();
+        let pod_informer = informers.informer::<CachedPod>();
         let revision_informer = informers.informer::<ControllerRevision>();
         revision_informer.add_indexer(
             CONTROLLER_UID_INDEX,
@@ -348,7 +349,7 @@ impl Syncer {
         &self,
         set: &RawStatefulSet,
         selector: &Selector,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<CachedPod>],
         now: Timestamp,
     ) -> Result<StatefulSetStatus, SyncError> {
         let mut sorted = self.list_revisions(&set.set, selector);
@@ -375,7 +376,7 @@ impl Syncer {
         &self,
         set: &RawStatefulSet,
         set_revisions: &SetRevisions,
-        pods: &[Arc<Pod>],
+        pods: &[Arc<CachedPod>],
         now: Timestamp,
     ) -> Result<StatefulSetStatus, SyncError> {
         let current_set = apply_revision_to_statefulset(&set.set, &set_revisions.current)

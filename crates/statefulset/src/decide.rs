@@ -7,13 +7,14 @@
 //! only on the snapshot, so the plan is cut there: a [`Plan`] is a list of phases, each a list
 //! of [`PodAction`]s, and the executor only has to stop early on an API error.
 
+use informer::CachedPod;
 use std::{collections::BTreeMap, sync::Arc};
 
 use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready};
 use k8s_openapi::{
     api::{
         apps::v1::{StatefulSet, StatefulSetStatus},
-        core::v1::{PersistentVolumeClaim, Pod},
+        core::v1::{PersistentVolumeClaim, Pod, PodSpec, Volume},
     },
     apimachinery::pkg::{apis::meta::v1::OwnerReference, util::intstr::IntOrString},
     jiff::Timestamp,
@@ -65,8 +66,9 @@ pub enum PodAction {
     /// `fixPodClaim`): claim writes, then a PUT of `updated` if its identity or storage changed.
     Repair {
         /// The pod as cached.
-        pod: Arc<Pod>,
-        /// The pod to PUT, if it must change.
+        pod: Arc<CachedPod>,
+        /// The identity labels and claim volumes to carry onto a fresh read of the pod and PUT,
+        /// if they must change (metadata and claim volumes only: never sent as is).
         updated: Option<Box<Pod>>,
         /// Claim writes.
         claims: Vec<ClaimWrite>,
@@ -74,7 +76,7 @@ pub enum PodAction {
     /// Delete a pod: failed/succeeded, condemned, or outdated in a rolling update.
     Delete {
         /// The pod as cached.
-        pod: Arc<Pod>,
+        pod: Arc<CachedPod>,
         /// Whether it is deleted to be replaced at the update revision (each such deletion
         /// lowers `currentReplicas`, as upstream).
         for_update: bool,
@@ -118,7 +120,7 @@ pub struct PlanInput<'a> {
     /// `status.collisionCount` after revision creation.
     pub collision_count: i32,
     /// The pods this set owns (claimed).
-    pub pods: &'a [Arc<Pod>],
+    pub pods: &'a [Arc<CachedPod>],
     /// Existing claims of the set's namespace, by name.
     pub claims: &'a BTreeMap<String, Arc<PersistentVolumeClaim>>,
     /// The controller reference new pods get.
@@ -130,25 +132,37 @@ pub struct PlanInput<'a> {
 /// A pod slot: a pod from the API server, or one built in memory for an empty ordinal.
 #[derive(Debug, Clone)]
 enum Slot {
-    Existing(Arc<Pod>),
-    Missing(Box<Pod>),
+    Existing(Arc<CachedPod>),
+    Missing {
+        /// The pod to create.
+        pod: Box<Pod>,
+        /// The same pod as the predicates read it.
+        view: Box<CachedPod>,
+    },
 }
 
 impl Slot {
-    fn pod(&self) -> &Pod {
+    fn missing(pod: Pod) -> Self {
+        Slot::Missing {
+            view: Box::new(CachedPod::from(&pod)),
+            pod: Box::new(pod),
+        }
+    }
+
+    fn pod(&self) -> &CachedPod {
         match self {
             Slot::Existing(pod) => pod,
-            Slot::Missing(pod) => pod,
+            Slot::Missing { view, .. } => view,
         }
     }
 }
 
 /// Whether the pod came from the API server (upstream `isCreated`: it has a phase).
-pub fn is_created(pod: &Pod) -> bool {
+pub fn is_created(pod: &CachedPod) -> bool {
     !phase(pod).is_empty()
 }
 
-fn phase(pod: &Pod) -> &str {
+fn phase(pod: &CachedPod) -> &str {
     pod.status
         .as_ref()
         .and_then(|status| status.phase.as_deref())
@@ -156,28 +170,28 @@ fn phase(pod: &Pod) -> &str {
 }
 
 /// Phase Failed or Succeeded: the pod will never run again (upstream `isFailed`/`isSucceeded`).
-pub fn is_finished(pod: &Pod) -> bool {
+pub fn is_finished(pod: &CachedPod) -> bool {
     matches!(phase(pod), "Failed" | "Succeeded")
 }
 
 /// Whether the pod is being deleted.
-pub fn is_terminating(pod: &Pod) -> bool {
+pub fn is_terminating(pod: &CachedPod) -> bool {
     pod.metadata.deletion_timestamp.is_some()
 }
 
 /// Phase Running and condition Ready (upstream `isRunningAndReady`).
-pub fn is_running_and_ready(pod: &Pod) -> bool {
+pub fn is_running_and_ready(pod: &CachedPod) -> bool {
     phase(pod) == "Running" && is_pod_ready(pod)
 }
 
 /// Running, ready, and ready for `min_ready_seconds` at `now` (upstream
 /// `isRunningAndAvailable`).
-pub fn is_running_and_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+pub fn is_running_and_available(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp) -> bool {
     is_running_and_ready(pod) && is_pod_available(pod, min_ready_seconds, now)
 }
 
 /// Missing, not running and ready, terminating, or not yet available (§6 step 6).
-pub fn is_unavailable(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+pub fn is_unavailable(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp) -> bool {
     !is_created(pod)
         || is_terminating(pod)
         || !is_running_and_available(pod, min_ready_seconds, now)
@@ -259,7 +273,7 @@ pub fn uses_current_revision(set: &StatefulSet, ordinal: i32) -> bool {
 
 /// The status counters over `pods` (upstream `computeReplicaStatus`, §9).
 pub fn count_replicas<'a>(
-    pods: impl IntoIterator<Item = &'a Pod>,
+    pods: impl IntoIterator<Item = &'a CachedPod>,
     revisions: (&str, &str),
     min_ready_seconds: i32,
     now: Timestamp,
@@ -297,7 +311,7 @@ pub fn count_replicas<'a>(
 /// created when `create_missing`, owner refs fixed where the retention policy disagrees.
 fn claim_writes(
     set: &StatefulSet,
-    pod: &Pod,
+    pod: &CachedPod,
     claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
     create_missing: bool,
 ) -> Vec<ClaimWrite> {
@@ -327,7 +341,7 @@ fn claim_writes(
 
 fn with_owners(
     set: &StatefulSet,
-    pod: &Pod,
+    pod: &CachedPod,
     mut claim: PersistentVolumeClaim,
 ) -> PersistentVolumeClaim {
     let owners = updated_claim_owners(set, pod, &claim);
@@ -339,7 +353,7 @@ fn with_owners(
 /// deleted (upstream `createPersistentVolumeClaims`).
 fn claims_to_create(
     set: &StatefulSet,
-    pod: &Pod,
+    pod: &CachedPod,
     claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
 ) -> Vec<ClaimWrite> {
     pod_claims(set, pod_ordinal(pod))
@@ -368,7 +382,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
 
     // §6 step 3: partition the pods into wanted slots and condemned pods.
     let mut replicas: Vec<Option<Slot>> = vec![None; usize::try_from(range.replicas).unwrap_or(0)];
-    let mut condemned: Vec<Arc<Pod>> = Vec::new();
+    let mut condemned: Vec<Arc<CachedPod>> = Vec::new();
     for pod in input.pods {
         let ordinal = pod_ordinal(pod);
         if range.contains(ordinal) {
@@ -394,13 +408,13 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
                 } else {
                     (revisions.update_set, revisions.update)
                 };
-                Slot::Missing(Box::new(new_pod(
+                Slot::missing(new_pod(
                     set,
                     template_set,
                     input.controller_ref,
                     ordinal,
                     revision,
-                )))
+                ))
             })
         })
         .collect();
@@ -498,7 +512,10 @@ fn process_replicas(
     let mut actions = Vec::new();
     for slot in replicas {
         let pod = match slot {
-            Slot::Missing(pod) => {
+            Slot::Missing {
+                pod: new,
+                view: pod,
+            } => {
                 let stale = pod_claims(set, pod_ordinal(pod)).iter().any(|wanted| {
                     wanted
                         .metadata
@@ -510,7 +527,7 @@ fn process_replicas(
                 if !stale {
                     actions.push(PodAction::Create {
                         claims: claims_to_create(set, pod, input.claims),
-                        pod: pod.clone(),
+                        pod: new.clone(),
                     });
                 }
                 if monotonic {
@@ -560,7 +577,7 @@ fn process_replicas(
 
 /// §6.1 step 5: the repair an existing in-range pod needs, if any (identity, storage and
 /// claim owners, judged against the update revision's set).
-fn repair(input: &PlanInput<'_>, pod: &Arc<Pod>) -> Option<PodAction> {
+fn repair(input: &PlanInput<'_>, pod: &Arc<CachedPod>) -> Option<PodAction> {
     let set = input.revisions.update_set;
     let ordinal = pod_ordinal(pod);
     let identity_ok = identity_matches(set, pod);
@@ -570,7 +587,7 @@ fn repair(input: &PlanInput<'_>, pod: &Arc<Pod>) -> Option<PodAction> {
         return None;
     }
     let updated = (!identity_ok || !storage_ok).then(|| {
-        let mut updated = pod.as_ref().clone();
+        let mut updated = repair_base(pod);
         if !identity_ok {
             set_identity(set, &mut updated, ordinal);
         }
@@ -586,9 +603,37 @@ fn repair(input: &PlanInput<'_>, pod: &Arc<Pod>) -> Option<PodAction> {
     })
 }
 
+/// The part of a cached pod a repair changes, as a `Pod` for `set_identity`/`set_storage`:
+/// its metadata and its claim volumes (the only volumes the cache keeps). The pod control
+/// carries the result onto a fresh read of the pod, so nothing else is lost.
+fn repair_base(pod: &CachedPod) -> Pod {
+    let volumes = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.volumes.as_ref())
+        .map(|volumes| {
+            volumes
+                .iter()
+                .map(|volume| Volume {
+                    name: volume.name.clone(),
+                    persistent_volume_claim: volume.persistent_volume_claim.clone(),
+                    ..Volume::default()
+                })
+                .collect()
+        });
+    Pod {
+        metadata: pod.metadata.clone(),
+        spec: Some(PodSpec {
+            volumes,
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
 /// §6.2 over the condemned pods (highest ordinal first).
 fn process_condemned(
-    condemned: &[Arc<Pod>],
+    condemned: &[Arc<CachedPod>],
     first_unavailable: Option<&str>,
     monotonic: bool,
     min_ready: i32,
@@ -632,7 +677,7 @@ fn rolling_update_deletions(
 ) -> Vec<PodAction> {
     let max_unavailable = max_unavailable(set);
     let update_min = usize::try_from(partition(set)).unwrap_or(0);
-    let outdated = |pod: &Pod| pod_revision(pod) != update_revision;
+    let outdated = |pod: &CachedPod| pod_revision(pod) != update_revision;
     let unavailable = replicas
         .iter()
         .filter(|slot| is_unavailable(slot.pod(), min_ready, now))
@@ -653,7 +698,7 @@ fn rolling_update_deletions(
         return Vec::new();
     }
     // Only pods that exist can be deleted; highest index first, down to the partition.
-    let candidates: Vec<&Arc<Pod>> = replicas
+    let candidates: Vec<&Arc<CachedPod>> = replicas
         .iter()
         .enumerate()
         .rev()
@@ -663,7 +708,7 @@ fn rolling_update_deletions(
             _ => None,
         })
         .collect();
-    let delete = |pod: &Arc<Pod>| PodAction::Delete {
+    let delete = |pod: &Arc<CachedPod>| PodAction::Delete {
         pod: pod.clone(),
         for_update: true,
     };
@@ -671,9 +716,10 @@ fn rolling_update_deletions(
         let budget = max_unavailable.saturating_sub(unavailable);
         return candidates.into_iter().take(budget).map(delete).collect();
     }
-    let (unavailable_outdated, available_outdated): (Vec<&Arc<Pod>>, Vec<&Arc<Pod>>) = candidates
-        .into_iter()
-        .partition(|pod| !is_running_and_available(pod, min_ready, now));
+    let (unavailable_outdated, available_outdated): (Vec<&Arc<CachedPod>>, Vec<&Arc<CachedPod>>) =
+        candidates
+            .into_iter()
+            .partition(|pod| !is_running_and_available(pod, min_ready, now));
     let budget = max_unavailable.saturating_sub(unavailable);
     unavailable_outdated
         .into_iter()

@@ -40,7 +40,7 @@ fn set(replicas: i32, extra_spec: Value) -> StatefulSet {
 
 /// A pod of `web`: `state` is one of "ready", "running" (not ready), "pending", "failed",
 /// "succeeded", "terminating"; `revision` its revision label.
-fn pod(ordinal: i32, state: &str, revision: &str) -> Arc<Pod> {
+fn pod(ordinal: i32, state: &str, revision: &str) -> Arc<CachedPod> {
     let phase = match state {
         "pending" => "Pending",
         "failed" => "Failed",
@@ -83,7 +83,7 @@ fn owner() -> OwnerReference {
 
 fn run(
     set: &StatefulSet,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<CachedPod>],
     claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
 ) -> Plan {
     let owner = owner();
@@ -112,7 +112,7 @@ fn steps(plan: &Plan) -> Vec<String> {
             PodAction::Create { pod, claims } => format!(
                 "create {}@{}{}",
                 pod.metadata.name.as_deref().unwrap(),
-                pod_revision(pod),
+                pod_revision(&CachedPod::from(pod.as_ref())),
                 if claims.is_empty() {
                     String::new()
                 } else {
@@ -150,7 +150,7 @@ fn plans() {
     struct Case {
         name: &'static str,
         set: StatefulSet,
-        pods: Vec<Arc<Pod>>,
+        pods: Vec<Arc<CachedPod>>,
         want: Vec<&'static str>,
     }
     let parallel = json!({"podManagementPolicy": "Parallel"});
@@ -433,8 +433,10 @@ fn condemned_claims_get_the_pod_as_owner_before_the_pod_goes() {
     let mut pods = Vec::new();
     let mut claims = BTreeMap::new();
     for ordinal in 0..2 {
+        let mut mounted = Pod::default();
+        crate::identity::set_storage(&set, &mut mounted, ordinal);
         let mut with_volume = pod(ordinal, "ready", UPDATE).as_ref().clone();
-        crate::identity::set_storage(&set, &mut with_volume, ordinal);
+        with_volume.spec = CachedPod::from(&mounted).spec;
         pods.push(Arc::new(with_volume));
         let claim: PersistentVolumeClaim =
             serde_json::from_value(json!({"metadata": {"name": format!("data-web-{ordinal}")}}))

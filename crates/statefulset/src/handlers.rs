@@ -4,8 +4,8 @@
 use std::{sync::Arc, time::Duration};
 
 use controller_toolkit::{controller_ref::controller_of, pod_predicates::is_pod_ready};
+use informer::CachedPod;
 use informer::{DeletedObject, EventHandler, Lister, object_key};
-use k8s_openapi::api::core::v1::Pod;
 use kube::{
     ResourceExt,
     core::{Selector, SelectorExt},
@@ -23,7 +23,7 @@ pub(crate) struct HandlerContext {
 
 impl HandlerContext {
     /// The set a pod's controller ref points to, if it exists with the same UID.
-    fn resolve_owner(&self, pod: &Pod) -> Option<Arc<RawStatefulSet>> {
+    fn resolve_owner(&self, pod: &CachedPod) -> Option<Arc<RawStatefulSet>> {
         self.sets.resolve_controller_ref(
             &pod.namespace().unwrap_or_default(),
             controller_of(&pod.metadata)?,
@@ -32,7 +32,7 @@ impl HandlerContext {
 
     /// Every set in the pod's namespace whose selector matches its labels (upstream
     /// `getPodStatefulSets`).
-    fn matching_sets(&self, pod: &Pod) -> Vec<Arc<RawStatefulSet>> {
+    fn matching_sets(&self, pod: &CachedPod) -> Vec<Arc<RawStatefulSet>> {
         let Some(labels) = pod
             .metadata
             .labels
@@ -58,7 +58,7 @@ impl HandlerContext {
         self.queue.add(object_key(set));
     }
 
-    fn pod_deleted(&self, pod: &Pod) {
+    fn pod_deleted(&self, pod: &CachedPod) {
         if let Some(set) = self.resolve_owner(pod) {
             self.enqueue(&set);
         }
@@ -89,8 +89,8 @@ impl EventHandler<RawStatefulSet> for SetHandler {
 /// Handler for the pod informer.
 pub(crate) struct PodHandler(pub(crate) HandlerContext);
 
-impl EventHandler<Pod> for PodHandler {
-    fn on_add(&self, pod: &Arc<Pod>, _is_in_initial_list: bool) {
+impl EventHandler<CachedPod> for PodHandler {
+    fn on_add(&self, pod: &Arc<CachedPod>, _is_in_initial_list: bool) {
         if pod.metadata.deletion_timestamp.is_some() {
             self.0.pod_deleted(pod);
             return;
@@ -106,7 +106,7 @@ impl EventHandler<Pod> for PodHandler {
         }
     }
 
-    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
+    fn on_update(&self, old: &Arc<CachedPod>, new: &Arc<CachedPod>) {
         if old.metadata.resource_version == new.metadata.resource_version {
             return;
         }
@@ -137,7 +137,7 @@ impl EventHandler<Pod> for PodHandler {
         }
     }
 
-    fn on_delete(&self, pod: &DeletedObject<Pod>) {
+    fn on_delete(&self, pod: &DeletedObject<CachedPod>) {
         self.0.pod_deleted(pod.object());
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use informer::CachedPod;
 use k8s_openapi::{
     api::{
         apps::v1::StatefulSet,
@@ -36,7 +37,7 @@ pub fn parent_and_ordinal(pod_name: &str) -> (&str, i32) {
 }
 
 /// The ordinal of a pod, -1 if its name carries none.
-pub fn pod_ordinal(pod: &Pod) -> i32 {
+pub fn pod_ordinal(pod: &CachedPod) -> i32 {
     parent_and_ordinal(pod.metadata.name.as_deref().unwrap_or_default()).1
 }
 
@@ -85,7 +86,7 @@ impl OrdinalRange {
 
 /// Whether the pod's name, namespace and pod-name label are those of its ordinal in `set`
 /// (upstream `identityMatches`).
-pub fn identity_matches(set: &StatefulSet, pod: &Pod) -> bool {
+pub fn identity_matches(set: &StatefulSet, pod: &CachedPod) -> bool {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let (parent, ordinal) = parent_and_ordinal(name);
     ordinal >= 0
@@ -97,7 +98,7 @@ pub fn identity_matches(set: &StatefulSet, pod: &Pod) -> bool {
 
 /// Whether every claim template has a volume of its name pointing at the pod's claim
 /// (upstream `storageMatches`).
-pub fn storage_matches(set: &StatefulSet, pod: &Pod) -> bool {
+pub fn storage_matches(set: &StatefulSet, pod: &CachedPod) -> bool {
     let ordinal = pod_ordinal(pod);
     if ordinal < 0 {
         return false;
@@ -123,12 +124,12 @@ pub fn storage_matches(set: &StatefulSet, pod: &Pod) -> bool {
 }
 
 /// A label value of a pod.
-pub fn label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+pub fn label<'a>(pod: &'a CachedPod, key: &str) -> Option<&'a str> {
     pod.metadata.labels.as_ref()?.get(key).map(String::as_str)
 }
 
 /// The revision name a pod was built from (its `controller-revision-hash` label), or "".
-pub fn pod_revision(pod: &Pod) -> &str {
+pub fn pod_revision(pod: &CachedPod) -> &str {
     label(pod, REVISION_LABEL).unwrap_or_default()
 }
 
@@ -347,8 +348,8 @@ mod tests {
                 ("cfg".to_owned(), None)
             ]
         );
-        assert!(identity_matches(&set, &pod));
-        assert!(storage_matches(&set, &pod));
+        assert!(identity_matches(&set, &CachedPod::from(&pod)));
+        assert!(storage_matches(&set, &CachedPod::from(&pod)));
 
         let mut renamed = pod.clone();
         renamed
@@ -357,10 +358,10 @@ mod tests {
             .as_mut()
             .unwrap()
             .remove(POD_NAME_LABEL);
-        assert!(!identity_matches(&set, &renamed));
+        assert!(!identity_matches(&set, &CachedPod::from(renamed)));
         let mut unmounted = pod;
         unmounted.spec.as_mut().unwrap().volumes = None;
-        assert!(!storage_matches(&set, &unmounted));
+        assert!(!storage_matches(&set, &CachedPod::from(unmounted)));
     }
 
     #[test]

@@ -8,9 +8,13 @@ use controller_toolkit::{
     events::{EventRecorder, EventType},
     stale_reads::DependentWrites,
 };
-use k8s_openapi::api::{
-    apps::v1::StatefulSet,
-    core::v1::{PersistentVolumeClaim, Pod},
+use informer::CachedPod;
+use k8s_openapi::{
+    api::{
+        apps::v1::StatefulSet,
+        core::v1::{PersistentVolumeClaim, Pod},
+    },
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kube::{
     Api, Client,
@@ -59,8 +63,8 @@ pub struct StatefulPodControl {
 const POD_UPDATE_ATTEMPTS: usize = 4;
 
 /// `fresh` with the identity labels and volumes of `repaired`. `repaired` comes from the
-/// trimmed cache, which keeps only claim volumes, so its volumes go first (as `set_storage`
-/// orders them) and `fresh` keeps every other volume it has.
+/// cache, which keeps only claim volumes, so its volumes go first (as `set_storage` orders
+/// them) and `fresh` keeps every other volume it has.
 fn carry_repair(mut fresh: Pod, repaired: &Pod) -> Pod {
     let labels = fresh.metadata.labels.get_or_insert_with(Default::default);
     for key in [POD_NAME_LABEL, POD_INDEX_LABEL] {
@@ -83,8 +87,8 @@ fn carry_repair(mut fresh: Pod, repaired: &Pod) -> Pod {
     fresh
 }
 
-fn name_of(pod: &Pod) -> &str {
-    pod.metadata.name.as_deref().unwrap_or_default()
+fn name_of(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or_default()
 }
 
 impl StatefulPodControl {
@@ -151,13 +155,10 @@ impl StatefulPodControl {
         &self,
         set: &StatefulSet,
         verb: &str,
-        pod: &Pod,
+        pod_name: &str,
         error: Option<&PodControlError>,
     ) {
-        let (set_name, pod_name) = (
-            set.metadata.name.as_deref().unwrap_or_default(),
-            name_of(pod),
-        );
+        let set_name = set.metadata.name.as_deref().unwrap_or_default();
         let reason_verb = match verb {
             "create" => "Create",
             "update" => "Update",
@@ -186,20 +187,21 @@ impl StatefulPodControl {
         pod: &Pod,
         claims: &[ClaimWrite],
     ) -> Result<(), PodControlError> {
-        if let Err(error) = self.write_claims(set, pod, claims).await {
-            self.record_pod_event(set, "create", pod, Some(&error));
+        let pod_name = name_of(&pod.metadata);
+        if let Err(error) = self.write_claims(set, pod_name, claims).await {
+            self.record_pod_event(set, "create", pod_name, Some(&error));
             return Err(error);
         }
         match self.pods(set).create(&PostParams::default(), pod).await {
             Ok(created) => {
                 self.record_pod_write(set, &created);
-                self.record_pod_event(set, "create", pod, None);
+                self.record_pod_event(set, "create", pod_name, None);
                 Ok(())
             }
             Err(error) if is_already_exists(&error) => Ok(()),
             Err(error) => {
                 let error = PodControlError::from(error);
-                self.record_pod_event(set, "create", pod, Some(&error));
+                self.record_pod_event(set, "create", pod_name, Some(&error));
                 Err(error)
             }
         }
@@ -210,22 +212,23 @@ impl StatefulPodControl {
     async fn repair_pod(
         &self,
         set: &StatefulSet,
-        pod: &Pod,
+        pod: &CachedPod,
         updated: Option<&Pod>,
         claims: &[ClaimWrite],
     ) -> Result<(), PodControlError> {
-        self.write_claims(set, pod, claims).await?;
+        let pod_name = name_of(&pod.metadata);
+        self.write_claims(set, pod_name, claims).await?;
         let Some(updated) = updated else {
             return Ok(());
         };
         match self.put_pod(set, updated).await {
             Ok(()) => {
-                self.record_pod_event(set, "update", pod, None);
+                self.record_pod_event(set, "update", pod_name, None);
                 Ok(())
             }
             Err(error) => {
                 let error = PodControlError::from(error);
-                self.record_pod_event(set, "update", pod, Some(&error));
+                self.record_pod_event(set, "update", pod_name, Some(&error));
                 Err(error)
             }
         }
@@ -233,11 +236,11 @@ impl StatefulPodControl {
 
     /// PUTs the repair (identity labels, volumes) carried over to a fresh read of the pod, and
     /// retries conflicts the same way (4 attempts, as upstream's retry-on-conflict). The
-    /// repaired copy itself is never sent: it comes from the cache, whose pods are trimmed
-    /// (`informer::trim_pod`) and would lose their containers.
+    /// repaired copy itself is never sent: it holds only what the cache keeps of the pod
+    /// (`informer::CachedPod`: metadata and claim volumes).
     async fn put_pod(&self, set: &StatefulSet, updated: &Pod) -> Result<(), kube::Error> {
         let api = self.pods(set);
-        let name = name_of(updated);
+        let name = name_of(&updated.metadata);
         let mut attempt = carry_repair(api.get(name).await?, updated);
         let mut remaining = POD_UPDATE_ATTEMPTS;
         loop {
@@ -256,10 +259,11 @@ impl StatefulPodControl {
     }
 
     /// Upstream `DeleteStatefulPod`; a pod already gone counts as deleted.
-    async fn delete_pod(&self, set: &StatefulSet, pod: &Pod) -> Result<(), PodControlError> {
+    async fn delete_pod(&self, set: &StatefulSet, pod: &CachedPod) -> Result<(), PodControlError> {
+        let pod_name = name_of(&pod.metadata);
         match self
             .pods(set)
-            .delete(name_of(pod), &DeleteParams::default())
+            .delete(pod_name, &DeleteParams::default())
             .await
         {
             Ok(deleted) => {
@@ -268,13 +272,13 @@ impl StatefulPodControl {
                 if let Some(deleted) = deleted.left() {
                     self.record_pod_write(set, &deleted);
                 }
-                self.record_pod_event(set, "delete", pod, None);
+                self.record_pod_event(set, "delete", pod_name, None);
                 Ok(())
             }
             Err(error) if is_not_found(&error) => Ok(()),
             Err(error) => {
                 let error = PodControlError::from(error);
-                self.record_pod_event(set, "delete", pod, Some(&error));
+                self.record_pod_event(set, "delete", pod_name, Some(&error));
                 Err(error)
             }
         }
@@ -285,12 +289,12 @@ impl StatefulPodControl {
     async fn write_claims(
         &self,
         set: &StatefulSet,
-        pod: &Pod,
+        pod_name: &str,
         writes: &[ClaimWrite],
     ) -> Result<(), PodControlError> {
         let mut errors = Vec::new();
         for write in writes {
-            if let Err(error) = self.write_claim(set, pod, write).await {
+            if let Err(error) = self.write_claim(set, pod_name, write).await {
                 errors.push(error);
             }
         }
@@ -304,7 +308,7 @@ impl StatefulPodControl {
     async fn write_claim(
         &self,
         set: &StatefulSet,
-        pod: &Pod,
+        pod_name: &str,
         write: &ClaimWrite,
     ) -> Result<(), PodControlError> {
         let set_name = set.metadata.name.as_deref().unwrap_or_default();
@@ -322,7 +326,7 @@ impl StatefulPodControl {
                             set,
                             EventType::Normal,
                             "SuccessfulCreate",
-                            format!("create Claim {claim_name} Pod {} in StatefulSet {set_name} success", name_of(pod)),
+                            format!("create Claim {claim_name} Pod {pod_name} in StatefulSet {set_name} success"),
                         );
                         Ok(())
                     }
@@ -333,8 +337,7 @@ impl StatefulPodControl {
                             EventType::Warning,
                             "FailedCreate",
                             format!(
-                                "create Claim {claim_name} for Pod {} in StatefulSet {set_name} failed error: {}",
-                                name_of(pod),
+                                "create Claim {claim_name} for Pod {pod_name} in StatefulSet {set_name} failed error: {}",
                                 error_message(&error)
                             ),
                         );

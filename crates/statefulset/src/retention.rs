@@ -2,11 +2,9 @@
 //! garbage collector deletes it when the set is deleted (`whenDeleted: Delete`) or when its
 //! ordinal is scaled away (`whenScaled: Delete`), and the stale-claim check before creating a pod.
 
+use informer::CachedPod;
 use k8s_openapi::{
-    api::{
-        apps::v1::StatefulSet,
-        core::v1::{PersistentVolumeClaim, Pod},
-    },
+    api::{apps::v1::StatefulSet, core::v1::PersistentVolumeClaim},
     apimachinery::pkg::apis::meta::v1::OwnerReference,
 };
 
@@ -61,7 +59,7 @@ struct Owners<'a> {
 }
 
 impl<'a> Owners<'a> {
-    fn new(set: &'a StatefulSet, pod: &'a Pod) -> Self {
+    fn new(set: &'a StatefulSet, pod: &'a CachedPod) -> Self {
         Self {
             set_name: set.metadata.name.as_deref().unwrap_or_default(),
             set_uid: set.metadata.uid.as_deref().unwrap_or_default(),
@@ -109,13 +107,17 @@ fn refs(claim: &PersistentVolumeClaim) -> &[OwnerReference] {
         .unwrap_or_default()
 }
 
-fn scaled_down(set: &StatefulSet, pod: &Pod) -> bool {
+fn scaled_down(set: &StatefulSet, pod: &CachedPod) -> bool {
     !OrdinalRange::of(set).contains(pod_ordinal(pod))
 }
 
 /// Whether `claim` (of `pod`) carries exactly the owner references the policy asks for
 /// (upstream `isClaimOwnerUpToDate`).
-pub fn claim_owner_up_to_date(set: &StatefulSet, pod: &Pod, claim: &PersistentVolumeClaim) -> bool {
+pub fn claim_owner_up_to_date(
+    set: &StatefulSet,
+    pod: &CachedPod,
+    claim: &PersistentVolumeClaim,
+) -> bool {
     let owners = Owners::new(set, pod);
     let refs = refs(claim);
     let policy = RetentionPolicy::of(set);
@@ -143,7 +145,7 @@ pub fn claim_owner_up_to_date(set: &StatefulSet, pod: &Pod, claim: &PersistentVo
 /// ours removed, then the required controller refs added unless another controller owns it.
 pub fn updated_claim_owners(
     set: &StatefulSet,
-    pod: &Pod,
+    pod: &CachedPod,
     claim: &PersistentVolumeClaim,
 ) -> Vec<OwnerReference> {
     let owners = Owners::new(set, pod);
@@ -182,7 +184,7 @@ pub fn updated_claim_owners(
 /// Whether an existing claim still belongs to a previous pod of the same name, which the
 /// garbage collector is about to delete (upstream `isStale` check before creating a pod): only
 /// with `whenScaled: Delete`.
-pub fn claim_is_stale(set: &StatefulSet, pod: &Pod, claim: &PersistentVolumeClaim) -> bool {
+pub fn claim_is_stale(set: &StatefulSet, pod: &CachedPod, claim: &PersistentVolumeClaim) -> bool {
     if !RetentionPolicy::of(set).delete_on_scale_down {
         return false;
     }
@@ -215,7 +217,7 @@ mod tests {
         .unwrap()
     }
 
-    fn pod(ordinal: i32) -> Pod {
+    fn pod(ordinal: i32) -> CachedPod {
         serde_json::from_value(json!({
             "metadata": {"name": format!("web-{ordinal}"), "namespace": "default", "uid": format!("pod-uid-{ordinal}")}
         }))

@@ -10,7 +10,8 @@ use history::{
     choose_update_revision, create_request_body, live_revision_names, new_statefulset_revision,
     next_revision, revisions_to_truncate,
 };
-use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::Pod};
+use informer::CachedPod;
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use kube::{
     Api, Client,
     api::{DeleteParams, PostParams},
@@ -165,13 +166,13 @@ pub async fn truncate(
     client: &Client,
     sorted: &[Arc<ControllerRevision>],
     revisions: &SetRevisions,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<CachedPod>],
     history_limit: i32,
 ) -> Result<(), kube::Error> {
     let live = live_revision_names(
         &revisions.current,
         &revisions.update,
-        pods.iter().map(AsRef::as_ref),
+        pods.iter().map(|pod| &pod.metadata),
     );
     for revision in revisions_to_truncate(sorted, &live, history_limit) {
         let name = revision.metadata.name.clone().unwrap_or_default();

@@ -1,0 +1,361 @@
+//! The pod as the workload controllers cache it: the few fields they read, deserialized straight
+//! from the API server's JSON (a client-go transform, done at decode time).
+//!
+//! Why a type of its own: pods dominate the manager's memory, and k8s-openapi's `Pod` is 2,416
+//! bytes inline before any string (its `PodSpec` alone 1,464, a `ContainerStatus` 752, a
+//! `Volume` 3,208). The ReplicaSet, Deployment and StatefulSet controllers read metadata,
+//! phase, the `Ready` condition, restart counts (deletion ranking), the node name, and the
+//! StatefulSet identity and storage fields (hostname, subdomain, claim volumes); nothing else.
+//! Decoding into this type skips the rest of the JSON instead of building and then dropping it.
+//!
+//! A cached pod is never written back: writes build a full `Pod` (creates) or apply a change to
+//! a fresh GET of the pod (the StatefulSet repair); deletes and controller-ref patches only need
+//! the name and UID.
+
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::core::v1::{ContainerStatus, PersistentVolumeClaimVolumeSource, Pod, PodCondition},
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
+use serde::{Deserialize, Deserializer};
+
+/// The only pod condition the workload controllers read.
+const READY_CONDITION: &str = "Ready";
+
+/// A pod as cached by the informers: metadata (bar managedFields, dropped by the informer) and
+/// the spec and status fields the workload controllers read. Field names follow `Pod`'s.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CachedPod {
+    /// The pod's metadata, whole.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// What the controllers read of `spec`.
+    pub spec: Option<CachedPodSpec>,
+    /// What the controllers read of `status`.
+    pub status: Option<CachedPodStatus>,
+}
+
+/// What the workload controllers read of a `PodSpec`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedPodSpec {
+    /// `spec.nodeName`: unscheduled pods are deleted first.
+    pub node_name: Option<String>,
+    /// `spec.hostname`: part of a StatefulSet pod's identity.
+    pub hostname: Option<String>,
+    /// `spec.subdomain`: part of a StatefulSet pod's identity.
+    pub subdomain: Option<String>,
+    /// `spec.restartPolicy`.
+    pub restart_policy: Option<String>,
+    /// The volumes backed by a PersistentVolumeClaim (a StatefulSet pod's storage); the others
+    /// are not kept.
+    #[serde(default, deserialize_with = "claim_volumes")]
+    pub volumes: Option<Vec<ClaimVolume>>,
+    /// Init containers, by name and restart policy (`Always` marks a sidecar).
+    pub init_containers: Option<Vec<CachedContainer>>,
+}
+
+/// A pod volume backed by a PersistentVolumeClaim.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimVolume {
+    /// The volume's name in the pod.
+    #[serde(default)]
+    pub name: String,
+    /// The claim it mounts.
+    pub persistent_volume_claim: Option<PersistentVolumeClaimVolumeSource>,
+}
+
+/// A container of the pod, by name and restart policy.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedContainer {
+    /// The container's name.
+    #[serde(default)]
+    pub name: String,
+    /// `Always` on an init container marks a restartable (sidecar) one.
+    pub restart_policy: Option<String>,
+}
+
+/// What the workload controllers read of a `PodStatus`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedPodStatus {
+    /// `status.phase`.
+    pub phase: Option<String>,
+    /// The `Ready` condition, if the pod has one (the other conditions are not kept).
+    #[serde(default, deserialize_with = "ready_condition_only")]
+    pub conditions: Option<Vec<PodCondition>>,
+    /// Per container: name, restart count, readiness.
+    pub container_statuses: Option<Vec<CachedContainerStatus>>,
+    /// Per init container: name, restart count, readiness.
+    pub init_container_statuses: Option<Vec<CachedContainerStatus>>,
+}
+
+/// What the workload controllers read of a `ContainerStatus`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedContainerStatus {
+    /// The container's name.
+    #[serde(default)]
+    pub name: String,
+    /// Restarts so far (pods with more are deleted first).
+    #[serde(default)]
+    pub restart_count: i32,
+    /// Whether the container passes its readiness check.
+    #[serde(default)]
+    pub ready: bool,
+    /// Whether the container has started.
+    pub started: Option<bool>,
+}
+
+fn claim_volumes<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<ClaimVolume>>, D::Error> {
+    let volumes = Option::<Vec<ClaimVolume>>::deserialize(deserializer)?;
+    Ok(volumes.and_then(|volumes| {
+        let claims: Vec<ClaimVolume> = volumes
+            .into_iter()
+            .filter(|volume| volume.persistent_volume_claim.is_some())
+            .collect();
+        (!claims.is_empty()).then_some(claims)
+    }))
+}
+
+fn ready_condition_only<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<PodCondition>>, D::Error> {
+    let conditions = Option::<Vec<PodCondition>>::deserialize(deserializer)?;
+    Ok(conditions.and_then(|conditions| {
+        let ready: Vec<PodCondition> = conditions
+            .into_iter()
+            .filter(|condition| condition.type_ == READY_CONDITION)
+            .collect();
+        (!ready.is_empty()).then_some(ready)
+    }))
+}
+
+impl k8s_openapi::Resource for CachedPod {
+    const API_VERSION: &'static str = <Pod as k8s_openapi::Resource>::API_VERSION;
+    const GROUP: &'static str = <Pod as k8s_openapi::Resource>::GROUP;
+    const KIND: &'static str = <Pod as k8s_openapi::Resource>::KIND;
+    const VERSION: &'static str = <Pod as k8s_openapi::Resource>::VERSION;
+    const URL_PATH_SEGMENT: &'static str = <Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT;
+    type Scope = NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for CachedPod {
+    type Ty = ObjectMeta;
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+fn cached_container_status(status: &ContainerStatus) -> CachedContainerStatus {
+    CachedContainerStatus {
+        name: status.name.clone(),
+        restart_count: status.restart_count,
+        ready: status.ready,
+        started: status.started,
+    }
+}
+
+/// The cached form of a full pod (a pod just read or written, or one built in a test): exactly
+/// what decoding the pod's JSON into [`CachedPod`] keeps.
+impl From<&Pod> for CachedPod {
+    fn from(pod: &Pod) -> Self {
+        let mut metadata = pod.metadata.clone();
+        metadata.managed_fields = None;
+        let spec = pod.spec.as_ref().map(|spec| CachedPodSpec {
+            node_name: spec.node_name.clone(),
+            hostname: spec.hostname.clone(),
+            subdomain: spec.subdomain.clone(),
+            restart_policy: spec.restart_policy.clone(),
+            volumes: spec.volumes.as_ref().and_then(|volumes| {
+                let claims: Vec<ClaimVolume> = volumes
+                    .iter()
+                    .filter(|volume| volume.persistent_volume_claim.is_some())
+                    .map(|volume| ClaimVolume {
+                        name: volume.name.clone(),
+                        persistent_volume_claim: volume.persistent_volume_claim.clone(),
+                    })
+                    .collect();
+                (!claims.is_empty()).then_some(claims)
+            }),
+            init_containers: spec.init_containers.as_ref().map(|containers| {
+                containers
+                    .iter()
+                    .map(|container| CachedContainer {
+                        name: container.name.clone(),
+                        restart_policy: container.restart_policy.clone(),
+                    })
+                    .collect()
+            }),
+        });
+        let status = pod.status.as_ref().map(|status| CachedPodStatus {
+            phase: status.phase.clone(),
+            conditions: status.conditions.as_ref().and_then(|conditions| {
+                let ready: Vec<PodCondition> = conditions
+                    .iter()
+                    .filter(|condition| condition.type_ == READY_CONDITION)
+                    .cloned()
+                    .collect();
+                (!ready.is_empty()).then_some(ready)
+            }),
+            container_statuses: status
+                .container_statuses
+                .as_ref()
+                .map(|statuses| statuses.iter().map(cached_container_status).collect()),
+            init_container_statuses: status
+                .init_container_statuses
+                .as_ref()
+                .map(|statuses| statuses.iter().map(cached_container_status).collect()),
+        });
+        CachedPod {
+            metadata,
+            spec,
+            status,
+        }
+    }
+}
+
+impl From<Pod> for CachedPod {
+    fn from(pod: Pod) -> Self {
+        CachedPod::from(&pod)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pod as a real API server returns it, admission defaults included.
+    fn api_server_pod() -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-0", "namespace": "ns", "uid": "u0", "resourceVersion": "7",
+                         "labels": {"app": "web"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                             "name": "web", "uid": "u1", "controller": true}]},
+            "spec": {
+                "nodeName": "node-1", "hostname": "web-0", "subdomain": "web",
+                "restartPolicy": "Always",
+                "volumes": [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}},
+                    {"name": "kube-api-access-x1", "projected": {"sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}
+                ],
+                "initContainers": [
+                    {"name": "setup", "image": "busybox"},
+                    {"name": "proxy", "image": "envoy", "restartPolicy": "Always"}
+                ],
+                "containers": [{"name": "app", "image": "nginx",
+                                "env": [{"name": "A", "value": "1"}]}],
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]
+            },
+            "status": {
+                "phase": "Running",
+                "podIP": "10.244.0.5",
+                "conditions": [{"type": "PodScheduled", "status": "True"},
+                               {"type": "Ready", "status": "True",
+                                "lastTransitionTime": "2026-11-23T10:00:05Z"}],
+                "containerStatuses": [{"name": "app", "restartCount": 3, "ready": true,
+                    "image": "nginx", "imageID": "sha", "started": true,
+                    "state": {"running": {"startedAt": "2026-11-23T10:00:00Z"}}}],
+                "initContainerStatuses": [{"name": "proxy", "restartCount": 2, "ready": true,
+                    "image": "envoy", "imageID": "sha"}]
+            }
+        })
+    }
+
+    #[test]
+    fn decoding_keeps_what_the_controllers_read() {
+        let pod: CachedPod = serde_json::from_value(api_server_pod()).expect("decodes");
+        assert_eq!(pod.metadata.name.as_deref(), Some("web-0"));
+        assert_eq!(pod.metadata.resource_version.as_deref(), Some("7"));
+        assert_eq!(
+            pod.metadata
+                .owner_references
+                .as_ref()
+                .map(|refs| refs[0].uid.as_str()),
+            Some("u1")
+        );
+        let spec = pod.spec.as_ref().expect("spec");
+        assert_eq!(spec.node_name.as_deref(), Some("node-1"));
+        assert_eq!(spec.hostname.as_deref(), Some("web-0"));
+        assert_eq!(spec.subdomain.as_deref(), Some("web"));
+        let volumes = spec.volumes.as_ref().expect("claim volumes");
+        assert_eq!(volumes.len(), 1, "only the claim volume is kept");
+        assert_eq!(
+            volumes[0]
+                .persistent_volume_claim
+                .as_ref()
+                .map(|c| c.claim_name.as_str()),
+            Some("data-web-0")
+        );
+        let init: Vec<_> = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .map(|c| (c.name.as_str(), c.restart_policy.as_deref()))
+            .collect();
+        assert_eq!(init, [("setup", None), ("proxy", Some("Always"))]);
+        let status = pod.status.as_ref().expect("status");
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        let conditions = status.conditions.as_ref().expect("conditions");
+        assert_eq!(conditions.len(), 1, "only Ready is kept");
+        assert_eq!(conditions[0].type_, "Ready");
+        assert!(conditions[0].last_transition_time.is_some());
+        assert_eq!(
+            status.container_statuses.as_ref().expect("statuses")[0],
+            CachedContainerStatus {
+                name: "app".into(),
+                restart_count: 3,
+                ready: true,
+                started: Some(true),
+            }
+        );
+        assert_eq!(
+            status.init_container_statuses.as_ref().expect("init")[0].restart_count,
+            2
+        );
+    }
+
+    #[test]
+    fn converting_a_full_pod_keeps_what_decoding_keeps() {
+        let full: Pod = serde_json::from_value(api_server_pod()).expect("decodes as Pod");
+        let decoded: CachedPod = serde_json::from_value(api_server_pod()).expect("decodes");
+        assert_eq!(CachedPod::from(&full), decoded);
+    }
+
+    #[test]
+    fn absent_and_empty_parts_decode_to_none() {
+        let cases = [
+            (serde_json::json!({"metadata": {"name": "a"}}), false, false),
+            (
+                serde_json::json!({"metadata": {"name": "a"}, "spec": {"volumes": null}}),
+                true,
+                false,
+            ),
+            (
+                serde_json::json!({"metadata": {"name": "a"},
+                    "spec": {"volumes": [{"name": "tmp", "emptyDir": {}}]},
+                    "status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}),
+                true,
+                true,
+            ),
+        ];
+        for (json, has_spec, has_status) in cases {
+            let pod: CachedPod = serde_json::from_value(json.clone()).expect("decodes");
+            assert_eq!(pod.spec.is_some(), has_spec, "{json}");
+            assert_eq!(pod.status.is_some(), has_status, "{json}");
+            assert!(pod.spec.and_then(|s| s.volumes).is_none(), "{json}");
+            assert!(pod.status.and_then(|s| s.conditions).is_none(), "{json}");
+        }
+    }
+}
