@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use informer::CachedPod;
-use k8s_openapi::api::apps::v1::{ControllerRevision, ReplicaSet};
+use informer::{CachedPod, CachedReplicaSet};
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::serde::de::DeserializeOwned;
@@ -335,7 +335,10 @@ impl ControllerRefManager {
     }
 
     /// Claims ReplicaSets matching the selector (used by the Deployment controller).
-    pub async fn claim_replica_sets(&self, sets: &[Arc<ReplicaSet>]) -> ClaimResult<ReplicaSet> {
+    pub async fn claim_replica_sets(
+        &self,
+        sets: &[Arc<CachedReplicaSet>],
+    ) -> ClaimResult<CachedReplicaSet> {
         self.claim_all(sets, |rs| self.selects(rs)).await
     }
 
@@ -666,14 +669,14 @@ mod tests {
 
     #[test]
     fn new_controller_ref_uses_gvk_and_owner_identity() {
-        let rs = ReplicaSet {
+        let rs = k8s_openapi::api::apps::v1::ReplicaSet {
             metadata: ObjectMeta {
                 name: Some("web-1".to_owned()),
                 namespace: Some("default".to_owned()),
                 uid: Some("u-1".to_owned()),
                 ..ObjectMeta::default()
             },
-            ..ReplicaSet::default()
+            ..Default::default()
         };
         let r = new_controller_ref(&rs, &GroupVersionKind::gvk("apps", "v1", "ReplicaSet"));
         assert_eq!(r, owner_ref_named("web-1", "u-1"));

@@ -1,4 +1,4 @@
-//! CachedPod and ReplicaSet predicates shared by the workload controllers (controller-ref.md §3).
+//! Pod and ReplicaSet predicates shared by the workload controllers (controller-ref.md §3).
 //!
 //! These decide which pods count towards replicas, which are ready and which are available,
 //! so every controller must agree on them exactly. Availability uses the Ready condition's
@@ -7,8 +7,7 @@
 
 use std::sync::Arc;
 
-use informer::CachedPod;
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use informer::{CachedPod, CachedReplicaSet};
 use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::jiff::Timestamp;
 
@@ -121,7 +120,9 @@ pub fn is_pod_available(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp)
 ///
 /// A missing `spec.replicas` counts as the API server's default of 1, since every object read
 /// from the server has it set.
-pub fn filter_active_replicasets(replica_sets: &[Arc<ReplicaSet>]) -> Vec<Arc<ReplicaSet>> {
+pub fn filter_active_replicasets(
+    replica_sets: &[Arc<CachedReplicaSet>],
+) -> Vec<Arc<CachedReplicaSet>> {
     replica_sets
         .iter()
         .filter(|rs| rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0)
@@ -132,7 +133,7 @@ pub fn filter_active_replicasets(replica_sets: &[Arc<ReplicaSet>]) -> Vec<Arc<Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::apps::v1::ReplicaSetSpec;
+    use informer::CachedReplicaSetSpec;
     use k8s_openapi::api::core::v1::{Pod, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
@@ -319,16 +320,16 @@ mod tests {
     #[test]
     fn active_replicasets_have_positive_replicas() {
         let rs = |name: &str, replicas: Option<Option<i32>>| {
-            Arc::new(ReplicaSet {
+            Arc::new(CachedReplicaSet {
                 metadata: ObjectMeta {
                     name: Some(name.to_owned()),
                     ..ObjectMeta::default()
                 },
-                spec: replicas.map(|r| ReplicaSetSpec {
+                spec: replicas.map(|r| CachedReplicaSetSpec {
                     replicas: r,
-                    ..ReplicaSetSpec::default()
+                    ..CachedReplicaSetSpec::default()
                 }),
-                ..ReplicaSet::default()
+                ..CachedReplicaSet::default()
             })
         };
         let all = [

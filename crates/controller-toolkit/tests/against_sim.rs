@@ -9,7 +9,7 @@ use controller_toolkit::controller_ref::{ClaimResult, ControllerRefManager, rech
 use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig, RetryConfig};
 use controller_toolkit::new_controller_ref;
 use controller_toolkit::pod_control::{PodControl, PodControlError};
-use informer::CachedPod;
+use informer::{CachedPod, CachedReplicaSet};
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, Deployment, ReplicaSet, ReplicaSetSpec, StatefulSet,
 };
@@ -393,7 +393,10 @@ async fn deployment_adopts_an_orphan_replica_set() {
         .create(&PostParams::default(), &deployment)
         .await
         .expect("deployment created");
-    let orphan = Arc::new(create_rs(&client, "web-1", "web", None).await);
+    let orphan = Arc::new(
+        CachedReplicaSet::try_from(&create_rs(&client, "web-1", "web", None).await)
+            .expect("cached form"),
+    );
     let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
     let can_adopt = recheck_deletion(
         Api::<Deployment>::namespaced(client.clone(), NS),

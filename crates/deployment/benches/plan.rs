@@ -23,10 +23,8 @@ use deployment::{
     status::{FeatureGates, calculate_status},
     template::{deployment_template, split_replica_sets},
 };
-use k8s_openapi::{
-    api::apps::v1::{Deployment, ReplicaSet},
-    jiff::Timestamp,
-};
+use informer::{CachedDeployment, CachedReplicaSet};
+use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 const OLD_REPLICA_SETS: usize = 10;
@@ -58,7 +56,7 @@ fn template(version: usize) -> Value {
 
 /// The Deployment at template version `OLD_REPLICA_SETS` with `replicas` replicas, 25% surge
 /// and unavailability.
-fn deployment(replicas: i32) -> Deployment {
+fn deployment(replicas: i32) -> CachedDeployment {
     serde_json::from_value(json!({
         "metadata": {"name": "web", "namespace": "prod", "uid": "5b1f0c9e-7d3a-4e2b-9a8f-1c2d3e4f5a6b",
             "generation": 12, "annotations": {"deployment.kubernetes.io/revision": "11"}},
@@ -83,7 +81,7 @@ fn deployment(replicas: i32) -> Deployment {
 }
 
 /// ReplicaSet of template `version` with `replicas` pods of which `available` are available.
-fn replica_set(version: usize, replicas: i32, available: i32) -> ReplicaSet {
+fn replica_set(version: usize, replicas: i32, available: i32) -> CachedReplicaSet {
     let mut template = template(version);
     template["metadata"]["labels"]["pod-template-hash"] = json!(format!("v{version}"));
     serde_json::from_value(json!({
@@ -113,12 +111,12 @@ fn plan_benches(c: &mut Criterion) {
     let d = deployment(100);
     let scaled_up = deployment(150);
     // 10 old ReplicaSets of 10 pods, the older half partly unavailable; the new one has 30.
-    let old: Vec<ReplicaSet> = (0..OLD_REPLICA_SETS)
+    let old: Vec<CachedReplicaSet> = (0..OLD_REPLICA_SETS)
         .map(|v| replica_set(v, 10, if v < 5 { 7 } else { 10 }))
         .collect();
     let new_rs = replica_set(OLD_REPLICA_SETS, 30, 20);
-    let old_refs: Vec<&ReplicaSet> = old.iter().collect();
-    let all: Vec<&ReplicaSet> = old.iter().chain([&new_rs]).collect();
+    let old_refs: Vec<&CachedReplicaSet> = old.iter().collect();
+    let all: Vec<&CachedReplicaSet> = old.iter().chain([&new_rs]).collect();
     let now = Timestamp::from_second(1_795_010_000).expect("valid time");
 
     let split = split_replica_sets(&d, &all);

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::constants::{
     DESIRED_REPLICAS_ANNOTATION, LAST_APPLIED_CONFIG_ANNOTATION, MAX_REPLICAS_ANNOTATION,
@@ -36,7 +36,7 @@ fn annotation<'a>(annotations: Option<&'a BTreeMap<String, String>>, key: &str) 
 /// annotation whose value differs on the ReplicaSet; never removes any. As upstream, a
 /// missing RS annotation reads as "" (so an empty Deployment value is not copied onto a
 /// missing key). Returns whether anything changed.
-pub fn copy_deployment_annotations(d: &Deployment, rs: &mut ReplicaSet) -> bool {
+pub fn copy_deployment_annotations(d: &CachedDeployment, rs: &mut CachedReplicaSet) -> bool {
     let Some(source) = d.metadata.annotations.as_ref() else {
         return false;
     };
@@ -82,8 +82,8 @@ pub fn append_revision_history(history: &str, old_revision: &str, limit: usize) 
 /// annotation changed; as upstream, `false` when the RS revision is non-empty and not an int
 /// (annotations copied before that point stay on `rs`).
 pub fn set_new_replica_set_annotations(
-    d: &Deployment,
-    rs: &mut ReplicaSet,
+    d: &CachedDeployment,
+    rs: &mut CachedReplicaSet,
     new_revision: &str,
     exists: bool,
     history_limit_chars: usize,
@@ -135,7 +135,7 @@ pub fn set_new_replica_set_annotations(
 
 /// SetReplicasAnnotations: records `desired` and `max` on the ReplicaSet; returns whether
 /// either changed.
-pub fn set_replicas_annotations(rs: &mut ReplicaSet, desired: i32, max: i32) -> bool {
+pub fn set_replicas_annotations(rs: &mut CachedReplicaSet, desired: i32, max: i32) -> bool {
     let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
     let mut changed = false;
     for (key, value) in [
@@ -152,14 +152,14 @@ pub fn set_replicas_annotations(rs: &mut ReplicaSet, desired: i32, max: i32) -> 
 }
 
 /// ReplicasAnnotationsNeedUpdate: whether desired/max differ from the given values.
-pub fn replicas_annotations_need_update(rs: &ReplicaSet, desired: i32, max: i32) -> bool {
+pub fn replicas_annotations_need_update(rs: &CachedReplicaSet, desired: i32, max: i32) -> bool {
     let annotations = rs.metadata.annotations.as_ref();
     annotation(annotations, DESIRED_REPLICAS_ANNOTATION) != desired.to_string()
         || annotation(annotations, MAX_REPLICAS_ANNOTATION) != max.to_string()
 }
 
 /// getIntFromAnnotation: Go's `Atoi` then an int32 conversion (which wraps).
-fn int_annotation(rs: &ReplicaSet, key: &str) -> Option<i32> {
+fn int_annotation(rs: &CachedReplicaSet, key: &str) -> Option<i32> {
     let value = rs.metadata.annotations.as_ref()?.get(key)?;
     match value.parse::<i64>() {
         Ok(number) => Some(number as i32),
@@ -172,17 +172,17 @@ fn int_annotation(rs: &ReplicaSet, key: &str) -> Option<i32> {
 }
 
 /// GetDesiredReplicasAnnotation.
-pub fn desired_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
+pub fn desired_replicas_annotation(rs: &CachedReplicaSet) -> Option<i32> {
     int_annotation(rs, DESIRED_REPLICAS_ANNOTATION)
 }
 
 /// getMaxReplicasAnnotation.
-pub fn max_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
+pub fn max_replicas_annotation(rs: &CachedReplicaSet) -> Option<i32> {
     int_annotation(rs, MAX_REPLICAS_ANNOTATION)
 }
 
 /// getRollbackTo: the legacy rollback request, if present, non-empty and an int64.
-pub fn rollback_to(d: &Deployment) -> Option<i64> {
+pub fn rollback_to(d: &CachedDeployment) -> Option<i64> {
     let value = annotation(d.metadata.annotations.as_ref(), ROLLBACK_TO_ANNOTATION);
     if value.is_empty() {
         return None;
@@ -196,7 +196,7 @@ mod tests {
     use crate::replica_set::test_support::{annotate, rolling, rs};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-    fn d_with_annotations(pairs: &[(&str, &str)]) -> Deployment {
+    fn d_with_annotations(pairs: &[(&str, &str)]) -> CachedDeployment {
         let mut d = rolling(10, IntOrString::Int(3), IntOrString::Int(2));
         d.metadata.annotations = Some(
             pairs
@@ -207,7 +207,7 @@ mod tests {
         d
     }
 
-    fn ann<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
+    fn ann<'a>(rs: &'a CachedReplicaSet, key: &str) -> Option<&'a str> {
         rs.metadata
             .annotations
             .as_ref()?

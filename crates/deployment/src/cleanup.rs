@@ -1,7 +1,7 @@
 //! cleanupDeployment (spec §13): which old ReplicaSets to delete to honour
 //! `revisionHistoryLimit`.
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::constants::UNLIMITED;
 use crate::replica_set::{rs_spec_replicas, rs_status_replicas};
@@ -12,7 +12,10 @@ use crate::revision::sort_by_revision;
 /// Only with a limit set (and not MaxInt32); among old ReplicaSets not being deleted, the
 /// `len - limit` lowest revisions are candidates, and a candidate that still has replicas, an
 /// unobserved generation or a deletion timestamp is skipped, not replaced.
-pub fn cleanup_victims<'a>(d: &Deployment, old: &[&'a ReplicaSet]) -> Vec<&'a ReplicaSet> {
+pub fn cleanup_victims<'a>(
+    d: &CachedDeployment,
+    old: &[&'a CachedReplicaSet],
+) -> Vec<&'a CachedReplicaSet> {
     let Some(limit) = d
         .spec
         .as_ref()
@@ -21,7 +24,7 @@ pub fn cleanup_victims<'a>(d: &Deployment, old: &[&'a ReplicaSet]) -> Vec<&'a Re
     else {
         return Vec::new();
     };
-    let mut candidates: Vec<&ReplicaSet> = old
+    let mut candidates: Vec<&CachedReplicaSet> = old
         .iter()
         .copied()
         .filter(|rs| rs.metadata.deletion_timestamp.is_none())
@@ -58,7 +61,7 @@ mod tests {
     use crate::replica_set::rs_name;
     use crate::replica_set::test_support::{annotate, at, rolling, rs};
 
-    fn with_limit(limit: Option<i32>) -> Deployment {
+    fn with_limit(limit: Option<i32>) -> CachedDeployment {
         let mut d = rolling(1, IntOrString::Int(1), IntOrString::Int(0));
         if let Some(spec) = d.spec.as_mut() {
             spec.revision_history_limit = limit;
@@ -66,7 +69,7 @@ mod tests {
         d
     }
 
-    fn old_rs(name: &str, revision: &str, replicas: i32) -> ReplicaSet {
+    fn old_rs(name: &str, revision: &str, replicas: i32) -> CachedReplicaSet {
         annotate(
             rs(name, 0, replicas, replicas),
             REVISION_ANNOTATION,
@@ -84,7 +87,7 @@ mod tests {
         unobserved.metadata.generation = Some(2);
         let mut deleting = old_rs("deleting", "1", 0);
         deleting.metadata.deletion_timestamp = Some(Time(at(1)));
-        type Case<'a> = (Option<i32>, Vec<&'a ReplicaSet>, Vec<&'static str>);
+        type Case<'a> = (Option<i32>, Vec<&'a CachedReplicaSet>, Vec<&'static str>);
         let cases: Vec<Case> = vec![
             (Some(1), vec![&r3, &r1, &r2], vec!["r1", "r2"]),
             (Some(3), vec![&r3, &r1, &r2], vec![]),

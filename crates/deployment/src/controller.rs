@@ -3,7 +3,6 @@
 //! modules: every decision is made there, this file only reads the caches, writes through the
 //! API in the order each plan's contract prescribes, records events and requeues.
 
-use informer::CachedPod;
 use std::{collections::HashMap, sync::Arc};
 
 use controller_toolkit::{
@@ -12,14 +11,11 @@ use controller_toolkit::{
     events::{EventRecorder, EventType, RecorderConfig},
 };
 use informer::{
-    CONTROLLER_UID_INDEX, HandlerRegistration, Lister, POD_CONTROLLER_UID_INDEX,
-    SharedInformerFactory, controller_uid_index, orphan_index_key, pod_controller_uid_index,
-    split_key, wait_for_named_cache_sync,
+    CONTROLLER_UID_INDEX, CachedDeployment, CachedPod, CachedReplicaSet, HandlerRegistration,
+    Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_uid_index,
+    orphan_index_key, pod_controller_uid_index, split_key, wait_for_named_cache_sync,
 };
-use k8s_openapi::{
-    api::apps::v1::{Deployment, ReplicaSet},
-    jiff::Timestamp,
-};
+use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind, core::Selector};
 use tokio_util::sync::CancellationToken;
 use workqueue::{
@@ -103,8 +99,8 @@ pub struct DeploymentController {
 /// Everything one sync needs; shared by the workers.
 struct Syncer {
     client: Client,
-    deployments: Lister<Deployment>,
-    replica_sets: Lister<ReplicaSet>,
+    deployments: Lister<CachedDeployment>,
+    replica_sets: Lister<CachedReplicaSet>,
     pods: Lister<CachedPod>,
     queue: RateLimitingQueue<String>,
     writes: Writes,
@@ -120,12 +116,14 @@ impl DeploymentController {
         informers: &SharedInformerFactory,
         metrics: ControllerMetrics,
     ) -> Result<Self, DeploymentError> {
-        let deployment_informer = informers.informer::<Deployment>();
-        let replica_set_informer = informers.informer::<ReplicaSet>();
+        let deployment_informer = informers.informer::<CachedDeployment>();
+        let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
         pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
-        replica_set_informer
-            .add_indexer(CONTROLLER_UID_INDEX, controller_uid_index::<ReplicaSet>)?;
+        replica_set_informer.add_indexer(
+            CONTROLLER_UID_INDEX,
+            controller_uid_index::<CachedReplicaSet>,
+        )?;
 
         let mut queue_config = QueueConfig::new(QUEUE_NAME);
         if let Some(workqueue_metrics) = metrics.workqueue {
@@ -196,16 +194,19 @@ impl DeploymentController {
 
 /// A Deployment's claimed ReplicaSets resolved into the new one and the old ones.
 struct Resolved {
-    new: Option<Arc<ReplicaSet>>,
-    old: Vec<Arc<ReplicaSet>>,
+    new: Option<Arc<CachedReplicaSet>>,
+    old: Vec<Arc<CachedReplicaSet>>,
 }
 
-fn refs(rss: &[Arc<ReplicaSet>]) -> Vec<&ReplicaSet> {
+fn refs(rss: &[Arc<CachedReplicaSet>]) -> Vec<&CachedReplicaSet> {
     rss.iter().map(AsRef::as_ref).collect()
 }
 
 /// old + new, the order upstream's `allRSs` has.
-fn all_of<'a>(old: &[&'a ReplicaSet], new: Option<&'a ReplicaSet>) -> Vec<&'a ReplicaSet> {
+fn all_of<'a>(
+    old: &[&'a CachedReplicaSet],
+    new: Option<&'a CachedReplicaSet>,
+) -> Vec<&'a CachedReplicaSet> {
     old.iter().copied().chain(new).collect()
 }
 
@@ -272,9 +273,9 @@ impl Syncer {
     /// the orphans can be claimed or released, so those come from the controller-UID index.
     async fn claim_replica_sets(
         &self,
-        d: &Deployment,
+        d: &CachedDeployment,
         key: &str,
-    ) -> Result<Vec<Arc<ReplicaSet>>, SyncError> {
+    ) -> Result<Vec<Arc<CachedReplicaSet>>, SyncError> {
         let label_selector = d
             .spec
             .as_ref()
@@ -299,7 +300,7 @@ impl Syncer {
             &deployment_gvk(),
             selector,
             recheck_deletion(
-                Api::<Deployment>::namespaced(self.client.clone(), &namespace),
+                Api::<CachedDeployment>::namespaced(self.client.clone(), &namespace),
                 d,
             ),
         );
@@ -311,7 +312,7 @@ impl Syncer {
 
     /// §3 step 4: pods controlled by one of the claimed ReplicaSets (found through the pod
     /// controller-UID index, no selector check, as upstream v1.3x).
-    fn pod_map(&self, rs_list: &[Arc<ReplicaSet>]) -> Vec<Arc<CachedPod>> {
+    fn pod_map(&self, rs_list: &[Arc<CachedReplicaSet>]) -> Vec<Arc<CachedPod>> {
         rs_list
             .iter()
             .filter_map(|rs| rs.metadata.uid.as_deref())
@@ -323,14 +324,16 @@ impl Syncer {
     /// (with its annotations brought up to date) if one exists, and all old ones.
     async fn resolve_existing(
         &self,
-        d: &mut Deployment,
-        rs_list: &[Arc<ReplicaSet>],
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
     ) -> Result<Resolved, SyncError> {
         let list = refs(rs_list);
         let split = split_replica_sets(d, &list);
-        let is_new =
-            |rs: &Arc<ReplicaSet>| split.new.is_some_and(|new| std::ptr::eq(new, rs.as_ref()));
-        let old: Vec<Arc<ReplicaSet>> = rs_list.iter().filter(|rs| !is_new(rs)).cloned().collect();
+        let is_new = |rs: &Arc<CachedReplicaSet>| {
+            split.new.is_some_and(|new| std::ptr::eq(new, rs.as_ref()))
+        };
+        let old: Vec<Arc<CachedReplicaSet>> =
+            rs_list.iter().filter(|rs| !is_new(rs)).cloned().collect();
         let Some(new) = rs_list.iter().find(|rs| is_new(rs)).cloned() else {
             return Ok(Resolved { new: None, old });
         };
@@ -357,9 +360,9 @@ impl Syncer {
     /// afterwards.
     async fn resolve_or_create(
         &self,
-        d: &mut Deployment,
-        rs_list: &[Arc<ReplicaSet>],
-    ) -> Result<(Arc<ReplicaSet>, Vec<Arc<ReplicaSet>>), SyncError> {
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+    ) -> Result<(Arc<CachedReplicaSet>, Vec<Arc<CachedReplicaSet>>), SyncError> {
         let resolved = self.resolve_existing(d, rs_list).await?;
         let new = match resolved.new {
             Some(new) => new,
@@ -372,9 +375,9 @@ impl Syncer {
     /// collision; on other failures set the ReplicaSetCreateError condition and event.
     async fn create_new_replica_set(
         &self,
-        d: &mut Deployment,
-        old: &[&ReplicaSet],
-    ) -> Result<Arc<ReplicaSet>, SyncError> {
+        d: &mut CachedDeployment,
+        old: &[&CachedReplicaSet],
+    ) -> Result<Arc<CachedReplicaSet>, SyncError> {
         let now = Timestamp::now();
         let planned = build_new_replica_set(d, old)?;
         let name = rs_name(&planned).to_owned();
@@ -431,8 +434,8 @@ impl Syncer {
     /// rolloutRolling (§6.2), applying [`plan_rolling_update`] as its contract says.
     async fn rollout_rolling(
         &self,
-        d: &mut Deployment,
-        rs_list: &[Arc<ReplicaSet>],
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
         key: &str,
     ) -> Result<(), SyncError> {
         let (new, old) = self.resolve_or_create(d, rs_list).await?;
@@ -467,8 +470,8 @@ impl Syncer {
     /// rolloutRecreate (§7), applying [`plan_recreate`] as its contract says.
     async fn rollout_recreate(
         &self,
-        d: &mut Deployment,
-        rs_list: &[Arc<ReplicaSet>],
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
         key: &str,
     ) -> Result<(), SyncError> {
         let resolved = self.resolve_existing(d, rs_list).await?;
@@ -510,7 +513,11 @@ impl Syncer {
 
     /// sync (§8): proportional scaling for paused Deployments and scaling events, history
     /// cleanup when paused, then the status.
-    async fn sync(&self, d: &mut Deployment, rs_list: &[Arc<ReplicaSet>]) -> Result<(), SyncError> {
+    async fn sync(
+        &self,
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+    ) -> Result<(), SyncError> {
         let resolved = self.resolve_existing(d, rs_list).await?;
         let old = refs(&resolved.old);
         let all = all_of(&old, resolved.new.as_deref());
@@ -527,11 +534,11 @@ impl Syncer {
     /// request), recording the events [`plan_rollback`] gives.
     async fn rollback(
         &self,
-        d: &mut Deployment,
-        rs_list: &[Arc<ReplicaSet>],
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
     ) -> Result<(), SyncError> {
         let (new, old) = self.resolve_or_create(d, rs_list).await?;
-        let Some(plan) = plan_rollback(d, Some(&new), &refs(&old)) else {
+        let Some(plan) = plan_rollback(d, Some(&new), &refs(&old))? else {
             return Ok(());
         };
         if let Some(warning) = plan.warning {
@@ -547,8 +554,8 @@ impl Syncer {
     /// syncStatusOnly (§9) for a Deployment being deleted.
     async fn sync_status_only(
         &self,
-        d: &mut Deployment,
-        rs_list: &[Arc<ReplicaSet>],
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
     ) -> Result<(), SyncError> {
         let resolved = self.resolve_existing(d, rs_list).await?;
         let old = refs(&resolved.old);
@@ -562,11 +569,11 @@ impl Syncer {
     /// its ScalingReplicaSet event. The first API error stops the sequence.
     async fn apply_scales(
         &self,
-        d: &Deployment,
-        all: &[&ReplicaSet],
+        d: &CachedDeployment,
+        all: &[&CachedReplicaSet],
         actions: &[ScaleAction],
     ) -> Result<(), kube::Error> {
-        let mut latest: HashMap<&str, ReplicaSet> = HashMap::new();
+        let mut latest: HashMap<&str, CachedReplicaSet> = HashMap::new();
         for action in actions {
             let current = match latest.remove(action.replica_set.as_str()) {
                 Some(current) => current,
@@ -590,8 +597,8 @@ impl Syncer {
     /// cleanupDeployment (§13): DELETE the history beyond revisionHistoryLimit.
     async fn cleanup_deployment(
         &self,
-        d: &Deployment,
-        old: &[&ReplicaSet],
+        d: &CachedDeployment,
+        old: &[&CachedReplicaSet],
     ) -> Result<(), SyncError> {
         for victim in cleanup_victims(d, old) {
             tracing::debug!(deployment = %informer::object_key(d), replica_set = rs_name(victim), "trying to cleanup replica set");
@@ -604,9 +611,9 @@ impl Syncer {
     /// progress deadline.
     async fn sync_rollout_status(
         &self,
-        d: &mut Deployment,
-        all: &[&ReplicaSet],
-        new: Option<&ReplicaSet>,
+        d: &mut CachedDeployment,
+        all: &[&CachedReplicaSet],
+        new: Option<&CachedReplicaSet>,
         key: &str,
     ) -> Result<(), SyncError> {
         let decision =
@@ -629,9 +636,9 @@ impl Syncer {
     /// syncDeploymentStatus (§9): PUT the status when it changed.
     async fn sync_deployment_status(
         &self,
-        d: &mut Deployment,
-        all: &[&ReplicaSet],
-        new: Option<&ReplicaSet>,
+        d: &mut CachedDeployment,
+        all: &[&CachedReplicaSet],
+        new: Option<&CachedReplicaSet>,
     ) -> Result<(), SyncError> {
         if let Some(status) =
             crate::status::sync_deployment_status(all, new, d, self.gates, Timestamp::now())
@@ -644,7 +651,7 @@ impl Syncer {
     }
 
     /// Records one of upstream's events on the Deployment.
-    fn record(&self, d: &Deployment, event: Event) {
+    fn record(&self, d: &CachedDeployment, event: Event) {
         let event_type = match event.type_ {
             events::EventType::Normal => EventType::Normal,
             events::EventType::Warning => EventType::Warning,
@@ -657,9 +664,9 @@ impl Syncer {
 /// apps/v1 Deployment, for controller refs.
 fn deployment_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk(
-        &Deployment::group(&()),
-        &Deployment::version(&()),
-        &Deployment::kind(&()),
+        &CachedDeployment::group(&()),
+        &CachedDeployment::version(&()),
+        &CachedDeployment::kind(&()),
     )
 }
 

@@ -37,4 +37,14 @@ pub enum Error {
     /// The Deployment has no name or UID, so no ReplicaSet can be owned by it.
     #[error("deployment has no {0}")]
     MissingDeploymentField(&'static str),
+    /// A pod template that cannot be kept as JSON (`informer::CompactPodTemplate::encode`:
+    /// only a timestamp outside the years k8s-openapi prints).
+    #[error("pod template cannot be encoded: {0}")]
+    TemplateEncoding(String),
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(error: serde_json::Error) -> Self {
+        Error::TemplateEncoding(error.to_string())
+    }
 }

@@ -3,7 +3,9 @@
 //! The rounding rules are what keep a rollout inside its bounds: surge rounds up, unavailable
 //! rounds down, and both zero is turned into "one unavailable" so a rollout can always move.
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, RollingUpdateDeployment};
+use informer::{CachedDeployment, CachedReplicaSet};
+
+use k8s_openapi::api::apps::v1::RollingUpdateDeployment;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::constants::{STRATEGY_RECREATE, STRATEGY_ROLLING_UPDATE};
@@ -37,7 +39,7 @@ pub fn scaled_value(value: &IntOrString, total: i32, round_up: bool) -> Result<i
 }
 
 /// The deployment's strategy type ("" when absent, as Go's zero value).
-pub fn strategy_type(d: &Deployment) -> &str {
+pub fn strategy_type(d: &CachedDeployment) -> &str {
     d.spec
         .as_ref()
         .and_then(|spec| spec.strategy.as_ref())
@@ -46,11 +48,11 @@ pub fn strategy_type(d: &Deployment) -> &str {
 }
 
 /// IsRollingUpdate.
-pub fn is_rolling_update(d: &Deployment) -> bool {
+pub fn is_rolling_update(d: &CachedDeployment) -> bool {
     strategy_type(d) == STRATEGY_ROLLING_UPDATE
 }
 
-fn rolling_params(d: &Deployment) -> Option<&RollingUpdateDeployment> {
+fn rolling_params(d: &CachedDeployment) -> Option<&RollingUpdateDeployment> {
     d.spec
         .as_ref()
         .and_then(|spec| spec.strategy.as_ref())
@@ -73,7 +75,7 @@ pub fn resolve_fenceposts(
     Ok((surge, unavailable))
 }
 
-fn deployment_fenceposts(d: &Deployment) -> (i32, i32) {
+fn deployment_fenceposts(d: &CachedDeployment) -> (i32, i32) {
     let params = rolling_params(d);
     resolve_fenceposts(
         params.and_then(|p| p.max_surge.as_ref()),
@@ -85,7 +87,7 @@ fn deployment_fenceposts(d: &Deployment) -> (i32, i32) {
 }
 
 /// MaxSurge (§6.1): resolved surge, 0 when not a rolling update (or on a bad value).
-pub fn max_surge(d: &Deployment) -> i32 {
+pub fn max_surge(d: &CachedDeployment) -> i32 {
     if !is_rolling_update(d) {
         return 0;
     }
@@ -94,7 +96,7 @@ pub fn max_surge(d: &Deployment) -> i32 {
 
 /// MaxUnavailable (§6.1): resolved unavailable clamped to `spec.replicas`; 0 when not a
 /// rolling update or when the Deployment has 0 replicas.
-pub fn max_unavailable(d: &Deployment) -> i32 {
+pub fn max_unavailable(d: &CachedDeployment) -> i32 {
     let replicas = deployment_replicas(d);
     if !is_rolling_update(d) || replicas == 0 {
         return 0;
@@ -105,9 +107,9 @@ pub fn max_unavailable(d: &Deployment) -> i32 {
 /// NewRSNewReplicas (§6.1): how many replicas the new ReplicaSet may have now.
 /// `all` are every ReplicaSet of the Deployment including `new_rs`.
 pub fn new_rs_new_replicas(
-    d: &Deployment,
-    all: &[&ReplicaSet],
-    new_rs: &ReplicaSet,
+    d: &CachedDeployment,
+    all: &[&CachedReplicaSet],
+    new_rs: &CachedReplicaSet,
 ) -> Result<i32, Error> {
     let replicas = deployment_replicas(d);
     let new_replicas = rs_spec_replicas(new_rs);
@@ -232,7 +234,7 @@ mod tests {
                 .map(|(i, n)| rs(&format!("old{i}"), i as i64, *n, *n))
                 .collect();
             let new_rs = rs("new", 100, new_size, 0);
-            let mut all: Vec<&ReplicaSet> = old.iter().collect();
+            let mut all: Vec<&CachedReplicaSet> = old.iter().collect();
             all.push(&new_rs);
             assert_eq!(
                 new_rs_new_replicas(&d, &all, &new_rs),

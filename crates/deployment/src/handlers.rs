@@ -7,8 +7,8 @@ use informer::CachedPod;
 use std::sync::Arc;
 
 use controller_toolkit::controller_ref::controller_of;
+use informer::{CachedDeployment, CachedReplicaSet};
 use informer::{DeletedObject, EventHandler, Lister, POD_CONTROLLER_UID_INDEX, object_key};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use kube::{
     Api, Client, ResourceExt,
     api::ListParams,
@@ -23,15 +23,15 @@ use crate::fenceposts::strategy_type;
 #[derive(Clone)]
 pub(crate) struct HandlerContext {
     pub(crate) client: Client,
-    pub(crate) deployments: Lister<Deployment>,
-    pub(crate) replica_sets: Lister<ReplicaSet>,
+    pub(crate) deployments: Lister<CachedDeployment>,
+    pub(crate) replica_sets: Lister<CachedReplicaSet>,
     pub(crate) pods: Lister<CachedPod>,
     pub(crate) queue: RateLimitingQueue<String>,
 }
 
 /// The Deployment's selector, if it is non-empty and parseable (an empty selector selects
 /// nothing here, as upstream's `getDeploymentsForReplicaSet`).
-pub(crate) fn non_empty_selector(d: &Deployment) -> Option<Selector> {
+pub(crate) fn non_empty_selector(d: &CachedDeployment) -> Option<Selector> {
     let selector = d.spec.as_ref()?.selector.clone();
     let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
         && selector
@@ -45,12 +45,12 @@ pub(crate) fn non_empty_selector(d: &Deployment) -> Option<Selector> {
 }
 
 impl HandlerContext {
-    fn enqueue(&self, d: &Deployment) {
+    fn enqueue(&self, d: &CachedDeployment) {
         self.queue.add(object_key(d));
     }
 
     /// The Deployment a ReplicaSet's controller ref points to, if it exists with that UID.
-    fn resolve_deployment(&self, rs: &ReplicaSet) -> Option<Arc<Deployment>> {
+    fn resolve_deployment(&self, rs: &CachedReplicaSet) -> Option<Arc<CachedDeployment>> {
         self.deployments.resolve_controller_ref(
             &rs.namespace().unwrap_or_default(),
             controller_of(&rs.metadata)?,
@@ -58,7 +58,7 @@ impl HandlerContext {
     }
 
     /// The ReplicaSet a pod's controller ref points to, if it exists with that UID.
-    fn resolve_replica_set(&self, pod: &CachedPod) -> Option<Arc<ReplicaSet>> {
+    fn resolve_replica_set(&self, pod: &CachedPod) -> Option<Arc<CachedReplicaSet>> {
         self.replica_sets.resolve_controller_ref(
             &pod.namespace().unwrap_or_default(),
             controller_of(&pod.metadata)?,
@@ -67,7 +67,7 @@ impl HandlerContext {
 
     /// getDeploymentsForReplicaSet: Deployments of the namespace whose non-empty selector
     /// matches the ReplicaSet's labels (a ReplicaSet without labels matches nothing).
-    fn matching_deployments(&self, rs: &ReplicaSet) -> Vec<Arc<Deployment>> {
+    fn matching_deployments(&self, rs: &CachedReplicaSet) -> Vec<Arc<CachedDeployment>> {
         let Some(labels) = rs.metadata.labels.as_ref().filter(|l| !l.is_empty()) else {
             return Vec::new();
         };
@@ -86,7 +86,7 @@ impl HandlerContext {
         matching
     }
 
-    fn replica_set_deleted(&self, rs: &ReplicaSet) {
+    fn replica_set_deleted(&self, rs: &CachedReplicaSet) {
         if let Some(d) = self.resolve_deployment(rs) {
             self.enqueue(&d);
         }
@@ -108,7 +108,7 @@ impl HandlerContext {
         tokio::spawn(async move { context.enqueue_if_no_pods_left(&d).await });
     }
 
-    async fn enqueue_if_no_pods_left(&self, d: &Deployment) {
+    async fn enqueue_if_no_pods_left(&self, d: &CachedDeployment) {
         let Some(selector) = d
             .spec
             .as_ref()
@@ -116,8 +116,10 @@ impl HandlerContext {
         else {
             return;
         };
-        let api =
-            Api::<ReplicaSet>::namespaced(self.client.clone(), &d.namespace().unwrap_or_default());
+        let api = Api::<CachedReplicaSet>::namespaced(
+            self.client.clone(),
+            &d.namespace().unwrap_or_default(),
+        );
         let list = match api
             .list(&ListParams::default().labels_from(&selector))
             .await
@@ -145,16 +147,16 @@ impl HandlerContext {
 /// Handler for the Deployment informer: every add, update (resyncs included) and delete.
 pub(crate) struct DeploymentHandler(pub(crate) HandlerContext);
 
-impl EventHandler<Deployment> for DeploymentHandler {
-    fn on_add(&self, d: &Arc<Deployment>, _is_in_initial_list: bool) {
+impl EventHandler<CachedDeployment> for DeploymentHandler {
+    fn on_add(&self, d: &Arc<CachedDeployment>, _is_in_initial_list: bool) {
         self.0.enqueue(d);
     }
 
-    fn on_update(&self, _old: &Arc<Deployment>, new: &Arc<Deployment>) {
+    fn on_update(&self, _old: &Arc<CachedDeployment>, new: &Arc<CachedDeployment>) {
         self.0.enqueue(new);
     }
 
-    fn on_delete(&self, d: &DeletedObject<Deployment>) {
+    fn on_delete(&self, d: &DeletedObject<CachedDeployment>) {
         self.0.queue.add(d.key());
     }
 }
@@ -162,8 +164,8 @@ impl EventHandler<Deployment> for DeploymentHandler {
 /// Handler for the ReplicaSet informer.
 pub(crate) struct ReplicaSetHandler(pub(crate) HandlerContext);
 
-impl EventHandler<ReplicaSet> for ReplicaSetHandler {
-    fn on_add(&self, rs: &Arc<ReplicaSet>, _is_in_initial_list: bool) {
+impl EventHandler<CachedReplicaSet> for ReplicaSetHandler {
+    fn on_add(&self, rs: &Arc<CachedReplicaSet>, _is_in_initial_list: bool) {
         if rs.metadata.deletion_timestamp.is_some() {
             self.0.replica_set_deleted(rs);
             return;
@@ -179,7 +181,7 @@ impl EventHandler<ReplicaSet> for ReplicaSetHandler {
         }
     }
 
-    fn on_update(&self, old: &Arc<ReplicaSet>, new: &Arc<ReplicaSet>) {
+    fn on_update(&self, old: &Arc<CachedReplicaSet>, new: &Arc<CachedReplicaSet>) {
         if old.metadata.resource_version == new.metadata.resource_version {
             return;
         }
@@ -205,7 +207,7 @@ impl EventHandler<ReplicaSet> for ReplicaSetHandler {
         }
     }
 
-    fn on_delete(&self, rs: &DeletedObject<ReplicaSet>) {
+    fn on_delete(&self, rs: &DeletedObject<CachedReplicaSet>) {
         self.0.replica_set_deleted(rs.object());
     }
 }
@@ -227,7 +229,7 @@ impl EventHandler<CachedPod> for PodHandler {
 mod tests {
     use super::*;
 
-    fn with_selector(selector: serde_json::Value) -> Deployment {
+    fn with_selector(selector: serde_json::Value) -> CachedDeployment {
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": "web", "namespace": "default"},
             "spec": {"selector": selector, "template": {}}

@@ -10,7 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet, ReplicaSetSpec};
+use informer::{CachedDeployment, CachedReplicaSet, CachedReplicaSetSpec, CompactPodTemplate};
+
+use k8s_openapi::api::apps::v1::DeploymentStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 
@@ -30,13 +32,13 @@ use crate::revision::max_revision;
 use crate::template::{deployment_template, equal_ignore_hash, replica_set_template};
 
 /// The revision the new ReplicaSet gets: MaxRevision(old) + 1, in decimal.
-pub fn new_revision(old: &[&ReplicaSet]) -> String {
+pub fn new_revision(old: &[&CachedReplicaSet]) -> String {
     max_revision(old.iter().copied())
         .wrapping_add(1)
         .to_string()
 }
 
-fn min_ready_seconds(d: &Deployment) -> Option<i32> {
+fn min_ready_seconds(d: &CachedDeployment) -> Option<i32> {
     d.spec.as_ref().and_then(|spec| spec.min_ready_seconds)
 }
 
@@ -45,10 +47,10 @@ fn min_ready_seconds(d: &Deployment) -> Option<i32> {
 pub enum ExistingNewReplicaSet {
     /// Annotations or minReadySeconds changed: PUT this ReplicaSet and use the response as the
     /// new ReplicaSet; nothing else happens in this call.
-    UpdateReplicaSet(ReplicaSet),
+    UpdateReplicaSet(CachedReplicaSet),
     /// PUT this Deployment through the *status* endpoint (revision annotation and/or the
     /// FoundNewReplicaSet condition); continue with the response.
-    UpdateDeploymentStatus(Deployment),
+    UpdateDeploymentStatus(CachedDeployment),
     /// Nothing to write.
     Unchanged,
 }
@@ -56,9 +58,9 @@ pub enum ExistingNewReplicaSet {
 /// §5 step 2: bring the existing new ReplicaSet's annotations and minReadySeconds up to date,
 /// else the Deployment's revision annotation and Progressing condition.
 pub fn sync_existing_new_replica_set(
-    d: &Deployment,
-    new_rs: &ReplicaSet,
-    old: &[&ReplicaSet],
+    d: &CachedDeployment,
+    new_rs: &CachedReplicaSet,
+    old: &[&CachedReplicaSet],
     now: Timestamp,
 ) -> ExistingNewReplicaSet {
     let revision = new_revision(old);
@@ -109,7 +111,7 @@ pub fn sync_existing_new_replica_set(
 }
 
 /// SetDeploymentRevision: sets the Deployment's revision annotation; whether it changed.
-pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
+pub fn set_deployment_revision(d: &mut CachedDeployment, revision: &str) -> bool {
     let annotations = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
     if annotations
         .get(REVISION_ANNOTATION)
@@ -125,7 +127,10 @@ pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
 /// §5 step 4 (1-5): the ReplicaSet to POST: `<name>-<hash>`, hash label in labels, selector
 /// and template, a controller reference to the Deployment, size from NewRSNewReplicas, and
 /// the revision and desired/max annotations.
-pub fn build_new_replica_set(d: &Deployment, old: &[&ReplicaSet]) -> Result<ReplicaSet, Error> {
+pub fn build_new_replica_set(
+    d: &CachedDeployment,
+    old: &[&CachedReplicaSet],
+) -> Result<CachedReplicaSet, Error> {
     let name = d
         .metadata
         .name
@@ -138,9 +143,9 @@ pub fn build_new_replica_set(d: &Deployment, old: &[&ReplicaSet]) -> Result<Repl
         .ok_or(Error::MissingDeploymentField("uid"))?;
     let spec = d.spec.clone().unwrap_or_default();
     let collision_count = d.status.as_ref().and_then(|status| status.collision_count);
-    let hash = compute_hash(&spec.template, collision_count);
-
     let mut template = deployment_template(d);
+    let hash = compute_hash(&template, collision_count);
+
     let labels = template
         .metadata
         .get_or_insert_with(Default::default)
@@ -154,7 +159,7 @@ pub fn build_new_replica_set(d: &Deployment, old: &[&ReplicaSet]) -> Result<Repl
         .get_or_insert_with(BTreeMap::new)
         .insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
 
-    let mut rs = ReplicaSet {
+    let mut rs = CachedReplicaSet {
         metadata: ObjectMeta {
             name: Some(format!("{name}-{hash}")),
             namespace: d.metadata.namespace.clone(),
@@ -169,15 +174,15 @@ pub fn build_new_replica_set(d: &Deployment, old: &[&ReplicaSet]) -> Result<Repl
             }]),
             ..Default::default()
         },
-        spec: Some(ReplicaSetSpec {
+        spec: Some(CachedReplicaSetSpec {
             replicas: Some(0),
             min_ready_seconds: spec.min_ready_seconds,
             selector,
-            template: Some(template),
+            template: Some(CompactPodTemplate::encode(&template)?),
         }),
         status: None,
     };
-    let all: Vec<&ReplicaSet> = old.iter().copied().chain([&rs]).collect();
+    let all: Vec<&CachedReplicaSet> = old.iter().copied().chain([&rs]).collect();
     let replicas = new_rs_new_replicas(d, &all, &rs)?;
     if let Some(rs_spec) = rs.spec.as_mut() {
         rs_spec.replicas = Some(replicas);
@@ -204,7 +209,10 @@ pub enum CreateConflict {
 }
 
 /// §5 step 4.6 AlreadyExists: `existing` is the lister's ReplicaSet of that name.
-pub fn resolve_create_conflict(d: &Deployment, existing: &ReplicaSet) -> CreateConflict {
+pub fn resolve_create_conflict(
+    d: &CachedDeployment,
+    existing: &CachedReplicaSet,
+) -> CreateConflict {
     let controlled_by_us = existing
         .metadata
         .owner_references
@@ -239,7 +247,12 @@ pub struct CreateFailure {
 }
 
 /// §5 step 4.6, other errors: the condition and event for a failed creation.
-pub fn create_failed(d: &Deployment, rs_name: &str, error: &str, now: Timestamp) -> CreateFailure {
+pub fn create_failed(
+    d: &CachedDeployment,
+    rs_name: &str,
+    error: &str,
+    now: Timestamp,
+) -> CreateFailure {
     let status = has_progress_deadline(d).then(|| {
         let mut status = d.status.clone().unwrap_or_default();
         let condition = new_condition(
@@ -265,15 +278,15 @@ pub struct AfterCreate {
     pub event: Option<Event>,
     /// Deployment to PUT through the status endpoint (revision annotation, and
     /// NewReplicaSetCreated when really created with a deadline); `None` when unchanged.
-    pub update: Option<Deployment>,
+    pub update: Option<CachedDeployment>,
 }
 
 /// §5 steps 4.7-4.8. `planned` is the ReplicaSet from [`build_new_replica_set`]; `created`
 /// is false when an existing ReplicaSet was reused after AlreadyExists.
 pub fn after_create(
-    d: &Deployment,
-    planned: &ReplicaSet,
-    old: &[&ReplicaSet],
+    d: &CachedDeployment,
+    planned: &CachedReplicaSet,
+    old: &[&CachedReplicaSet],
     created: bool,
     now: Timestamp,
 ) -> AfterCreate {
@@ -328,7 +341,7 @@ mod tests {
         d.metadata.annotations = Some(BTreeMap::from([("team".to_owned(), "a".to_owned())]));
         let old = annotate(rs("web-old", 0, 10, 10), REVISION_ANNOTATION, "4");
         let built = build_new_replica_set(&d, &[&old]).expect("built");
-        let hash = compute_hash(&d.spec.as_ref().expect("spec").template, None);
+        let hash = compute_hash(&deployment_template(&d), None);
         assert_eq!(built.metadata.name, Some(format!("web-{hash}")));
         assert_eq!(built.metadata.namespace.as_deref(), Some("default"));
         let labels = built.metadata.labels.clone().expect("labels");
@@ -342,15 +355,12 @@ mod tests {
                 .and_then(|m| m.get(POD_TEMPLATE_HASH_LABEL)),
             Some(&hash)
         );
-        let template = spec.template.clone().expect("template");
+        let template = spec.template.as_ref().expect("template").decode();
         assert_eq!(
             template.metadata.as_ref().and_then(|m| m.labels.clone()),
             Some(labels)
         );
-        assert!(equal_ignore_hash(
-            &template,
-            &d.spec.as_ref().expect("spec").template
-        ));
+        assert!(equal_ignore_hash(&template, &deployment_template(&d)));
         // maxTotal 13, current 10 -> min(3, 10) = 3.
         assert_eq!(spec.replicas, Some(3));
         let owner = &built.metadata.owner_references.clone().expect("owner")[0];
@@ -462,8 +472,8 @@ mod tests {
             })
         );
         if let Some(spec) = ours.spec.as_mut() {
-            spec.template = Some(without_hash_label(
-                &crate::replica_set::test_support::template("other"),
+            spec.template = Some(crate::replica_set::test_support::compact(
+                &without_hash_label(&crate::replica_set::test_support::template("other")),
             ));
         }
         let mut counted = d.clone();

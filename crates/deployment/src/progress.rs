@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
+
+use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::conditions::{
@@ -21,11 +23,11 @@ use crate::status::{FeatureGates, calculate_status, counter, status_equal};
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
 /// HasProgressDeadline: `progressDeadlineSeconds` set and not MaxInt32.
-pub fn has_progress_deadline(d: &Deployment) -> bool {
+pub fn has_progress_deadline(d: &CachedDeployment) -> bool {
     progress_deadline_seconds(d).is_some()
 }
 
-fn progress_deadline_seconds(d: &Deployment) -> Option<i32> {
+fn progress_deadline_seconds(d: &CachedDeployment) -> Option<i32> {
     d.spec
         .as_ref()
         .and_then(|spec| spec.progress_deadline_seconds)
@@ -34,7 +36,7 @@ fn progress_deadline_seconds(d: &Deployment) -> Option<i32> {
 
 /// DeploymentComplete (§10.1): updated == replicas == available == `spec.replicas` and the
 /// status observed the current generation.
-pub fn deployment_complete(d: &Deployment, status: Option<&DeploymentStatus>) -> bool {
+pub fn deployment_complete(d: &CachedDeployment, status: Option<&DeploymentStatus>) -> bool {
     let replicas = deployment_replicas(d);
     let status = status.cloned().unwrap_or_default();
     counter(status.updated_replicas) == replicas
@@ -44,12 +46,12 @@ pub fn deployment_complete(d: &Deployment, status: Option<&DeploymentStatus>) ->
 }
 
 /// DeploymentComplete on the stored status, the test that gates history cleanup.
-pub fn deployment_complete_per_stored_status(d: &Deployment) -> bool {
+pub fn deployment_complete_per_stored_status(d: &CachedDeployment) -> bool {
     deployment_complete(d, d.status.as_ref())
 }
 
 /// DeploymentProgressing (§10.2): `new_status` shows progress over the stored status.
-pub fn deployment_progressing(d: &Deployment, new_status: &DeploymentStatus) -> bool {
+pub fn deployment_progressing(d: &CachedDeployment, new_status: &DeploymentStatus) -> bool {
     let old = d.status.clone().unwrap_or_default();
     let old_old_replicas = counter(old.replicas).wrapping_sub(counter(old.updated_replicas));
     let new_old_replicas =
@@ -77,7 +79,11 @@ fn nanos_until_deadline(
 /// DeploymentTimedOut (§10.3): a deadline, a Progressing condition in `new_status` not
 /// `NewReplicaSetAvailable`, and either already timed out or `lastUpdateTime + deadline`
 /// before `now`.
-pub fn deployment_timed_out(d: &Deployment, new_status: &DeploymentStatus, now: Timestamp) -> bool {
+pub fn deployment_timed_out(
+    d: &CachedDeployment,
+    new_status: &DeploymentStatus,
+    now: Timestamp,
+) -> bool {
     let Some(deadline) = progress_deadline_seconds(d) else {
         return false;
     };
@@ -114,10 +120,10 @@ pub struct RolloutStatusDecision {
 /// getReplicaFailures: the new ReplicaSet's ReplicaFailure conditions, else those of all
 /// ReplicaSets in order, converted to Deployment conditions.
 pub fn replica_failures(
-    all: &[&ReplicaSet],
-    new_rs: Option<&ReplicaSet>,
+    all: &[&CachedReplicaSet],
+    new_rs: Option<&CachedReplicaSet>,
 ) -> Vec<DeploymentCondition> {
-    let failures = |rs: &ReplicaSet| -> Vec<DeploymentCondition> {
+    let failures = |rs: &CachedReplicaSet| -> Vec<DeploymentCondition> {
         rs.status
             .as_ref()
             .and_then(|status| status.conditions.as_ref())
@@ -136,9 +142,9 @@ pub fn replica_failures(
 
 /// syncRolloutStatus (§10.3). `all` includes `new_rs`.
 pub fn sync_rollout_status(
-    all: &[&ReplicaSet],
-    new_rs: Option<&ReplicaSet>,
-    d: &Deployment,
+    all: &[&CachedReplicaSet],
+    new_rs: Option<&CachedReplicaSet>,
+    d: &CachedDeployment,
     gates: FeatureGates,
     now: Timestamp,
 ) -> RolloutStatusDecision {
@@ -208,7 +214,7 @@ pub fn sync_rollout_status(
 /// requeueStuckDeployment (§10.3 step 4): with a deadline and a stored Progressing condition,
 /// not complete and not timed out, look again just after the deadline passes.
 pub fn requeue_stuck_deployment(
-    d: &Deployment,
+    d: &CachedDeployment,
     new_status: &DeploymentStatus,
     now: Timestamp,
 ) -> Requeue {
@@ -234,7 +240,7 @@ pub fn requeue_stuck_deployment(
 
 /// checkPausedConditions (§10.4): the status to PUT when the paused/resumed Progressing
 /// condition must change, else `None`.
-pub fn check_paused_conditions(d: &Deployment, now: Timestamp) -> Option<DeploymentStatus> {
+pub fn check_paused_conditions(d: &CachedDeployment, now: Timestamp) -> Option<DeploymentStatus> {
     if !has_progress_deadline(d) {
         return None;
     }
@@ -292,7 +298,7 @@ mod tests {
     }
 
     fn stored(
-        d: &mut Deployment,
+        d: &mut CachedDeployment,
         replicas: i32,
         updated: i32,
         available: i32,

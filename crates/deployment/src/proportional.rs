@@ -2,7 +2,7 @@
 //! paused) spreads the change over its active ReplicaSets in proportion to their size, so
 //! the rollout's progress is kept and the surge bound holds.
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{desired_replicas_annotation, max_replicas_annotation, rollback_to};
 use crate::constants::DESIRED_REPLICAS_ANNOTATION;
@@ -15,7 +15,11 @@ use crate::scaling::{ScaleAction, ScalingOperation, scale_and_record, scale_need
 
 /// isScalingEvent (§3 step 9): an active ReplicaSet's parseable desired-replicas annotation
 /// differs from `spec.replicas`.
-pub fn is_scaling_event(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[&ReplicaSet]) -> bool {
+pub fn is_scaling_event(
+    d: &CachedDeployment,
+    new_rs: Option<&CachedReplicaSet>,
+    old: &[&CachedReplicaSet],
+) -> bool {
     let replicas = deployment_replicas(d);
     active(old.iter().copied().chain(new_rs))
         .into_iter()
@@ -24,7 +28,7 @@ pub fn is_scaling_event(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[&Rep
 }
 
 /// `old` sorted newest first, as FindActiveOrLatest leaves upstream's slice.
-fn newest_first<'a>(old: &[&'a ReplicaSet]) -> Vec<&'a ReplicaSet> {
+fn newest_first<'a>(old: &[&'a CachedReplicaSet]) -> Vec<&'a CachedReplicaSet> {
     let mut sorted = old.to_vec();
     sorted.sort_by(|a, b| by_creation(b, a));
     sorted
@@ -33,9 +37,9 @@ fn newest_first<'a>(old: &[&'a ReplicaSet]) -> Vec<&'a ReplicaSet> {
 /// FindActiveOrLatest (§8 step 2.1): the only active ReplicaSet; with none active the new one,
 /// else the newest old one; with several active, none.
 pub fn find_active_or_latest<'a>(
-    new_rs: Option<&'a ReplicaSet>,
-    old: &[&'a ReplicaSet],
-) -> Option<&'a ReplicaSet> {
+    new_rs: Option<&'a CachedReplicaSet>,
+    old: &[&'a CachedReplicaSet],
+) -> Option<&'a CachedReplicaSet> {
     let old = newest_first(old);
     let active_all = active(old.iter().copied().chain(new_rs));
     match active_all.as_slice() {
@@ -47,7 +51,7 @@ pub fn find_active_or_latest<'a>(
 
 /// IsSaturated (§8 step 2.2): the new ReplicaSet has `spec.replicas`, desired-replicas
 /// annotation (parsed as int32) and available replicas all equal to the Deployment's size.
-pub fn is_saturated(d: &Deployment, rs: Option<&ReplicaSet>) -> bool {
+pub fn is_saturated(d: &CachedDeployment, rs: Option<&CachedReplicaSet>) -> bool {
     let Some(rs) = rs else {
         return false;
     };
@@ -77,7 +81,7 @@ fn round_to_i32(value: f64) -> i32 {
 /// `round(rs.replicas * (replicas + MaxSurge) / annotatedMax) - rs.replicas` with the product
 /// in int32, the division in float64 and `annotatedMax` from the max-replicas annotation
 /// (fallback `status.replicas`).
-fn replica_set_fraction(rs: &ReplicaSet, d: &Deployment) -> i32 {
+fn replica_set_fraction(rs: &CachedReplicaSet, d: &CachedDeployment) -> i32 {
     let replicas = deployment_replicas(d);
     let rs_replicas = rs_spec_replicas(rs);
     if replicas == 0 {
@@ -97,7 +101,7 @@ fn replica_set_fraction(rs: &ReplicaSet, d: &Deployment) -> i32 {
 /// GetProportion (§8). Arithmetic wraps like Go's int32 (the annotations it reads are
 /// user-editable, so nothing here may overflow-panic): this ReplicaSet's share of `to_add`, bounded by what is left
 /// (`to_add - added`): min when scaling up, max when scaling down.
-pub fn get_proportion(rs: &ReplicaSet, d: &Deployment, to_add: i32, added: i32) -> i32 {
+pub fn get_proportion(rs: &CachedReplicaSet, d: &CachedDeployment, to_add: i32, added: i32) -> i32 {
     if rs_spec_replicas(rs) == 0 || to_add == 0 || to_add == added {
         return 0;
     }
@@ -113,9 +117,9 @@ pub fn get_proportion(rs: &ReplicaSet, d: &Deployment, to_add: i32, added: i32) 
 /// scale() (§8 step 2): the resizes (and annotation refreshes) to apply in order; stop at
 /// the first API error, which is the sync's error.
 pub fn plan_scale(
-    d: &Deployment,
-    new_rs: Option<&ReplicaSet>,
-    old: &[&ReplicaSet],
+    d: &CachedDeployment,
+    new_rs: Option<&CachedReplicaSet>,
+    old: &[&CachedReplicaSet],
 ) -> Vec<ScaleAction> {
     let replicas = deployment_replicas(d);
     if let Some(only) = find_active_or_latest(new_rs, old) {
@@ -191,7 +195,11 @@ pub struct SyncPlan {
 }
 
 /// sync() (§8) for a paused Deployment or a scaling event.
-pub fn plan_sync(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[&ReplicaSet]) -> SyncPlan {
+pub fn plan_sync(
+    d: &CachedDeployment,
+    new_rs: Option<&CachedReplicaSet>,
+    old: &[&CachedReplicaSet],
+) -> SyncPlan {
     let paused = d
         .spec
         .as_ref()
@@ -220,7 +228,7 @@ mod tests {
         available: i32,
         desired: i32,
         max: i32,
-    ) -> ReplicaSet {
+    ) -> CachedReplicaSet {
         annotate(
             annotate(
                 rs(name, created, replicas, available),
@@ -297,7 +305,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, n)| scaled_rs(&format!("old{i}"), 50 - i as i64, *n, *n, from, from))
                 .collect();
-            let old_refs: Vec<&ReplicaSet> = old.iter().collect();
+            let old_refs: Vec<&CachedReplicaSet> = old.iter().collect();
             assert!(is_scaling_event(&d, Some(&new_rs), &old_refs), "{name}");
             let actions = plan_scale(&d, Some(&new_rs), &old_refs);
             assert_eq!(

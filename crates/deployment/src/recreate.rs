@@ -1,7 +1,7 @@
 //! Recreate planning (spec §7): every old pod is gone before the new ReplicaSet is scaled up.
 
 use informer::CachedPod;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::progress::deployment_complete_per_stored_status;
 use crate::replica_set::{active, deployment_replicas, sum_status_replicas};
@@ -47,8 +47,8 @@ fn controller_uid(pod: &CachedPod) -> Option<&str> {
 /// not controlled by the new ReplicaSet is in a phase other than Failed/Succeeded.
 /// `pods` is the pod map: pods controlled by the Deployment's claimed ReplicaSets.
 pub fn old_pods_running(
-    new_rs: Option<&ReplicaSet>,
-    old: &[&ReplicaSet],
+    new_rs: Option<&CachedReplicaSet>,
+    old: &[&CachedReplicaSet],
     pods: &[&CachedPod],
 ) -> bool {
     if sum_status_replicas(old.iter().copied()) > 0 {
@@ -65,9 +65,9 @@ pub fn old_pods_running(
 
 /// rolloutRecreate (§7) up to the point where the new ReplicaSet is needed.
 pub fn plan_recreate(
-    d: &Deployment,
-    new_rs: Option<&ReplicaSet>,
-    old: &[&ReplicaSet],
+    d: &CachedDeployment,
+    new_rs: Option<&CachedReplicaSet>,
+    old: &[&CachedReplicaSet],
     pods: &[&CachedPod],
 ) -> RecreatePlan {
     let scale_down: Vec<ScaleAction> = active(old.iter().copied())
@@ -88,7 +88,7 @@ pub fn plan_recreate(
 
 /// §7 steps 5-6: scale the new ReplicaSet to `spec.replicas`; cleanup if complete per the
 /// stored status.
-pub fn plan_recreate_scale_up(d: &Deployment, new_rs: &ReplicaSet) -> RecreateScaleUp {
+pub fn plan_recreate_scale_up(d: &CachedDeployment, new_rs: &CachedReplicaSet) -> RecreateScaleUp {
     RecreateScaleUp {
         scale: scale_and_record(new_rs, deployment_replicas(d)),
         cleanup: deployment_complete_per_stored_status(d),

@@ -6,18 +6,18 @@
 
 use std::cmp::Ordering;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 
 /// Default of `spec.replicas` applied by the API server.
 const DEFAULT_REPLICAS: i32 = 1;
 
 /// `metadata.name` of a ReplicaSet ("" when absent).
-pub fn rs_name(rs: &ReplicaSet) -> &str {
+pub fn rs_name(rs: &CachedReplicaSet) -> &str {
     rs.metadata.name.as_deref().unwrap_or_default()
 }
 
 /// `*rs.spec.replicas`.
-pub fn rs_spec_replicas(rs: &ReplicaSet) -> i32 {
+pub fn rs_spec_replicas(rs: &CachedReplicaSet) -> i32 {
     rs.spec
         .as_ref()
         .and_then(|spec| spec.replicas)
@@ -25,12 +25,12 @@ pub fn rs_spec_replicas(rs: &ReplicaSet) -> i32 {
 }
 
 /// `rs.status.replicas` (pods that exist).
-pub fn rs_status_replicas(rs: &ReplicaSet) -> i32 {
+pub fn rs_status_replicas(rs: &CachedReplicaSet) -> i32 {
     rs.status.as_ref().map_or(0, |status| status.replicas)
 }
 
 /// `rs.status.availableReplicas`.
-pub fn rs_available_replicas(rs: &ReplicaSet) -> i32 {
+pub fn rs_available_replicas(rs: &CachedReplicaSet) -> i32 {
     rs.status
         .as_ref()
         .and_then(|status| status.available_replicas)
@@ -38,7 +38,7 @@ pub fn rs_available_replicas(rs: &ReplicaSet) -> i32 {
 }
 
 /// `rs.status.readyReplicas`.
-pub fn rs_ready_replicas(rs: &ReplicaSet) -> i32 {
+pub fn rs_ready_replicas(rs: &CachedReplicaSet) -> i32 {
     rs.status
         .as_ref()
         .and_then(|status| status.ready_replicas)
@@ -46,7 +46,7 @@ pub fn rs_ready_replicas(rs: &ReplicaSet) -> i32 {
 }
 
 /// `*d.spec.replicas`.
-pub fn deployment_replicas(d: &Deployment) -> i32 {
+pub fn deployment_replicas(d: &CachedDeployment) -> i32 {
     d.spec
         .as_ref()
         .and_then(|spec| spec.replicas)
@@ -54,42 +54,44 @@ pub fn deployment_replicas(d: &Deployment) -> i32 {
 }
 
 /// `metadata.name` of a Deployment ("" when absent).
-pub fn deployment_name(d: &Deployment) -> &str {
+pub fn deployment_name(d: &CachedDeployment) -> &str {
     d.metadata.name.as_deref().unwrap_or_default()
 }
 
 /// Whether two references denote the same ReplicaSet (upstream compares UIDs; the name
 /// disambiguates objects built without a UID).
-pub fn same_replica_set(a: &ReplicaSet, b: &ReplicaSet) -> bool {
+pub fn same_replica_set(a: &CachedReplicaSet, b: &CachedReplicaSet) -> bool {
     a.metadata.uid == b.metadata.uid && a.metadata.name == b.metadata.name
 }
 
 /// GetReplicaCountForReplicaSets: sum of `spec.replicas`.
-pub fn sum_spec_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
+pub fn sum_spec_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
     rss.into_iter()
         .fold(0i32, |sum, rs| sum.wrapping_add(rs_spec_replicas(rs)))
 }
 
 /// GetActualReplicaCountForReplicaSets: sum of `status.replicas`.
-pub fn sum_status_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
+pub fn sum_status_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
     rss.into_iter()
         .fold(0i32, |sum, rs| sum.wrapping_add(rs_status_replicas(rs)))
 }
 
 /// GetAvailableReplicaCountForReplicaSets: sum of `status.availableReplicas`.
-pub fn sum_available_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
+pub fn sum_available_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
     rss.into_iter()
         .fold(0i32, |sum, rs| sum.wrapping_add(rs_available_replicas(rs)))
 }
 
 /// GetReadyReplicaCountForReplicaSets: sum of `status.readyReplicas`.
-pub fn sum_ready_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i32 {
+pub fn sum_ready_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
     rss.into_iter()
         .fold(0i32, |sum, rs| sum.wrapping_add(rs_ready_replicas(rs)))
 }
 
 /// FilterActiveReplicaSets: those with `spec.replicas > 0`, order kept.
-pub fn active<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> Vec<&'a ReplicaSet> {
+pub fn active<'a>(
+    rss: impl IntoIterator<Item = &'a CachedReplicaSet>,
+) -> Vec<&'a CachedReplicaSet> {
     rss.into_iter()
         .filter(|rs| rs_spec_replicas(rs) > 0)
         .collect()
@@ -97,7 +99,7 @@ pub fn active<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> Vec<&'a Repl
 
 /// ReplicaSetsByCreationTimestamp: creation ascending, ties by name ascending (a missing
 /// timestamp is Go's zero time, i.e. the oldest).
-pub fn by_creation(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+pub fn by_creation(a: &CachedReplicaSet, b: &CachedReplicaSet) -> Ordering {
     a.metadata
         .creation_timestamp
         .cmp(&b.metadata.creation_timestamp)
@@ -105,14 +107,14 @@ pub fn by_creation(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
 }
 
 /// ReplicaSetsBySizeOlder: larger `spec.replicas` first, ties oldest first.
-pub fn by_size_older(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+pub fn by_size_older(a: &CachedReplicaSet, b: &CachedReplicaSet) -> Ordering {
     rs_spec_replicas(b)
         .cmp(&rs_spec_replicas(a))
         .then_with(|| by_creation(a, b))
 }
 
 /// ReplicaSetsBySizeNewer: larger `spec.replicas` first, ties newest first.
-pub fn by_size_newer(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+pub fn by_size_newer(a: &CachedReplicaSet, b: &CachedReplicaSet) -> Ordering {
     rs_spec_replicas(b)
         .cmp(&rs_spec_replicas(a))
         .then_with(|| by_creation(b, a))
@@ -124,9 +126,12 @@ pub(crate) mod test_support {
 
     use std::collections::BTreeMap;
 
+    use informer::{
+        CachedDeployment, CachedDeploymentSpec, CachedReplicaSet, CachedReplicaSetSpec,
+        CompactPodTemplate,
+    };
     use k8s_openapi::api::apps::v1::{
-        Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, ReplicaSetSpec,
-        ReplicaSetStatus, RollingUpdateDeployment,
+        DeploymentStrategy, ReplicaSetStatus, RollingUpdateDeployment,
     };
     use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
@@ -136,6 +141,11 @@ pub(crate) mod test_support {
     /// `base + seconds`.
     pub fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(1_700_000_000 + seconds).expect("valid timestamp")
+    }
+
+    /// `template` as the caches keep it.
+    pub fn compact(template: &PodTemplateSpec) -> CompactPodTemplate {
+        CompactPodTemplate::encode(template).expect("test templates encode")
     }
 
     /// A template with `app=web` and one container of the given image.
@@ -157,8 +167,12 @@ pub(crate) mod test_support {
     }
 
     /// A rolling-update Deployment `web` with the given size and fenceposts.
-    pub fn rolling(replicas: i32, surge: IntOrString, unavailable: IntOrString) -> Deployment {
-        Deployment {
+    pub fn rolling(
+        replicas: i32,
+        surge: IntOrString,
+        unavailable: IntOrString,
+    ) -> CachedDeployment {
+        CachedDeployment {
             metadata: ObjectMeta {
                 name: Some("web".to_owned()),
                 namespace: Some("default".to_owned()),
@@ -166,7 +180,7 @@ pub(crate) mod test_support {
                 generation: Some(1),
                 ..Default::default()
             },
-            spec: Some(DeploymentSpec {
+            spec: Some(CachedDeploymentSpec {
                 replicas: Some(replicas),
                 selector: LabelSelector {
                     match_labels: Some(BTreeMap::from([("app".to_owned(), "web".to_owned())])),
@@ -179,7 +193,7 @@ pub(crate) mod test_support {
                         max_unavailable: Some(unavailable),
                     }),
                 }),
-                template: template("nginx:2"),
+                template: compact(&template("nginx:2")),
                 progress_deadline_seconds: Some(600),
                 revision_history_limit: Some(10),
                 ..Default::default()
@@ -189,7 +203,7 @@ pub(crate) mod test_support {
     }
 
     /// A Recreate Deployment `web`.
-    pub fn recreate(replicas: i32) -> Deployment {
+    pub fn recreate(replicas: i32) -> CachedDeployment {
         let mut d = rolling(replicas, IntOrString::Int(0), IntOrString::Int(0));
         if let Some(spec) = d.spec.as_mut() {
             spec.strategy = Some(DeploymentStrategy {
@@ -201,8 +215,8 @@ pub(crate) mod test_support {
     }
 
     /// A ReplicaSet created `created` seconds after the base time, with spec and available.
-    pub fn rs(name: &str, created: i64, replicas: i32, available: i32) -> ReplicaSet {
-        ReplicaSet {
+    pub fn rs(name: &str, created: i64, replicas: i32, available: i32) -> CachedReplicaSet {
+        CachedReplicaSet {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
                 namespace: Some("default".to_owned()),
@@ -210,9 +224,9 @@ pub(crate) mod test_support {
                 creation_timestamp: Some(Time(at(created))),
                 ..Default::default()
             },
-            spec: Some(ReplicaSetSpec {
+            spec: Some(CachedReplicaSetSpec {
                 replicas: Some(replicas),
-                template: Some(template(&format!("nginx:{name}"))),
+                template: Some(compact(&template(&format!("nginx:{name}")))),
                 ..Default::default()
             }),
             status: Some(ReplicaSetStatus {
@@ -225,7 +239,7 @@ pub(crate) mod test_support {
     }
 
     /// Sets one annotation.
-    pub fn annotate(mut rs: ReplicaSet, key: &str, value: &str) -> ReplicaSet {
+    pub fn annotate(mut rs: CachedReplicaSet, key: &str, value: &str) -> CachedReplicaSet {
         rs.metadata
             .annotations
             .get_or_insert_with(BTreeMap::new)

@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use informer::CachedReplicaSet;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::constants::REVISION_ANNOTATION;
@@ -29,7 +29,7 @@ pub fn revision(metadata: &ObjectMeta) -> Result<i64, Error> {
 }
 
 /// MaxRevision: the highest parseable revision (0 if none); unparseable ones are skipped.
-pub fn max_revision<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i64 {
+pub fn max_revision<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i64 {
     rss.into_iter()
         .filter_map(|rs| match revision(&rs.metadata) {
             Ok(value) => Some(value),
@@ -44,7 +44,7 @@ pub fn max_revision<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i64 {
 
 /// LastRevision: the second-highest revision; a value equal to the current maximum pushes
 /// the previous maximum to second place (upstream's `v >= max`).
-pub fn last_revision<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i64 {
+pub fn last_revision<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i64 {
     let (mut max, mut second) = (0i64, 0i64);
     for rs in rss {
         let Ok(value) = revision(&rs.metadata) else {
@@ -62,7 +62,7 @@ pub fn last_revision<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> i64 {
 
 /// ReplicaSetsByRevision "less": by revision, falling back to creation order when either
 /// revision is unparseable or both are equal.
-fn revision_less(a: &ReplicaSet, b: &ReplicaSet) -> bool {
+fn revision_less(a: &CachedReplicaSet, b: &CachedReplicaSet) -> bool {
     match (revision(&a.metadata), revision(&b.metadata)) {
         (Ok(x), Ok(y)) if x != y => x < y,
         _ => by_creation(a, b) == Ordering::Less,
@@ -72,7 +72,7 @@ fn revision_less(a: &ReplicaSet, b: &ReplicaSet) -> bool {
 /// Sorts by ReplicaSetsByRevision. Go's comparator is not a total order when revisions fail
 /// to parse, so this uses Go's own algorithm for the sizes that occur (insertion sort, which
 /// `sort.Sort` uses for up to 12 elements) and which never panics on an inconsistent order.
-pub fn sort_by_revision(rss: &mut [&ReplicaSet]) {
+pub fn sort_by_revision(rss: &mut [&CachedReplicaSet]) {
     for i in 1..rss.len() {
         let mut j = i;
         while j > 0 && revision_less(rss[j], rss[j - 1]) {
@@ -88,7 +88,7 @@ mod tests {
     use crate::replica_set::rs_name;
     use crate::replica_set::test_support::{annotate, rs};
 
-    fn with_rev(name: &str, created: i64, rev: &str) -> ReplicaSet {
+    fn with_rev(name: &str, created: i64, rev: &str) -> CachedReplicaSet {
         annotate(rs(name, created, 0, 0), REVISION_ANNOTATION, rev)
     }
 

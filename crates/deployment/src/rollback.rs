@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet, CompactPodTemplate};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use crate::annotations::{rollback_to, skip_copy_annotation};
 use crate::constants::{POD_TEMPLATE_HASH_LABEL, ROLLBACK_TO_ANNOTATION};
+use crate::error::Error;
 use crate::events::{self, Event};
 use crate::replica_set::deployment_name;
 use crate::revision::{last_revision, revision};
@@ -20,7 +22,7 @@ use crate::template::{deployment_template, equal_ignore_hash, replica_set_templa
 pub struct RollbackPlan {
     /// The Deployment to PUT: rollback annotation removed and, for a performed rollback, the
     /// template and annotations of the target ReplicaSet.
-    pub deployment: Deployment,
+    pub deployment: CachedDeployment,
     /// Warning recorded before the PUT (revision not found, template unchanged).
     pub warning: Option<Event>,
     /// `DeploymentRollback` event recorded after a successful PUT.
@@ -30,12 +32,14 @@ pub struct RollbackPlan {
 /// rollback (§11), after section 5 *with* create. `None` when the Deployment carries no
 /// parseable rollback request.
 pub fn plan_rollback(
-    d: &Deployment,
-    new_rs: Option<&ReplicaSet>,
-    old: &[&ReplicaSet],
-) -> Option<RollbackPlan> {
-    let requested = rollback_to(d)?;
-    let all: Vec<&ReplicaSet> = old.iter().copied().chain(new_rs).collect();
+    d: &CachedDeployment,
+    new_rs: Option<&CachedReplicaSet>,
+    old: &[&CachedReplicaSet],
+) -> Result<Option<RollbackPlan>, Error> {
+    let Some(requested) = rollback_to(d) else {
+        return Ok(None);
+    };
+    let all: Vec<&CachedReplicaSet> = old.iter().copied().chain(new_rs).collect();
     let target = if requested == 0 {
         last_revision(all.iter().copied())
     } else {
@@ -44,42 +48,42 @@ pub fn plan_rollback(
     let mut updated = d.clone();
     clear_rollback_to(&mut updated);
     if target == 0 {
-        return Some(RollbackPlan {
+        return Ok(Some(RollbackPlan {
             deployment: updated,
             warning: Some(events::rollback_last_revision_not_found()),
             on_success: None,
-        });
+        }));
     }
     let Some(rs) = all
         .iter()
         .copied()
         .find(|rs| revision(&rs.metadata).is_ok_and(|value| value == target))
     else {
-        return Some(RollbackPlan {
+        return Ok(Some(RollbackPlan {
             deployment: updated,
             warning: Some(events::rollback_revision_not_found()),
             on_success: None,
-        });
+        }));
     };
     let rs_template = replica_set_template(rs);
     if equal_ignore_hash(&deployment_template(d), &rs_template) {
-        return Some(RollbackPlan {
+        return Ok(Some(RollbackPlan {
             deployment: updated,
             warning: Some(events::rollback_template_unchanged(deployment_name(d))),
             on_success: None,
-        });
+        }));
     }
-    set_from_replica_set_template(&mut updated, rs_template);
+    set_from_replica_set_template(&mut updated, rs_template)?;
     set_annotations_to(&mut updated, rs);
     clear_rollback_to(&mut updated);
-    Some(RollbackPlan {
+    Ok(Some(RollbackPlan {
         deployment: updated,
         warning: None,
         on_success: Some(events::rollback_done(deployment_name(d), target)),
-    })
+    }))
 }
 
-fn clear_rollback_to(d: &mut Deployment) {
+fn clear_rollback_to(d: &mut CachedDeployment) {
     if let Some(annotations) = d.metadata.annotations.as_mut() {
         annotations.remove(ROLLBACK_TO_ANNOTATION);
     }
@@ -88,9 +92,9 @@ fn clear_rollback_to(d: &mut Deployment) {
 /// SetFromReplicaSetTemplate: the ReplicaSet's template metadata and spec, without the
 /// pod-template-hash label.
 fn set_from_replica_set_template(
-    d: &mut Deployment,
-    mut template: k8s_openapi::api::core::v1::PodTemplateSpec,
-) {
+    d: &mut CachedDeployment,
+    mut template: PodTemplateSpec,
+) -> Result<(), Error> {
     if let Some(labels) = template
         .metadata
         .as_mut()
@@ -103,12 +107,13 @@ fn set_from_replica_set_template(
     {
         metadata.labels = None;
     }
-    d.spec.get_or_insert_with(Default::default).template = template;
+    d.spec.get_or_insert_with(Default::default).template = CompactPodTemplate::encode(&template)?;
+    Ok(())
 }
 
 /// SetDeploymentAnnotationsTo: the Deployment's own skip-list annotations plus the
 /// ReplicaSet's other annotations.
-fn set_annotations_to(d: &mut Deployment, rs: &ReplicaSet) {
+fn set_annotations_to(d: &mut CachedDeployment, rs: &CachedReplicaSet) {
     let mut annotations: BTreeMap<String, String> = d
         .metadata
         .annotations
@@ -134,9 +139,9 @@ mod tests {
 
     use super::*;
     use crate::constants::{POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION};
-    use crate::replica_set::test_support::{annotate, rolling, rs, template};
+    use crate::replica_set::test_support::{annotate, compact, rolling, rs, template};
 
-    fn request(to: &str) -> Deployment {
+    fn request(to: &str) -> CachedDeployment {
         let mut d = rolling(3, IntOrString::Int(1), IntOrString::Int(0));
         d.metadata.annotations = Some(BTreeMap::from([
             (ROLLBACK_TO_ANNOTATION.to_owned(), to.to_owned()),
@@ -146,7 +151,7 @@ mod tests {
         d
     }
 
-    fn revision_rs(name: &str, rev: &str, image: &str) -> ReplicaSet {
+    fn revision_rs(name: &str, rev: &str, image: &str) -> CachedReplicaSet {
         let mut r = annotate(
             annotate(rs(name, 0, 0, 0), REVISION_ANNOTATION, rev),
             "team",
@@ -157,12 +162,12 @@ mod tests {
             labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), "h".to_owned());
         }
         if let Some(spec) = r.spec.as_mut() {
-            spec.template = Some(t);
+            spec.template = Some(compact(&t));
         }
         r
     }
 
-    fn annotations(d: &Deployment) -> BTreeMap<String, String> {
+    fn annotations(d: &CachedDeployment) -> BTreeMap<String, String> {
         d.metadata.annotations.clone().unwrap_or_default()
     }
 
@@ -172,7 +177,9 @@ mod tests {
         let v1 = revision_rs("web-1", "1", "nginx:1");
         let v2 = revision_rs("web-2", "2", "nginx:1.5");
         let v3 = revision_rs("web-3", "3", "nginx:2");
-        let plan = plan_rollback(&d, Some(&v3), &[&v1, &v2]).expect("requested");
+        let plan = plan_rollback(&d, Some(&v3), &[&v1, &v2])
+            .expect("encodes")
+            .expect("requested");
         assert_eq!(plan.warning, None);
         assert_eq!(
             plan.on_success.map(|e| e.message),
@@ -204,7 +211,9 @@ mod tests {
         ];
         for (d, old, message) in cases {
             let new_rs = if old.is_empty() { None } else { Some(&current) };
-            let plan = plan_rollback(&d, new_rs, &old).expect("requested");
+            let plan = plan_rollback(&d, new_rs, &old)
+                .expect("encodes")
+                .expect("requested");
             assert_eq!(plan.warning.map(|e| e.message).as_deref(), Some(message));
             assert_eq!(plan.on_success, None);
             assert_eq!(
@@ -225,7 +234,7 @@ mod tests {
                 None,
                 &[]
             ),
-            None
+            Ok(None)
         );
     }
 }

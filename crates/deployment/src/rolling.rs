@@ -5,7 +5,7 @@
 //! Upstream scales ReplicaSets one by one and continues with the updated objects; the
 //! planner does the same on copies, so later steps see the earlier resizes.
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::error::Error;
 use crate::fenceposts::{max_unavailable, new_rs_new_replicas};
@@ -55,11 +55,11 @@ pub struct RollingPlan {
 /// rolloutRolling after section 5 (§6.2): `new_rs` is the (possibly just created) new
 /// ReplicaSet, `old` every old ReplicaSet.
 pub fn plan_rolling_update(
-    d: &Deployment,
-    new_rs: &ReplicaSet,
-    old: &[&ReplicaSet],
+    d: &CachedDeployment,
+    new_rs: &CachedReplicaSet,
+    old: &[&CachedReplicaSet],
 ) -> Result<RollingPlan, Error> {
-    let all: Vec<&ReplicaSet> = old.iter().copied().chain([new_rs]).collect();
+    let all: Vec<&CachedReplicaSet> = old.iter().copied().chain([new_rs]).collect();
     let cleanup = deployment_complete_per_stored_status(d);
     if let Some(action) = reconcile_new_replica_set(d, &all, new_rs)? {
         return Ok(RollingPlan {
@@ -83,9 +83,9 @@ pub fn plan_rolling_update(
 /// reconcileNewReplicaSet (§6.2 step 2): at `spec.replicas` nothing; above it scale down to
 /// it; below it scale to NewRSNewReplicas.
 pub fn reconcile_new_replica_set(
-    d: &Deployment,
-    all: &[&ReplicaSet],
-    new_rs: &ReplicaSet,
+    d: &CachedDeployment,
+    all: &[&CachedReplicaSet],
+    new_rs: &CachedReplicaSet,
 ) -> Result<Option<ScaleAction>, Error> {
     let replicas = deployment_replicas(d);
     let current = rs_spec_replicas(new_rs);
@@ -111,10 +111,10 @@ pub struct OldScalePlan {
 /// reconcileOldReplicaSets (§6.2 step 3). `all` = old + new, `active_old` = old with
 /// `spec.replicas > 0`.
 pub fn reconcile_old_replica_sets(
-    d: &Deployment,
-    all: &[&ReplicaSet],
-    active_old: &[&ReplicaSet],
-    new_rs: &ReplicaSet,
+    d: &CachedDeployment,
+    all: &[&CachedReplicaSet],
+    active_old: &[&CachedReplicaSet],
+    new_rs: &CachedReplicaSet,
 ) -> OldScalePlan {
     let old_pods = sum_spec_replicas(active_old.iter().copied());
     if old_pods == 0 {
@@ -139,8 +139,8 @@ pub fn reconcile_old_replica_sets(
             scaled: false,
         };
     };
-    let cleaned_refs: Vec<&ReplicaSet> = cleaned_old.iter().collect();
-    let all_after: Vec<&ReplicaSet> = cleaned_refs.iter().copied().chain([new_rs]).collect();
+    let cleaned_refs: Vec<&CachedReplicaSet> = cleaned_old.iter().collect();
+    let all_after: Vec<&CachedReplicaSet> = cleaned_refs.iter().copied().chain([new_rs]).collect();
     let scale_down = scale_down_old_for_rolling_update(d, &all_after, &cleaned_refs);
     actions.extend(scale_down.actions);
     match scale_down.scaled_down {
@@ -162,15 +162,15 @@ pub struct UnhealthyCleanup {
     pub actions: Vec<ScaleAction>,
     /// The old ReplicaSets sorted oldest first with the resizes applied; `None` when upstream
     /// aborted with "got invalid request to scale down".
-    pub updated: Option<Vec<ReplicaSet>>,
+    pub updated: Option<Vec<CachedReplicaSet>>,
     /// Replicas removed.
     pub scaled_down: i32,
 }
 
 /// cleanupUnhealthyReplicas (§6.2 step 3.3): oldest first, remove replicas that are not
 /// available, at most `max_cleanup` in total.
-pub fn cleanup_unhealthy_replicas(old: &[&ReplicaSet], max_cleanup: i32) -> UnhealthyCleanup {
-    let mut sorted: Vec<ReplicaSet> = old.iter().map(|rs| (*rs).clone()).collect();
+pub fn cleanup_unhealthy_replicas(old: &[&CachedReplicaSet], max_cleanup: i32) -> UnhealthyCleanup {
+    let mut sorted: Vec<CachedReplicaSet> = old.iter().map(|rs| (*rs).clone()).collect();
     sorted.sort_by(by_creation);
     let mut actions = Vec::new();
     let mut total = 0i32;
@@ -225,9 +225,9 @@ pub struct RollingScaleDown {
 /// scaleDownOldReplicaSetsForRollingUpdate (§6.2 step 3.4): remove available old replicas
 /// beyond `spec.replicas - MaxUnavailable`, oldest ReplicaSet first.
 pub fn scale_down_old_for_rolling_update(
-    d: &Deployment,
-    all: &[&ReplicaSet],
-    old: &[&ReplicaSet],
+    d: &CachedDeployment,
+    all: &[&CachedReplicaSet],
+    old: &[&CachedReplicaSet],
 ) -> RollingScaleDown {
     let min_available = deployment_replicas(d).wrapping_sub(max_unavailable(d));
     let available = sum_available_replicas(all.iter().copied());
@@ -320,7 +320,7 @@ mod tests {
                 .map(|(i, (s, a))| rs(&format!("old{i}"), i as i64, *s, *a))
                 .collect();
             let new_rs = rs("new", 50, new_size, 0);
-            let mut all: Vec<&ReplicaSet> = old.iter().collect();
+            let mut all: Vec<&CachedReplicaSet> = old.iter().collect();
             all.push(&new_rs);
             let got = reconcile_new_replica_set(&d, &all, &new_rs).expect("no error");
             assert_eq!(got.map(|a| a.to), want, "{olds:?} new={new_size}");
@@ -427,7 +427,7 @@ mod tests {
                 .map(|(n, c, s, a)| rs(n, *c, *s, *a))
                 .collect();
             let new_rs = rs("new", 100, case.new.0, case.new.1);
-            let old_refs: Vec<&ReplicaSet> = old.iter().collect();
+            let old_refs: Vec<&CachedReplicaSet> = old.iter().collect();
             let mut all = old_refs.clone();
             all.push(&new_rs);
             let active_old = active(old_refs.iter().copied());
@@ -439,7 +439,7 @@ mod tests {
 
     /// Sets `spec.replicas` and the status a ReplicaSet controller and kubelet would report
     /// right after: `replicas` pods, of which `available` are available.
-    fn resize(rs: &mut ReplicaSet, replicas: i32, available: i32) {
+    fn resize(rs: &mut CachedReplicaSet, replicas: i32, available: i32) {
         if let Some(spec) = rs.spec.as_mut() {
             spec.replicas = Some(replicas);
         }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{replicas_annotations_need_update, set_replicas_annotations};
 use crate::events::{self, Event};
@@ -57,7 +57,7 @@ impl ScaleAction {
 
 /// scaleReplicaSetAndRecordEvent (§6.3): nothing when the size is already `to`; otherwise a
 /// resize whose operation is "down" when shrinking, else "up".
-pub fn scale_and_record(rs: &ReplicaSet, to: i32) -> Option<ScaleAction> {
+pub fn scale_and_record(rs: &CachedReplicaSet, to: i32) -> Option<ScaleAction> {
     let from = rs_spec_replicas(rs);
     (from != to).then(|| ScaleAction {
         replica_set: rs_name(rs).to_owned(),
@@ -73,19 +73,23 @@ pub fn scale_and_record(rs: &ReplicaSet, to: i32) -> Option<ScaleAction> {
 
 /// The desired/max annotation values a scale writes: `spec.replicas` and
 /// `spec.replicas + MaxSurge`.
-pub fn replicas_annotation_values(d: &Deployment) -> (i32, i32) {
+pub fn replicas_annotation_values(d: &CachedDeployment) -> (i32, i32) {
     let replicas = deployment_replicas(d);
     (replicas, replicas.wrapping_add(max_surge(d)))
 }
 
 /// scaleReplicaSet's test (§6.3): a PUT is needed when the size or either annotation differs.
-pub fn scale_needs_update(rs: &ReplicaSet, to: i32, d: &Deployment) -> bool {
+pub fn scale_needs_update(rs: &CachedReplicaSet, to: i32, d: &CachedDeployment) -> bool {
     let (desired, max) = replicas_annotation_values(d);
     rs_spec_replicas(rs) != to || replicas_annotations_need_update(rs, desired, max)
 }
 
 /// The ReplicaSet to PUT for a scale to `to`: replicas set and annotations refreshed.
-pub fn scaled_replica_set(rs: &ReplicaSet, to: i32, d: &Deployment) -> ReplicaSet {
+pub fn scaled_replica_set(
+    rs: &CachedReplicaSet,
+    to: i32,
+    d: &CachedDeployment,
+) -> CachedReplicaSet {
     let mut copy = rs.clone();
     copy.spec.get_or_insert_with(Default::default).replicas = Some(to);
     let (desired, max) = replicas_annotation_values(d);
@@ -95,7 +99,7 @@ pub fn scaled_replica_set(rs: &ReplicaSet, to: i32, d: &Deployment) -> ReplicaSe
 
 /// The ReplicaSet as upstream sees it after a successful scale (used by planners that keep
 /// going on updated objects).
-pub(crate) fn with_spec_replicas(rs: &ReplicaSet, to: i32) -> ReplicaSet {
+pub(crate) fn with_spec_replicas(rs: &CachedReplicaSet, to: i32) -> CachedReplicaSet {
     let mut copy = rs.clone();
     copy.spec.get_or_insert_with(Default::default).replicas = Some(to);
     copy

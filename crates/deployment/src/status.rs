@@ -1,7 +1,9 @@
 //! calculateStatus (spec §9): the Deployment status derived from its ReplicaSets, and Go's
 //! notion of "the status did not change" over k8s-openapi's optional fields.
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
+
+use k8s_openapi::api::apps::v1::DeploymentStatus;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::conditions::{new_condition, set_condition};
@@ -33,7 +35,9 @@ impl Default for FeatureGates {
 /// GetTerminatingReplicaCountForReplicaSets: the sum of RS `status.terminatingReplicas`;
 /// never-synced ReplicaSets (observedGeneration 0, field null) count 0; any other null makes
 /// the total unknown (`None`).
-pub fn terminating_replicas<'a>(rss: impl IntoIterator<Item = &'a ReplicaSet>) -> Option<i32> {
+pub fn terminating_replicas<'a>(
+    rss: impl IntoIterator<Item = &'a CachedReplicaSet>,
+) -> Option<i32> {
     let mut total = 0i32;
     for rs in rss {
         let status = rs.status.as_ref();
@@ -57,9 +61,9 @@ fn non_zero<T: PartialEq + Default>(value: T) -> Option<T> {
 /// Zero counters are left absent, as the API server returns them, so the result compares
 /// equal to a stored status with the same values.
 pub fn calculate_status(
-    all: &[&ReplicaSet],
-    new_rs: Option<&ReplicaSet>,
-    d: &Deployment,
+    all: &[&CachedReplicaSet],
+    new_rs: Option<&CachedReplicaSet>,
+    d: &CachedDeployment,
     gates: FeatureGates,
     now: Timestamp,
 ) -> DeploymentStatus {
@@ -140,9 +144,9 @@ pub fn status_equal(a: Option<&DeploymentStatus>, b: Option<&DeploymentStatus>) 
 
 /// syncDeploymentStatus (§9): the status to PUT, or `None` when it would not change.
 pub fn sync_deployment_status(
-    all: &[&ReplicaSet],
-    new_rs: Option<&ReplicaSet>,
-    d: &Deployment,
+    all: &[&CachedReplicaSet],
+    new_rs: Option<&CachedReplicaSet>,
+    d: &CachedDeployment,
     gates: FeatureGates,
     now: Timestamp,
 ) -> Option<DeploymentStatus> {

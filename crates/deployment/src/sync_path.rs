@@ -2,7 +2,9 @@
 //! rollback, scaling event, or a rollout by strategy. Upstream's order matters: e.g. a
 //! paused Deployment scales but never rolls, and a rollback request wins over a resize.
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
+
+use k8s_openapi::api::apps::v1::DeploymentStatus;
 
 use crate::annotations::rollback_to;
 use crate::constants::{STRATEGY_RECREATE, STRATEGY_ROLLING_UPDATE};
@@ -22,7 +24,7 @@ pub struct SelectingAll {
 
 /// §3 step 2: `Some` when the selector deep-equals an empty selector; the sync then ends
 /// successfully.
-pub fn selecting_all(d: &Deployment) -> Option<SelectingAll> {
+pub fn selecting_all(d: &CachedDeployment) -> Option<SelectingAll> {
     let selector = &d.spec.as_ref()?.selector;
     if selector.match_labels.is_some() || selector.match_expressions.is_some() {
         return None;
@@ -44,7 +46,7 @@ pub fn selecting_all(d: &Deployment) -> Option<SelectingAll> {
 }
 
 /// §3 step 5: a Deployment being deleted only gets its status synced.
-pub fn is_being_deleted(d: &Deployment) -> bool {
+pub fn is_being_deleted(d: &CachedDeployment) -> bool {
     d.metadata.deletion_timestamp.is_some()
 }
 
@@ -64,9 +66,9 @@ pub enum RolloutPath {
 /// §3 steps 7-10 on the ReplicaSets resolved *without* creating (the scaling-event test
 /// needs them).
 pub fn choose_rollout_path(
-    d: &Deployment,
-    new_rs: Option<&ReplicaSet>,
-    old: &[&ReplicaSet],
+    d: &CachedDeployment,
+    new_rs: Option<&CachedReplicaSet>,
+    old: &[&CachedReplicaSet],
 ) -> Result<RolloutPath, Error> {
     if d.spec
         .as_ref()

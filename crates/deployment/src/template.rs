@@ -4,7 +4,7 @@
 //! Recognition is by template equality, never by hash, so ReplicaSets written by upstream
 //! (whose hash we do not reproduce) are found as well.
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet, CompactPodTemplate};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use crate::constants::POD_TEMPLATE_HASH_LABEL;
@@ -12,18 +12,19 @@ use crate::replica_set::{by_creation, rs_spec_replicas, same_replica_set};
 use crate::semantic::semantic_equal;
 
 /// The Deployment's pod template (Go's zero value when the spec is absent).
-pub fn deployment_template(d: &Deployment) -> PodTemplateSpec {
+pub fn deployment_template(d: &CachedDeployment) -> PodTemplateSpec {
     d.spec
         .as_ref()
-        .map(|spec| spec.template.clone())
+        .map(|spec| spec.template.decode())
         .unwrap_or_default()
 }
 
 /// The ReplicaSet's pod template (Go's zero value when absent).
-pub fn replica_set_template(rs: &ReplicaSet) -> PodTemplateSpec {
+pub fn replica_set_template(rs: &CachedReplicaSet) -> PodTemplateSpec {
     rs.spec
         .as_ref()
-        .and_then(|spec| spec.template.clone())
+        .and_then(|spec| spec.template.as_ref())
+        .map(CompactPodTemplate::decode)
         .unwrap_or_default()
 }
 
@@ -49,15 +50,15 @@ pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SplitReplicaSets<'a> {
     /// FindNewReplicaSet: the oldest ReplicaSet whose template equals the Deployment's.
-    pub new: Option<&'a ReplicaSet>,
+    pub new: Option<&'a CachedReplicaSet>,
     /// FindOldReplicaSets (all): every other ReplicaSet, oldest first (creation, then name),
     /// the order upstream leaves them in after sorting for FindNewReplicaSet.
-    pub old: Vec<&'a ReplicaSet>,
+    pub old: Vec<&'a CachedReplicaSet>,
 }
 
 impl<'a> SplitReplicaSets<'a> {
     /// FindOldReplicaSets (required): old ReplicaSets with `spec.replicas != 0`.
-    pub fn required_old(&self) -> Vec<&'a ReplicaSet> {
+    pub fn required_old(&self) -> Vec<&'a CachedReplicaSet> {
         self.old
             .iter()
             .copied()
@@ -66,14 +67,17 @@ impl<'a> SplitReplicaSets<'a> {
     }
 
     /// Old ReplicaSets followed by the new one, upstream's `allRSs`.
-    pub fn all(&self) -> Vec<&'a ReplicaSet> {
+    pub fn all(&self) -> Vec<&'a CachedReplicaSet> {
         self.old.iter().copied().chain(self.new).collect()
     }
 }
 
 /// FindNewReplicaSet (§4): sort by creation (ties by name) and take the first whose template
 /// equals the Deployment's, ignoring the hash label. With duplicates the oldest wins.
-pub fn find_new_replica_set<'a>(d: &Deployment, rss: &[&'a ReplicaSet]) -> Option<&'a ReplicaSet> {
+pub fn find_new_replica_set<'a>(
+    d: &CachedDeployment,
+    rss: &[&'a CachedReplicaSet],
+) -> Option<&'a CachedReplicaSet> {
     let template = deployment_template(d);
     let mut sorted = rss.to_vec();
     sorted.sort_by(|a, b| by_creation(a, b));
@@ -83,9 +87,12 @@ pub fn find_new_replica_set<'a>(d: &Deployment, rss: &[&'a ReplicaSet]) -> Optio
 }
 
 /// FindNewReplicaSet + FindOldReplicaSets (§4) in one pass.
-pub fn split_replica_sets<'a>(d: &Deployment, rss: &[&'a ReplicaSet]) -> SplitReplicaSets<'a> {
+pub fn split_replica_sets<'a>(
+    d: &CachedDeployment,
+    rss: &[&'a CachedReplicaSet],
+) -> SplitReplicaSets<'a> {
     let new = find_new_replica_set(d, rss);
-    let mut old: Vec<&ReplicaSet> = rss
+    let mut old: Vec<&CachedReplicaSet> = rss
         .iter()
         .copied()
         .filter(|rs| new.is_none_or(|new| !same_replica_set(rs, new)))
@@ -98,20 +105,18 @@ pub fn split_replica_sets<'a>(d: &Deployment, rss: &[&'a ReplicaSet]) -> SplitRe
 mod tests {
     use std::collections::BTreeMap;
 
-    use k8s_openapi::List;
-
     use super::*;
     use crate::replica_set::rs_name;
-    use crate::replica_set::test_support::{rolling, rs, template};
+    use crate::replica_set::test_support::{compact, rolling, rs, template};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-    fn with_template(mut r: ReplicaSet, image: &str, hash: &str) -> ReplicaSet {
+    fn with_template(mut r: CachedReplicaSet, image: &str, hash: &str) -> CachedReplicaSet {
         let mut t = template(image);
         if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
             labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.to_owned());
         }
         if let Some(spec) = r.spec.as_mut() {
-            spec.template = Some(t);
+            spec.template = Some(compact(&t));
         }
         r
     }
@@ -193,12 +198,12 @@ mod tests {
 
     #[test]
     fn upstream_fixture_replica_set_is_recognized() {
-        let d: Deployment = serde_json::from_str(include_str!("../fixtures/deployment.json"))
+        let d: CachedDeployment = serde_json::from_str(include_str!("../fixtures/deployment.json"))
             .expect("fixture parses");
-        let list: List<ReplicaSet> =
+        let list: kube::core::ObjectList<CachedReplicaSet> =
             serde_json::from_str(include_str!("../fixtures/replicaset-list.json"))
                 .expect("fixture parses");
-        let refs: Vec<&ReplicaSet> = list.items.iter().collect();
+        let refs: Vec<&CachedReplicaSet> = list.items.iter().collect();
         let split = split_replica_sets(&d, &refs);
         assert_eq!(split.new.map(rs_name), Some("web-896bb5df7"));
         assert!(split.old.is_empty());

@@ -15,7 +15,7 @@ use controller_toolkit::{
     stale_reads::{StaleRead, WrittenVersions},
 };
 use informer::object_key;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, PostParams},
@@ -49,8 +49,8 @@ impl Writes {
     pub(crate) fn check_fresh(
         &self,
         key: &str,
-        d: &Deployment,
-        rss: &[Arc<ReplicaSet>],
+        d: &CachedDeployment,
+        rss: &[Arc<CachedReplicaSet>],
     ) -> Result<(), StaleRead> {
         self.deployments_written.check(key, &d.metadata)?;
         for rs in rss {
@@ -67,8 +67,8 @@ impl Writes {
 
     fn record_deployment(
         &self,
-        written: Result<Deployment, kube::Error>,
-    ) -> Result<Deployment, kube::Error> {
+        written: Result<CachedDeployment, kube::Error>,
+    ) -> Result<CachedDeployment, kube::Error> {
         if let Ok(d) = &written {
             self.deployments_written.record(&object_key(d), &d.metadata);
         }
@@ -77,8 +77,8 @@ impl Writes {
 
     fn record_replica_set(
         &self,
-        written: Result<ReplicaSet, kube::Error>,
-    ) -> Result<ReplicaSet, kube::Error> {
+        written: Result<CachedReplicaSet, kube::Error>,
+    ) -> Result<CachedReplicaSet, kube::Error> {
         if let Ok(rs) = &written {
             self.replica_sets_written
                 .record(&object_key(rs), &rs.metadata);
@@ -86,18 +86,21 @@ impl Writes {
         written
     }
 
-    fn deployments(&self, namespace: &str) -> Api<Deployment> {
+    fn deployments(&self, namespace: &str) -> Api<CachedDeployment> {
         Api::namespaced(self.client.clone(), namespace)
     }
 
-    fn replica_sets(&self, namespace: &str) -> Api<ReplicaSet> {
+    fn replica_sets(&self, namespace: &str) -> Api<CachedReplicaSet> {
         Api::namespaced(self.client.clone(), namespace)
     }
 
     /// PUT `d` through the status subresource (its status and, on a real API server, its
     /// revision annotation). On 409 the Deployment is re-read and the status and revision
     /// annotation are put on the fresh copy once.
-    pub(crate) async fn update_status(&self, d: &Deployment) -> Result<Deployment, kube::Error> {
+    pub(crate) async fn update_status(
+        &self,
+        d: &CachedDeployment,
+    ) -> Result<CachedDeployment, kube::Error> {
         let namespace = d.namespace().unwrap_or_default();
         let api = self.deployments(&namespace);
         let name = d.name_any();
@@ -129,8 +132,8 @@ impl Writes {
     /// PUT the whole Deployment (rollback).
     pub(crate) async fn update_deployment(
         &self,
-        d: &Deployment,
-    ) -> Result<Deployment, kube::Error> {
+        d: &CachedDeployment,
+    ) -> Result<CachedDeployment, kube::Error> {
         let written = self
             .deployments(&d.namespace().unwrap_or_default())
             .replace(&d.name_any(), &PostParams::default(), d)
@@ -141,8 +144,8 @@ impl Writes {
     /// POST a new ReplicaSet.
     pub(crate) async fn create_replica_set(
         &self,
-        rs: &ReplicaSet,
-    ) -> Result<ReplicaSet, kube::Error> {
+        rs: &CachedReplicaSet,
+    ) -> Result<CachedReplicaSet, kube::Error> {
         self.replica_sets(&rs.namespace().unwrap_or_default())
             .create(&PostParams::default(), rs)
             .await
@@ -151,8 +154,8 @@ impl Writes {
     /// PUT a ReplicaSet (scale, annotations, minReadySeconds).
     pub(crate) async fn update_replica_set(
         &self,
-        rs: &ReplicaSet,
-    ) -> Result<ReplicaSet, kube::Error> {
+        rs: &CachedReplicaSet,
+    ) -> Result<CachedReplicaSet, kube::Error> {
         let written = self
             .replica_sets(&rs.namespace().unwrap_or_default())
             .replace(&rs.name_any(), &PostParams::default(), rs)
@@ -161,7 +164,10 @@ impl Writes {
     }
 
     /// DELETE an old ReplicaSet (history cleanup); NotFound counts as done.
-    pub(crate) async fn delete_replica_set(&self, rs: &ReplicaSet) -> Result<(), kube::Error> {
+    pub(crate) async fn delete_replica_set(
+        &self,
+        rs: &CachedReplicaSet,
+    ) -> Result<(), kube::Error> {
         self.replica_sets_written.forget(&object_key(rs));
         match self
             .replica_sets(&rs.namespace().unwrap_or_default())

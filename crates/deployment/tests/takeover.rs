@@ -8,14 +8,15 @@ use deployment::rolling::{RollingStep, plan_rolling_update};
 use deployment::status::FeatureGates;
 use deployment::sync_path::{RolloutPath, choose_rollout_path, selecting_all};
 use deployment::template::split_replica_sets;
-use k8s_openapi::List;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::jiff::Timestamp;
+use kube::core::ObjectList;
 
-fn fixtures() -> (Deployment, Vec<ReplicaSet>) {
-    let d: Deployment =
+/// The fixtures decoded as the informers cache them.
+fn fixtures() -> (CachedDeployment, Vec<CachedReplicaSet>) {
+    let d: CachedDeployment =
         serde_json::from_str(include_str!("../fixtures/deployment.json")).expect("deployment");
-    let list: List<ReplicaSet> =
+    let list: ObjectList<CachedReplicaSet> =
         serde_json::from_str(include_str!("../fixtures/replicaset-list.json")).expect("list");
     (d, list.items)
 }
@@ -23,7 +24,7 @@ fn fixtures() -> (Deployment, Vec<ReplicaSet>) {
 #[test]
 fn upstream_objects_need_no_write() {
     let (d, rss) = fixtures();
-    let refs: Vec<&ReplicaSet> = rss.iter().collect();
+    let refs: Vec<&CachedReplicaSet> = rss.iter().collect();
     // Progressing lastUpdateTime is 07:30:35 with a 600 s deadline.
     let now: Timestamp = "2026-11-22T07:31:00Z".parse().expect("time");
 
@@ -57,7 +58,7 @@ fn upstream_objects_need_no_write() {
 #[test]
 fn upstream_rollout_times_out_after_the_deadline() {
     let (d, rss) = fixtures();
-    let refs: Vec<&ReplicaSet> = rss.iter().collect();
+    let refs: Vec<&CachedReplicaSet> = rss.iter().collect();
     let split = split_replica_sets(&d, &refs);
     let later: Timestamp = "2026-11-22T07:41:00Z".parse().expect("time");
     let decision = sync_rollout_status(&split.all(), split.new, &d, FeatureGates::default(), later);

@@ -1,6 +1,6 @@
 #![doc = include_str!("../README.md")]
 
-mod cached_pod;
+mod cached;
 mod error;
 mod factory;
 mod handler;
@@ -14,8 +14,10 @@ mod resync;
 mod store;
 mod sync;
 
-pub use cached_pod::{
-    CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
+pub use cached::{
+    CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedPod,
+    CachedPodSpec, CachedPodStatus, CachedReplicaSet, CachedReplicaSetSpec, ClaimVolume,
+    CompactPodTemplate,
 };
 pub use error::InformerError;
 pub use factory::{FactoryConfig, SharedInformerFactory};

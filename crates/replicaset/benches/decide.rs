@@ -14,8 +14,8 @@ use std::{hint::black_box, sync::Arc, time::Duration};
 
 use controller_toolkit::ranking::{rank_by_related_pods_on_same_node, sort_for_deletion};
 use criterion::{Criterion, criterion_group, criterion_main};
-use informer::CachedPod;
-use k8s_openapi::{api::apps::v1::ReplicaSet, jiff::Timestamp};
+use informer::{CachedPod, CachedReplicaSet};
+use k8s_openapi::jiff::Timestamp;
 use replicaset::decide::{StatusInputs, calculate_status, plan_replicas, slow_start_batches};
 use serde_json::json;
 
@@ -23,7 +23,7 @@ const PODS: usize = 500;
 const NODES: usize = 50;
 
 /// The ReplicaSet owning the pods: 500 replicas, minReadySeconds 10.
-fn replica_set() -> ReplicaSet {
+fn replica_set() -> CachedReplicaSet {
     serde_json::from_value(json!({
         "metadata": {"name": "web-896bb5df7", "namespace": "prod", "uid": "7a22afba-8c90-445b-ae91-f8f40dc52b89",
             "generation": 4, "labels": {"app": "web", "pod-template-hash": "896bb5df7"}},

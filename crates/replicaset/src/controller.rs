@@ -2,7 +2,7 @@
 //! upstream's `syncReplicaSet` step by step (replicaset.md §3), with `manage_replicas` (§4) and
 //! the conflict-safe status write (§7).
 
-use informer::CachedPod;
+use informer::{CachedPod, CachedReplicaSet, CompactPodTemplate};
 use std::sync::Arc;
 
 use controller_toolkit::{
@@ -21,10 +21,7 @@ use informer::{
     SharedInformerFactory, controller_uid_index, orphan_pod_index_key, pod_controller_uid_index,
     split_key, wait_for_named_cache_sync,
 };
-use k8s_openapi::{
-    api::apps::v1::{ReplicaSet, ReplicaSetStatus},
-    jiff::Timestamp,
-};
+use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{GroupVersionKind, PostParams},
@@ -88,7 +85,7 @@ pub struct ReplicaSetController {
 /// Everything one sync needs; shared by the workers.
 struct Syncer {
     client: Client,
-    replica_sets: Lister<ReplicaSet>,
+    replica_sets: Lister<CachedReplicaSet>,
     pods: Lister<CachedPod>,
     queue: RateLimitingQueue<String>,
     expectations: Arc<UidTrackingExpectations>,
@@ -106,12 +103,14 @@ impl ReplicaSetController {
         informers: &SharedInformerFactory,
         metrics: ControllerMetrics,
     ) -> Result<Self, ReplicaSetError> {
-        let replica_set_informer = informers.informer::<ReplicaSet>();
+        let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
         pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
         // Sibling ReplicaSets (same controller) for ranking.
-        replica_set_informer
-            .add_indexer(CONTROLLER_UID_INDEX, controller_uid_index::<ReplicaSet>)?;
+        replica_set_informer.add_indexer(
+            CONTROLLER_UID_INDEX,
+            controller_uid_index::<CachedReplicaSet>,
+        )?;
 
         let mut queue_config = QueueConfig::new(QUEUE_NAME);
         if let Some(workqueue_metrics) = metrics.workqueue {
@@ -232,7 +231,7 @@ impl Syncer {
             &replica_set_gvk(),
             selector.clone(),
             recheck_deletion(
-                Api::<ReplicaSet>::namespaced(self.client.clone(), namespace),
+                Api::<CachedReplicaSet>::namespaced(self.client.clone(), namespace),
                 replica_set.as_ref(),
             ),
         );
@@ -301,7 +300,7 @@ impl Syncer {
     async fn manage_replicas(
         &self,
         active_pods: &[Arc<CachedPod>],
-        replica_set: &Arc<ReplicaSet>,
+        replica_set: &Arc<CachedReplicaSet>,
         key: &str,
     ) -> Result<(), SyncError> {
         let desired = replica_set
@@ -322,7 +321,7 @@ impl Syncer {
     /// and lowers the expectations for every create that will never be observed.
     async fn create_pods(
         &self,
-        replica_set: &Arc<ReplicaSet>,
+        replica_set: &Arc<CachedReplicaSet>,
         key: &str,
         count: usize,
     ) -> Result<(), SyncError> {
@@ -330,7 +329,8 @@ impl Syncer {
         let template = replica_set
             .spec
             .as_ref()
-            .and_then(|spec| spec.template.clone())
+            .and_then(|spec| spec.template.as_ref())
+            .map(CompactPodTemplate::decode)
             .unwrap_or_default();
         let controller_ref = new_controller_ref(replica_set.as_ref(), &replica_set_gvk());
         self.expectations
@@ -374,7 +374,7 @@ impl Syncer {
     async fn delete_pods(
         &self,
         active_pods: &[Arc<CachedPod>],
-        replica_set: &Arc<ReplicaSet>,
+        replica_set: &Arc<CachedReplicaSet>,
         key: &str,
         count: usize,
     ) -> Result<(), SyncError> {
@@ -408,7 +408,7 @@ impl Syncer {
     fn choose_victims(
         &self,
         active_pods: &[Arc<CachedPod>],
-        replica_set: &ReplicaSet,
+        replica_set: &CachedReplicaSet,
         count: usize,
     ) -> Vec<Arc<CachedPod>> {
         if count >= active_pods.len() {
@@ -424,7 +424,7 @@ impl Syncer {
     }
 
     /// Pods of every ReplicaSet with the same controller as this one (its siblings and itself).
-    fn related_pods(&self, replica_set: &ReplicaSet) -> Vec<Arc<CachedPod>> {
+    fn related_pods(&self, replica_set: &CachedReplicaSet) -> Vec<Arc<CachedPod>> {
         let Some(owner) = controller_toolkit::controller_ref::controller_of(&replica_set.metadata)
         else {
             return Vec::new();
@@ -465,14 +465,14 @@ impl Syncer {
     /// written ReplicaSet.
     async fn update_status(
         &self,
-        replica_set: &Arc<ReplicaSet>,
+        replica_set: &Arc<CachedReplicaSet>,
         mut new_status: ReplicaSetStatus,
-    ) -> Result<Option<ReplicaSet>, kube::Error> {
+    ) -> Result<Option<CachedReplicaSet>, kube::Error> {
         if status_unchanged(replica_set, &new_status) {
             return Ok(None);
         }
         new_status.observed_generation = replica_set.metadata.generation;
-        let api = Api::<ReplicaSet>::namespaced(
+        let api = Api::<CachedReplicaSet>::namespaced(
             self.client.clone(),
             &replica_set.namespace().unwrap_or_default(),
         );
@@ -502,8 +502,8 @@ impl Syncer {
 /// apps/v1 ReplicaSet, for controller refs.
 fn replica_set_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk(
-        &ReplicaSet::group(&()),
-        &ReplicaSet::version(&()),
-        &ReplicaSet::kind(&()),
+        &CachedReplicaSet::group(&()),
+        &CachedReplicaSet::version(&()),
+        &CachedReplicaSet::kind(&()),
     )
 }

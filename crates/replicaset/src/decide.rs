@@ -4,12 +4,12 @@
 //! pods to create or delete, the slow-start batch sizes, the new status and whether it differs,
 //! and when to look again for pods turning available.
 
-use informer::CachedPod;
+use informer::{CachedPod, CachedReplicaSet};
 use std::time::Duration;
 
 use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready, pod_ready_time};
 use k8s_openapi::{
-    api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus},
+    api::apps::v1::{ReplicaSetCondition, ReplicaSetStatus},
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
 };
@@ -24,7 +24,7 @@ pub const REPLICA_FAILURE: &str = "ReplicaFailure";
 
 /// The ReplicaSet's selector, or why it cannot be used. The API server validates selectors, so
 /// this fails only for objects it should have refused; the sync warns and does not retry.
-pub fn parse_selector(replica_set: &ReplicaSet) -> Result<Selector, String> {
+pub fn parse_selector(replica_set: &CachedReplicaSet) -> Result<Selector, String> {
     let spec = replica_set
         .spec
         .as_ref()
@@ -72,7 +72,7 @@ pub fn slow_start_batches(n: usize) -> Vec<usize> {
 /// Inputs of the status computation, gathered by the sync.
 pub struct StatusInputs<'a> {
     /// The ReplicaSet as read from the cache.
-    pub replica_set: &'a ReplicaSet,
+    pub replica_set: &'a CachedReplicaSet,
     /// Active pods claimed by it.
     pub active_pods: &'a [std::sync::Arc<CachedPod>],
     /// Terminating pods it owns and that match its selector.
@@ -91,8 +91,7 @@ pub fn calculate_status(inputs: &StatusInputs<'_>) -> ReplicaSetStatus {
     let spec = rs.spec.as_ref();
     let template_labels = spec
         .and_then(|spec| spec.template.as_ref())
-        .and_then(|template| template.metadata.as_ref())
-        .and_then(|metadata| metadata.labels.as_ref());
+        .and_then(|template| template.labels());
     let min_ready_seconds = spec.and_then(|spec| spec.min_ready_seconds).unwrap_or(0);
     let desired = spec.and_then(|spec| spec.replicas).unwrap_or(1);
 
@@ -101,7 +100,7 @@ pub fn calculate_status(inputs: &StatusInputs<'_>) -> ReplicaSetStatus {
     let mut available = 0;
     for pod in inputs.active_pods {
         let labels = pod.metadata.labels.as_ref();
-        let has_template_labels = template_labels.is_none_or(|wanted| {
+        let has_template_labels = template_labels.as_ref().is_none_or(|wanted| {
             wanted
                 .iter()
                 .all(|(key, value)| labels.and_then(|labels| labels.get(key)) == Some(value))
@@ -154,7 +153,7 @@ pub fn calculate_status(inputs: &StatusInputs<'_>) -> ReplicaSetStatus {
 
 /// upstream's no-op check before a status write: counts, conditions and observedGeneration
 /// all unchanged means no write at all.
-pub fn status_unchanged(replica_set: &ReplicaSet, new_status: &ReplicaSetStatus) -> bool {
+pub fn status_unchanged(replica_set: &CachedReplicaSet, new_status: &ReplicaSetStatus) -> bool {
     let Some(current) = replica_set.status.as_ref() else {
         return false;
     };
@@ -219,7 +218,11 @@ mod tests {
         "2026-11-22T10:00:00Z".parse().unwrap()
     }
 
-    fn replica_set(replicas: i32, min_ready_seconds: i32, status: serde_json::Value) -> ReplicaSet {
+    fn replica_set(
+        replicas: i32,
+        min_ready_seconds: i32,
+        status: serde_json::Value,
+    ) -> CachedReplicaSet {
         serde_json::from_value(json!({
             "metadata": {"name": "web", "namespace": "default", "generation": 3},
             "spec": {
@@ -418,7 +421,7 @@ mod tests {
 
     #[test]
     fn unusable_selectors_are_reported() {
-        let with_selector = |selector: serde_json::Value| -> ReplicaSet {
+        let with_selector = |selector: serde_json::Value| -> CachedReplicaSet {
             serde_json::from_value(
                 json!({"metadata": {"name": "web"}, "spec": {"selector": selector}}),
             )
@@ -446,7 +449,7 @@ mod tests {
                 "{selector}"
             );
         }
-        let no_spec: ReplicaSet =
+        let no_spec: CachedReplicaSet =
             serde_json::from_value(json!({"metadata": {"name": "web"}})).unwrap();
         assert!(parse_selector(&no_spec).is_err());
     }

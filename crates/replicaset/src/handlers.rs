@@ -2,7 +2,7 @@
 //! and expectation observations. Handlers only read the caches and enqueue; all API work happens
 //! in the sync.
 
-use informer::CachedPod;
+use informer::{CachedPod, CachedReplicaSet};
 use std::{sync::Arc, time::Duration};
 
 use controller_toolkit::{
@@ -10,7 +10,6 @@ use controller_toolkit::{
 };
 use expectations::UidTrackingExpectations;
 use informer::{DeletedObject, EventHandler, Lister, object_key};
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use kube::{
     ResourceExt,
     core::{Selector, SelectorExt},
@@ -20,18 +19,18 @@ use workqueue::RateLimitingQueue;
 /// What both handlers share with the controller.
 #[derive(Clone)]
 pub(crate) struct HandlerContext {
-    pub(crate) replica_sets: Lister<ReplicaSet>,
+    pub(crate) replica_sets: Lister<CachedReplicaSet>,
     pub(crate) queue: RateLimitingQueue<String>,
     pub(crate) expectations: Arc<UidTrackingExpectations>,
 }
 
 impl HandlerContext {
-    fn enqueue(&self, replica_set: &ReplicaSet) {
+    fn enqueue(&self, replica_set: &CachedReplicaSet) {
         self.queue.add(object_key(replica_set));
     }
 
     /// The ReplicaSet a pod's controller ref points to, if it exists with the same UID.
-    fn resolve_owner(&self, pod: &CachedPod) -> Option<Arc<ReplicaSet>> {
+    fn resolve_owner(&self, pod: &CachedPod) -> Option<Arc<CachedReplicaSet>> {
         self.replica_sets.resolve_controller_ref(
             &pod.namespace().unwrap_or_default(),
             controller_of(&pod.metadata)?,
@@ -39,7 +38,7 @@ impl HandlerContext {
     }
 
     /// Every ReplicaSet in the pod's namespace whose (non-empty) selector matches its labels.
-    fn matching_replica_sets(&self, pod: &CachedPod) -> Vec<Arc<ReplicaSet>> {
+    fn matching_replica_sets(&self, pod: &CachedPod) -> Vec<Arc<CachedReplicaSet>> {
         let Some(labels) = pod
             .metadata
             .labels
@@ -94,12 +93,12 @@ impl HandlerContext {
 /// Handler for the ReplicaSet informer.
 pub(crate) struct ReplicaSetHandler(pub(crate) HandlerContext);
 
-impl EventHandler<ReplicaSet> for ReplicaSetHandler {
-    fn on_add(&self, replica_set: &Arc<ReplicaSet>, _is_in_initial_list: bool) {
+impl EventHandler<CachedReplicaSet> for ReplicaSetHandler {
+    fn on_add(&self, replica_set: &Arc<CachedReplicaSet>, _is_in_initial_list: bool) {
         self.0.enqueue(replica_set);
     }
 
-    fn on_update(&self, old: &Arc<ReplicaSet>, new: &Arc<ReplicaSet>) {
+    fn on_update(&self, old: &Arc<CachedReplicaSet>, new: &Arc<CachedReplicaSet>) {
         if old.metadata.uid != new.metadata.uid {
             // Deleted and recreated under the same name between two events.
             self.0
@@ -109,7 +108,7 @@ impl EventHandler<ReplicaSet> for ReplicaSetHandler {
         self.0.enqueue(new);
     }
 
-    fn on_delete(&self, replica_set: &DeletedObject<ReplicaSet>) {
+    fn on_delete(&self, replica_set: &DeletedObject<CachedReplicaSet>) {
         let key = replica_set.key();
         self.0.expectations.delete_expectations(&key);
         self.0.queue.add(key);

@@ -13,7 +13,6 @@
 //! the name and UID.
 
 use k8s_openapi::{
-    NamespaceResourceScope,
     api::core::v1::{ContainerStatus, PersistentVolumeClaimVolumeSource, Pod, PodCondition},
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
@@ -135,26 +134,7 @@ fn ready_condition_only<'de, D: Deserializer<'de>>(
     }))
 }
 
-impl k8s_openapi::Resource for CachedPod {
-    const API_VERSION: &'static str = <Pod as k8s_openapi::Resource>::API_VERSION;
-    const GROUP: &'static str = <Pod as k8s_openapi::Resource>::GROUP;
-    const KIND: &'static str = <Pod as k8s_openapi::Resource>::KIND;
-    const VERSION: &'static str = <Pod as k8s_openapi::Resource>::VERSION;
-    const URL_PATH_SEGMENT: &'static str = <Pod as k8s_openapi::Resource>::URL_PATH_SEGMENT;
-    type Scope = NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for CachedPod {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+super::cached_resource!(CachedPod, Pod);
 
 fn cached_container_status(status: &ContainerStatus) -> CachedContainerStatus {
     CachedContainerStatus {

@@ -1,0 +1,138 @@
+//! The Deployment as the controllers cache it: the whole object, its pod template as compact
+//! JSON (see [`CompactPodTemplate`] for why).
+
+use k8s_openapi::{
+    api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus, DeploymentStrategy},
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
+};
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::{CompactPodTemplate, WireObject};
+
+/// A Deployment: metadata, spec and status as the API server sent them, the template compact.
+/// It serializes back to the same JSON as the `Deployment` it was decoded from, so a
+/// controller can PUT it.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CachedDeployment {
+    /// The Deployment's metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The Deployment's spec.
+    pub spec: Option<CachedDeploymentSpec>,
+    /// The Deployment's status.
+    pub status: Option<DeploymentStatus>,
+}
+
+/// A `DeploymentSpec` with the template compact; field names follow `DeploymentSpec`'s.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedDeploymentSpec {
+    /// `minReadySeconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_ready_seconds: Option<i32>,
+    /// `paused`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<bool>,
+    /// `progressDeadlineSeconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress_deadline_seconds: Option<i32>,
+    /// `replicas`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// `revisionHistoryLimit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision_history_limit: Option<i32>,
+    /// `selector`.
+    #[serde(default)]
+    pub selector: LabelSelector,
+    /// `strategy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<DeploymentStrategy>,
+    /// `template`, as compact JSON.
+    #[serde(default)]
+    pub template: CompactPodTemplate,
+}
+
+super::cached_resource!(CachedDeployment, Deployment);
+
+impl Serialize for CachedDeployment {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        WireObject {
+            api_version: <Deployment as k8s_openapi::Resource>::API_VERSION,
+            kind: <Deployment as k8s_openapi::Resource>::KIND,
+            metadata: &self.metadata,
+            spec: self.spec.as_ref(),
+            status: self.status.as_ref(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The cached form of a full Deployment (one built in a test or a fixture). Fails only where
+/// the template cannot be kept ([`CompactPodTemplate::encode`]).
+impl TryFrom<&Deployment> for CachedDeployment {
+    type Error = serde_json::Error;
+
+    fn try_from(d: &Deployment) -> Result<Self, Self::Error> {
+        let spec = match &d.spec {
+            Some(spec) => Some(CachedDeploymentSpec::try_from(spec)?),
+            None => None,
+        };
+        Ok(CachedDeployment {
+            metadata: d.metadata.clone(),
+            spec,
+            status: d.status.clone(),
+        })
+    }
+}
+
+impl TryFrom<&DeploymentSpec> for CachedDeploymentSpec {
+    type Error = serde_json::Error;
+
+    fn try_from(spec: &DeploymentSpec) -> Result<Self, Self::Error> {
+        Ok(CachedDeploymentSpec {
+            min_ready_seconds: spec.min_ready_seconds,
+            paused: spec.paused,
+            progress_deadline_seconds: spec.progress_deadline_seconds,
+            replicas: spec.replicas,
+            revision_history_limit: spec.revision_history_limit,
+            selector: spec.selector.clone(),
+            strategy: spec.strategy.clone(),
+            template: CompactPodTemplate::encode(&spec.template)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/fixtures/apiserver-v1.28/deployment.json"
+    ));
+
+    #[test]
+    fn decodes_what_the_api_server_sends_and_writes_it_back_unchanged() {
+        let cached: CachedDeployment = serde_json::from_str(FIXTURE).expect("decodes");
+        let full: Deployment = serde_json::from_str(FIXTURE).expect("decodes");
+        assert_eq!(
+            serde_json::to_value(&cached).expect("serializes"),
+            serde_json::to_value(&full).expect("serializes"),
+            "a PUT of the cached copy sends what a PUT of the full object would"
+        );
+        let spec = cached.spec.as_ref().expect("spec");
+        assert_eq!(
+            spec.template.decode(),
+            full.spec.as_ref().expect("spec").template
+        );
+        assert_eq!(CachedDeployment::try_from(&full).expect("converts"), cached);
+    }
+
+    #[test]
+    fn resource_identity_is_the_deployments() {
+        use kube::Resource;
+        assert_eq!(CachedDeployment::kind(&()), "Deployment");
+        assert_eq!(CachedDeployment::plural(&()), "deployments");
+    }
+}

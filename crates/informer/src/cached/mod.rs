@@ -1,0 +1,66 @@
+//! The workload objects as the controllers cache them: types of our own, decoded straight from
+//! the API server's JSON, that keep what the controllers read in far less memory than
+//! k8s-openapi's types (a client-go transform, done at decode time).
+//!
+//! * [`CachedPod`]: only the fields the workload controllers read; never written back.
+//! * [`CachedReplicaSet`], [`CachedDeployment`]: the whole object, with the pod template held
+//!   as compact JSON ([`CompactPodTemplate`]); they serialize back losslessly, so the
+//!   controllers PUT them as they are.
+//!
+//! Each implements k8s-openapi's `Resource` and `Metadata` under its API type's group, version
+//! and kind, so `kube::Api`, the watcher and the informers take it like the API type.
+
+mod deployment;
+mod pod;
+mod replica_set;
+mod template;
+
+pub use deployment::{CachedDeployment, CachedDeploymentSpec};
+pub use pod::{
+    CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
+};
+pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};
+pub use template::CompactPodTemplate;
+
+/// Implements `k8s_openapi::Resource` and `Metadata` for a cached type, with the API identity
+/// of the k8s-openapi type it stands for.
+macro_rules! cached_resource {
+    ($cached:ty, $api:ty) => {
+        impl k8s_openapi::Resource for $cached {
+            const API_VERSION: &'static str = <$api as k8s_openapi::Resource>::API_VERSION;
+            const GROUP: &'static str = <$api as k8s_openapi::Resource>::GROUP;
+            const KIND: &'static str = <$api as k8s_openapi::Resource>::KIND;
+            const VERSION: &'static str = <$api as k8s_openapi::Resource>::VERSION;
+            const URL_PATH_SEGMENT: &'static str =
+                <$api as k8s_openapi::Resource>::URL_PATH_SEGMENT;
+            type Scope = <$api as k8s_openapi::Resource>::Scope;
+        }
+
+        impl k8s_openapi::Metadata for $cached {
+            type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+    };
+}
+pub(crate) use cached_resource;
+
+/// An object as the API server takes it in a request body: `apiVersion` and `kind` first, as
+/// k8s-openapi writes them, then metadata, spec and status.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireObject<'a, Spec, Status> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec: Option<&'a Spec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a Status>,
+}

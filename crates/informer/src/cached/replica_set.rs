@@ -1,0 +1,165 @@
+//! The ReplicaSet as the controllers cache it: the whole object, its pod template as compact
+//! JSON.
+//!
+//! Why: a k8s-openapi `ReplicaSet` is 2,336 bytes inline and its template's containers 2,144
+//! each, plus a B-tree node per label and annotation map; a Deployment keeps its old
+//! ReplicaSets as history, so they outnumber the Deployments. Only the pod template is large,
+//! and it is read only to create pods or to compare it, so it is kept as JSON
+//! ([`CompactPodTemplate`]) and everything else as k8s-openapi decodes it.
+
+use k8s_openapi::{
+    api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus},
+    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
+};
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::{CompactPodTemplate, WireObject};
+
+/// A ReplicaSet: metadata, spec and status as the API server sent them, the template compact.
+/// It serializes back to the same JSON as the `ReplicaSet` it was decoded from, so a
+/// controller can PUT it.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CachedReplicaSet {
+    /// The ReplicaSet's metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The ReplicaSet's spec.
+    pub spec: Option<CachedReplicaSetSpec>,
+    /// The ReplicaSet's status.
+    pub status: Option<ReplicaSetStatus>,
+}
+
+/// A `ReplicaSetSpec` with the template compact; field names follow `ReplicaSetSpec`'s.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedReplicaSetSpec {
+    /// `minReadySeconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_ready_seconds: Option<i32>,
+    /// `replicas`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// `selector`.
+    #[serde(default)]
+    pub selector: LabelSelector,
+    /// `template`, as compact JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<CompactPodTemplate>,
+}
+
+super::cached_resource!(CachedReplicaSet, ReplicaSet);
+
+impl Serialize for CachedReplicaSet {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        WireObject {
+            api_version: <ReplicaSet as k8s_openapi::Resource>::API_VERSION,
+            kind: <ReplicaSet as k8s_openapi::Resource>::KIND,
+            metadata: &self.metadata,
+            spec: self.spec.as_ref(),
+            status: self.status.as_ref(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The cached form of a full ReplicaSet (one just written, or built in a test). Fails only
+/// where the template cannot be kept ([`CompactPodTemplate::encode`]).
+impl TryFrom<&ReplicaSet> for CachedReplicaSet {
+    type Error = serde_json::Error;
+
+    fn try_from(rs: &ReplicaSet) -> Result<Self, Self::Error> {
+        let spec = match &rs.spec {
+            Some(spec) => Some(CachedReplicaSetSpec::try_from(spec)?),
+            None => None,
+        };
+        Ok(CachedReplicaSet {
+            metadata: rs.metadata.clone(),
+            spec,
+            status: rs.status.clone(),
+        })
+    }
+}
+
+impl TryFrom<&ReplicaSetSpec> for CachedReplicaSetSpec {
+    type Error = serde_json::Error;
+
+    fn try_from(spec: &ReplicaSetSpec) -> Result<Self, Self::Error> {
+        Ok(CachedReplicaSetSpec {
+            min_ready_seconds: spec.min_ready_seconds,
+            replicas: spec.replicas,
+            selector: spec.selector.clone(),
+            template: spec
+                .template
+                .as_ref()
+                .map(CompactPodTemplate::encode)
+                .transpose()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::List;
+
+    use super::*;
+
+    fn fixture() -> List<ReplicaSet> {
+        serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/apiserver-v1.28/replicaset-list.json"
+        )))
+        .expect("fixture parses")
+    }
+
+    #[test]
+    fn decodes_what_the_api_server_sends_and_writes_it_back_unchanged() {
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/apiserver-v1.28/replicaset-list.json"
+        ));
+        let cached: kube::core::ObjectList<CachedReplicaSet> =
+            serde_json::from_str(text).expect("decodes, as `Api::list` does");
+        for (cached, full) in cached.items.iter().zip(fixture().items) {
+            assert_eq!(
+                serde_json::to_value(cached).expect("serializes"),
+                serde_json::to_value(&full).expect("serializes"),
+                "a PUT of the cached copy sends what a PUT of the full object would"
+            );
+            let template = cached
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.template.as_ref())
+                .expect("template");
+            assert_eq!(
+                Some(template.decode()),
+                full.spec.and_then(|spec| spec.template)
+            );
+        }
+    }
+
+    #[test]
+    fn converting_a_full_replica_set_keeps_what_decoding_keeps() {
+        for full in fixture().items {
+            let decoded: CachedReplicaSet =
+                serde_json::from_value(serde_json::to_value(&full).expect("serializes"))
+                    .expect("decodes");
+            assert_eq!(
+                CachedReplicaSet::try_from(&full).expect("converts"),
+                decoded
+            );
+        }
+        let bare = ReplicaSet::default();
+        assert_eq!(
+            CachedReplicaSet::try_from(&bare).expect("converts"),
+            CachedReplicaSet::default()
+        );
+    }
+
+    #[test]
+    fn resource_identity_is_the_replica_sets() {
+        use kube::Resource;
+        assert_eq!(CachedReplicaSet::kind(&()), "ReplicaSet");
+        assert_eq!(CachedReplicaSet::api_version(&()), "apps/v1");
+        assert_eq!(CachedReplicaSet::plural(&()), "replicasets");
+    }
+}
