@@ -17,10 +17,12 @@ test:
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
-## bench: criterion benches of the hot paths, then the end-to-end bench (hack/bench.sh)
+## bench: criterion benches of the hot paths, then the end-to-end bench (hack/bench.sh) at the
+## issue's defaults, then 200 Deployments x 5 at upstream's default client QPS (20/30)
 bench:
 	$(CARGO) bench --workspace --exclude kube-controller-manager
 	hack/bench.sh
+	hack/bench.sh --deployments 200 --statefulsets 0 --replicasets 0 --qps 20 --burst 30 --out e2e-200x5-default-qps
 
 ## lint: formatting and clippy, warnings are errors
 lint:

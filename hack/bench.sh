@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# End-to-end benchmark: the optimized kube-controller-manager binary against an in-process sim
-# cluster. Arguments go to the driver, e.g. `hack/bench.sh --replicasets 500 --replicas 4`.
-# Results: bench-results/e2e.md and bench-results/e2e.json.
+# End-to-end benchmark: the optimized kube-sim and kube-controller-manager binaries as two
+# processes, driven through create, rolling update, scale and delete phases. Arguments go to the
+# driver, e.g. `hack/bench.sh --deployments 200 --qps 20 --burst 30 --out e2e-200x5`.
+# Results: bench-results/<out>.md and .json (`--out` defaults to e2e).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The bench profile builds into target/release, where the driver finds kube-sim beside the
+# manager.
+cargo build --profile bench -p kube-sim
 cargo bench -p kube-controller-manager --bench e2e -- "$@"

@@ -17,7 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-target/release/kube-sim --port 0 --kubeconfig-out "$KUBECONFIG_OUT" --ready-delay-ms 500 &
+target/release/kube-sim --port 0 --kubeconfig-out "$KUBECONFIG_OUT" --ready-delay-ms 500 --gc-delay-ms 100 &
 pids+=($!)
 for _ in $(seq 1 100); do
   [ -s "$KUBECONFIG_OUT" ] && break

@@ -1,21 +1,24 @@
-//! End-to-end benchmark: the real `kube-controller-manager` binary as a subprocess against an
-//! in-process sim cluster (kubelet with instant readiness). For each phase it measures the wall
-//! time until every object reports converged status, the manager's CPU seconds and peak RSS
-//! (the kernel's high-water mark `VmHWM`, reset per phase through `/proc/<pid>/clear_refs`),
-//! and the manager's API calls by verb and resource (from the sim's accounting).
-//! Writes `bench-results/e2e.md` and `bench-results/e2e.json`.
+//! End-to-end benchmark: the real `kube-sim` (kubelet with instant readiness) and
+//! `kube-controller-manager` binaries as two processes, driven from this one. For each phase it
+//! measures the wall time until every object reports converged status, the manager's CPU
+//! seconds and peak RSS (from /proc: the kernel's high-water mark `VmHWM`, reset per phase
+//! through `/proc/<pid>/clear_refs`), and the manager's API calls by verb and resource (the
+//! sim's request accounting, read from its `/metrics`). Writes `bench-results/<out>.md` and
+//! `bench-results/<out>.json`.
 //!
 //! `cargo bench -p kube-controller-manager --bench e2e -- [--deployments N]
 //! [--deployment-replicas R] [--statefulsets N] [--statefulset-replicas R] [--replicasets N]
-//! [--replicaset-replicas R] [--qps Q] [--burst B] [--manager PATH]` (a count of 0 skips that
-//! kind; `--manager` measures another build of the binary, e.g. main's before a change); under
-//! `cargo test` it runs a small smoke configuration of each kind.
+//! [--replicaset-replicas R] [--qps Q] [--burst B] [--manager PATH] [--sim PATH] [--out NAME]`
+//! (a count of 0 skips that kind; `--manager` measures another build of the binary, e.g.
+//! main's before a change; `--sim` defaults to the `kube-sim` beside the manager binary;
+//! `--out` defaults to `e2e`); under `cargo test` it runs a small smoke configuration of each
+//! kind.
 
 use std::{
     collections::BTreeMap,
     fmt::Write as _,
     net::TcpListener,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -26,16 +29,18 @@ use k8s_openapi::api::{
     core::v1::Pod,
 };
 use kube::{
-    Api, Client,
+    Api, Client, Config,
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
+    config::{KubeConfigOptions, Kubeconfig},
 };
 use serde_json::json;
-use sim::{SimCluster, SimConfig};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 /// The manager's requests carry this in their user agent.
 const MANAGER_AGENT: &str = "kube-controller-manager/";
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// The sim's garbage-collection delay per level of ownership.
+const GC_DELAY: Duration = Duration::from_millis(100);
 
 /// How many objects of one kind, with how many replicas each.
 #[derive(Clone, Copy)]
@@ -51,6 +56,9 @@ struct Settings {
     qps: u32,
     burst: u32,
     manager_binary: PathBuf,
+    sim_binary: PathBuf,
+    /// Results go to `bench-results/<out>.md` and `.json`.
+    out: String,
 }
 
 impl Settings {
@@ -69,6 +77,8 @@ impl Settings {
             qps: 2000,
             burst: 4000,
             manager_binary: PathBuf::from(BINARY),
+            sim_binary: Path::new(BINARY).with_file_name("kube-sim"),
+            out: "e2e".to_owned(),
         };
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -83,6 +93,8 @@ impl Settings {
                 "--qps" => settings.qps = value()?.parse()?,
                 "--burst" => settings.burst = value()?.parse()?,
                 "--manager" => settings.manager_binary = PathBuf::from(value()?),
+                "--sim" => settings.sim_binary = PathBuf::from(value()?),
+                "--out" => settings.out = value()?.clone(),
                 _ => {}
             }
         }
@@ -170,15 +182,111 @@ impl Drop for Manager {
     }
 }
 
-/// The manager's API calls so far, by "verb resource".
-fn manager_calls(sim: &SimCluster) -> BTreeMap<String, u64> {
+/// The sim cluster: `kube-sim` as a process of its own, so that neither it nor this driver
+/// shares a process with the manager.
+struct Sim {
+    child: Child,
+    kubeconfig: PathBuf,
+}
+
+impl Sim {
+    /// Starts `kube-sim` on a free port and waits for the kubeconfig it writes.
+    async fn start(settings: &Settings, dir: &Path) -> anyhow::Result<Self> {
+        let kubeconfig = dir.join("kubeconfig");
+        let child = Command::new(&settings.sim_binary)
+            .arg("--port=0")
+            .arg(format!("--kubeconfig-out={}", kubeconfig.display()))
+            // Every event of a phase stays resumable: the manager never relists mid-phase.
+            .arg("--watch-window=200000")
+            // Dependents go a moment after their owner, as upstream's garbage collector
+            // deletes them from its own watch.
+            .arg(format!("--gc-delay-ms={}", GC_DELAY.as_millis()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| {
+                format!(
+                    "starting {} (build it with `cargo build --release -p kube-sim`)",
+                    settings.sim_binary.display()
+                )
+            })?;
+        let sim = Self { child, kubeconfig };
+        let started = Instant::now();
+        while std::fs::metadata(&sim.kubeconfig).map_or(true, |m| m.len() == 0) {
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("kube-sim wrote no kubeconfig within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(sim)
+    }
+
+    /// A client of the sim, from the kubeconfig it wrote.
+    async fn client(&self) -> anyhow::Result<Client> {
+        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig)?;
+        let config =
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        Ok(Client::try_from(config)?)
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The manager's API calls so far, by "verb resource": the sim's `sim_requests_total` counters
+/// of the manager's user agent, summed over response codes.
+async fn manager_calls(client: &Client) -> anyhow::Result<BTreeMap<String, u64>> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
     let mut calls = BTreeMap::new();
-    for ((verb, resource, agent), count) in sim.accounting().entries() {
-        if agent.starts_with(MANAGER_AGENT) {
-            *calls.entry(format!("{verb} {resource}")).or_default() += count;
+    for line in text.lines() {
+        let Some((labels, count)) = line
+            .strip_prefix("sim_requests_total{")
+            .and_then(|rest| rest.rsplit_once("} "))
+        else {
+            continue;
+        };
+        let labels = prometheus_labels(labels);
+        let label = |name: &str| labels.get(name).map(String::as_str).unwrap_or_default();
+        if label("user_agent").starts_with(MANAGER_AGENT) {
+            *calls
+                .entry(format!("{} {}", label("verb"), label("resource")))
+                .or_default() += count.trim().parse::<u64>()?;
         }
     }
-    calls
+    Ok(calls)
+}
+
+/// `name="value",...` of a Prometheus sample, values unescaped.
+fn prometheus_labels(text: &str) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    let mut rest = text;
+    while let Some((name, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = after.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, escaped)) = chars.next() {
+                        value.push(if escaped == 'n' { '\n' } else { escaped });
+                    }
+                }
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        labels.insert(name.trim_start_matches(',').to_owned(), value);
+        rest = &after[end..];
+    }
+    labels
 }
 
 fn difference(
@@ -198,7 +306,7 @@ fn difference(
 async fn measure<A, C>(
     name: &str,
     objects: usize,
-    sim: &SimCluster,
+    client: &Client,
     manager: &Manager,
     act: A,
     mut converged: C,
@@ -207,7 +315,7 @@ where
     A: std::future::Future<Output = anyhow::Result<()>>,
     C: AsyncFnMut() -> anyhow::Result<bool>,
 {
-    let calls_before = manager_calls(sim);
+    let calls_before = manager_calls(client).await?;
     let cpu_before = manager.cpu_seconds()?;
     let started = Instant::now();
     let high_water_mark = manager.reset_peak_rss();
@@ -224,7 +332,7 @@ where
     if high_water_mark {
         peak_rss = peak_rss.max(manager.peak_rss_mib()?);
     }
-    let api_calls = difference(&manager_calls(sim), &calls_before);
+    let api_calls = difference(&manager_calls(client).await?, &calls_before);
     let total: u64 = api_calls
         .iter()
         .filter(|(key, _)| !key.starts_with("watch ") && !key.starts_with("list "))
@@ -354,7 +462,6 @@ async fn workload_phases(
     kind: Kind,
     size: Size,
     client: &Client,
-    sim: &SimCluster,
     manager: &Manager,
 ) -> anyhow::Result<Vec<PhaseResult>> {
     let api = kind.api(client);
@@ -379,7 +486,7 @@ async fn workload_phases(
         measure(
             &format!("{label}: create"),
             size.count,
-            sim,
+            client,
             manager,
             async {
                 for name in &names {
@@ -399,7 +506,7 @@ async fn workload_phases(
             measure(
                 &format!("{label}: rolling update"),
                 size.count,
-                sim,
+                client,
                 manager,
                 patch_all(
                     json!({"spec": {"template": {"metadata": {"annotations": {"rollout": "2"}}}}}),
@@ -415,7 +522,7 @@ async fn workload_phases(
         measure(
             &format!("{label}: scale to {scaled}"),
             size.count,
-            sim,
+            client,
             manager,
             patch_all(json!({"spec": {"replicas": scaled}})),
             async || kind.converged(client, size, scaled).await,
@@ -427,7 +534,7 @@ async fn workload_phases(
         measure(
             &format!("{label}: delete"),
             size.count,
-            sim,
+            client,
             manager,
             async {
                 api.delete_collection(
@@ -475,16 +582,10 @@ fn markdown(results: &[PhaseResult]) -> String {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::from_args()?;
-    let sim = SimCluster::start(SimConfig {
-        watch_window: 200_000,
-        ..SimConfig::default()
-    })
-    .await?;
     let dir = tempfile::tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig)?;
-    let manager = Manager::start(&kubeconfig, &settings)?;
-    let client = sim.client_with_user_agent("bench-driver");
+    let sim = Sim::start(&settings, dir.path()).await?;
+    let manager = Manager::start(&sim.kubeconfig, &settings)?;
+    let client = sim.client().await?;
 
     let mut results = Vec::new();
     for (kind, size) in [
@@ -493,20 +594,28 @@ async fn main() -> anyhow::Result<()> {
         (Kind::ReplicaSet, settings.replica_sets),
     ] {
         if size.count > 0 {
-            results.extend(workload_phases(kind, size, &client, &sim, &manager).await?);
+            results.extend(workload_phases(kind, size, &client, &manager).await?);
         }
+    }
+
+    // The accounting must have been read: every kind's create phase creates pods.
+    let counted_pod_creates = results
+        .iter()
+        .any(|result| result.api_calls.contains_key("create pods"));
+    if !results.is_empty() && !counted_pod_creates {
+        bail!("no pod create by the manager was counted: the sim's accounting was not read");
     }
 
     let table = markdown(&results);
     println!("{table}");
     let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
     std::fs::create_dir_all(&out_dir)?;
-    std::fs::write(out_dir.join("e2e.md"), &table)?;
+    std::fs::write(out_dir.join(format!("{}.md", settings.out)), &table)?;
     std::fs::write(
-        out_dir.join("e2e.json"),
+        out_dir.join(format!("{}.json", settings.out)),
         serde_json::to_string_pretty(&results)?,
     )?;
     drop(manager);
-    sim.shutdown().await;
+    drop(sim);
     Ok(())
 }

@@ -56,6 +56,11 @@ struct Flags {
     /// Watch events retained per resource for watch resumption.
     #[arg(long, default_value_t = 10_000)]
     watch_window: usize,
+    /// Milliseconds the garbage collector takes to delete a removed owner's dependents, per
+    /// level of ownership (upstream's collector works from its own watch); 0 deletes them
+    /// within the owner's delete request.
+    #[arg(long, default_value_t = 0)]
+    gc_delay_ms: u64,
 }
 
 impl Flags {
@@ -75,6 +80,7 @@ impl Flags {
                 watch_disconnect_every: self.fault_watch_disconnect_secs.map(Duration::from_secs),
             },
             watch_window: self.watch_window,
+            gc_delay: Duration::from_millis(self.gc_delay_ms),
         }
     }
 }

@@ -239,7 +239,12 @@ impl Syncer {
         let rs_list = self.claim_replica_sets(&d, key).await?;
         // Copies older than our own last writes would only produce 409s; the watch events of
         // those writes enqueue the key again (upstream's v1.36 stale-read protection).
-        self.writes.check_fresh(key, &cached, &rs_list)?;
+        self.writes.check_fresh(
+            key,
+            &cached,
+            &rs_list,
+            self.replica_sets.last_sync_resource_version(),
+        )?;
 
         // 4. The pod map is read only by Recreate, which builds it (`pod_map`).
 
@@ -381,7 +386,11 @@ impl Syncer {
         let now = Timestamp::now();
         let planned = build_new_replica_set(d, old)?;
         let name = rs_name(&planned).to_owned();
-        let (new, created) = match self.writes.create_replica_set(&planned).await {
+        let (new, created) = match self
+            .writes
+            .create_replica_set(&informer::object_key(d), &planned)
+            .await
+        {
             Ok(created) => (Arc::new(created), true),
             Err(error) if is_already_exists(&error) => {
                 let Some(existing) = self

@@ -6,13 +6,16 @@
 //!
 //! The versions our writes returned are remembered ([`WrittenVersions`]): a sync whose cached
 //! Deployment or ReplicaSets are older than our own last writes of them is deferred
-//! ([`Writes::check_fresh`]), since every PUT it made would only answer 409.
+//! ([`Writes::check_fresh`]), since every PUT it made would only answer 409. So is a sync
+//! before the ReplicaSet cache holds a ReplicaSet we created for the Deployment
+//! ([`DependentWrites`]): it would not find its new ReplicaSet and POST it again, only to get
+//! 409 AlreadyExists.
 
 use std::sync::Arc;
 
 use controller_toolkit::{
     api_errors::is_not_found,
-    stale_reads::{StaleRead, WrittenVersions},
+    stale_reads::{DependentWrites, StaleRead, WrittenVersions},
 };
 use informer::object_key;
 use informer::{CachedDeployment, CachedReplicaSet};
@@ -29,6 +32,8 @@ pub(crate) struct Writes {
     client: Client,
     deployments_written: Arc<WrittenVersions>,
     replica_sets_written: Arc<WrittenVersions>,
+    /// ReplicaSets created, by the key of their Deployment.
+    replica_sets_created: Arc<DependentWrites>,
 }
 
 fn is_conflict(error: &kube::Error) -> bool {
@@ -41,18 +46,22 @@ impl Writes {
             client,
             deployments_written: Arc::new(WrittenVersions::new("apps", "deployments")),
             replica_sets_written: Arc::new(WrittenVersions::new("apps", "replicasets")),
+            replica_sets_created: Arc::new(DependentWrites::new("apps", "replicasets")),
         }
     }
 
     /// Whether the cached Deployment `d` (key `key`) and its ReplicaSets are at least as new
-    /// as our own last writes of them.
+    /// as our own last writes of them, and the ReplicaSet cache (last synced at
+    /// `replica_sets_synced`) holds every ReplicaSet we created for `d`.
     pub(crate) fn check_fresh(
         &self,
         key: &str,
         d: &CachedDeployment,
         rss: &[Arc<CachedReplicaSet>],
+        replica_sets_synced: Option<u64>,
     ) -> Result<(), StaleRead> {
         self.deployments_written.check(key, &d.metadata)?;
+        self.replica_sets_created.check(key, replica_sets_synced)?;
         for rs in rss {
             self.replica_sets_written
                 .check(&object_key(rs.as_ref()), &rs.metadata)?;
@@ -63,6 +72,7 @@ impl Writes {
     /// Forgets the Deployment `key` (deleted).
     pub(crate) fn forget_deployment(&self, key: &str) {
         self.deployments_written.forget(key);
+        self.replica_sets_created.forget(key);
     }
 
     fn record_deployment(
@@ -141,14 +151,21 @@ impl Writes {
         self.record_deployment(written)
     }
 
-    /// POST a new ReplicaSet.
+    /// POST a new ReplicaSet for the Deployment `deployment_key`.
     pub(crate) async fn create_replica_set(
         &self,
+        deployment_key: &str,
         rs: &CachedReplicaSet,
     ) -> Result<CachedReplicaSet, kube::Error> {
-        self.replica_sets(&rs.namespace().unwrap_or_default())
+        let created = self
+            .replica_sets(&rs.namespace().unwrap_or_default())
             .create(&PostParams::default(), rs)
-            .await
+            .await;
+        if let Ok(created) = &created {
+            self.replica_sets_created
+                .record(deployment_key, &created.metadata);
+        }
+        created
     }
 
     /// PUT a ReplicaSet (scale, annotations, minReadySeconds).
@@ -178,5 +195,55 @@ impl Writes {
             Err(error) if is_not_found(&error) => Ok(()),
             Err(error) => Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replica_set::test_support::{rolling, rs};
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    #[tokio::test]
+    async fn a_sync_waits_for_the_cache_to_hold_the_replica_set_it_created() {
+        let sim = sim::SimCluster::start(sim::SimConfig::default())
+            .await
+            .expect("sim starts");
+        let writes = Writes::new(sim.client());
+        let d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
+        let mut planned = rs("web-1", 0, 2, 0);
+        planned.metadata.uid = None;
+        planned.metadata.creation_timestamp = None;
+        planned.status = None;
+        if let Some(spec) = planned.spec.as_mut() {
+            spec.selector.match_labels = Some([("app".to_owned(), "web".to_owned())].into());
+        }
+        let created = writes
+            .create_replica_set("default/web", &planned)
+            .await
+            .expect("created");
+        let version: u64 = created
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .expect("integer resourceVersion");
+
+        let stale = writes.check_fresh("default/web", &d, &[], Some(version - 1));
+        assert!(stale.is_err(), "the cache has not seen the create yet");
+        assert_eq!(
+            writes.check_fresh("default/other", &d, &[], Some(version - 1)),
+            Ok(()),
+            "other Deployments are not held back"
+        );
+        assert_eq!(
+            writes.check_fresh("default/web", &d, &[], Some(version)),
+            Ok(())
+        );
+        assert_eq!(
+            writes.check_fresh("default/web", &d, &[], Some(version - 1)),
+            Ok(()),
+            "a satisfied record is dropped"
+        );
     }
 }

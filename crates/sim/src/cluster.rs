@@ -1,5 +1,5 @@
-//! `SimCluster`: starts the server and the kubelet on a tokio runtime, and hands out
-//! kubeconfigs, clients, fault controls and request accounting.
+//! `SimCluster`: starts the server, the kubelet and the delayed garbage collector on a tokio
+//! runtime, and hands out kubeconfigs, clients, fault controls and request accounting.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -44,7 +44,11 @@ impl SimCluster {
         let bound = listener.local_addr().map_err(SimError::LocalAddr)?;
         let (pod_tx, pod_rx) = tokio::sync::mpsc::unbounded_channel();
         let pod_tx = config.kubelet.enabled.then_some(pod_tx);
+        let (gc_tx, gc_rx) = tokio::sync::mpsc::unbounded_channel();
         let mut state = State::new(config.watch_window, pod_tx);
+        if !config.gc_delay.is_zero() {
+            state = state.with_delayed_collection(gc_tx);
+        }
         for ns in INITIAL_NAMESPACES {
             // Creating a well-formed namespace in an empty cluster cannot fail.
             let _ = state.create(NAMESPACES, "", json!({"metadata": {"name": ns}}));
@@ -63,6 +67,13 @@ impl SimCluster {
                 shared.clone(),
                 config.kubelet.clone(),
                 pod_rx,
+            )));
+        }
+        if !config.gc_delay.is_zero() {
+            tasks.push(tokio::spawn(crate::gc::run(
+                shared.clone(),
+                config.gc_delay,
+                gc_rx,
             )));
         }
         let app = router(shared.clone());

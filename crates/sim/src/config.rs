@@ -1,4 +1,5 @@
-//! Configuration of a simulated cluster: kubelet timings, fault injection and the watch window.
+//! Configuration of a simulated cluster: kubelet timings, fault injection, the watch window and
+//! the garbage collector's delay.
 //!
 //! Kept separate from the server so tests and the `kube-sim` binary can build a configuration
 //! without touching any server internals.
@@ -15,6 +16,11 @@ pub struct SimConfig {
     /// Events retained per resource for watch resumption; a watch from an older
     /// resourceVersion gets a 410 Expired error, as from a real API server.
     pub watch_window: usize,
+    /// How long the garbage collector takes to delete the dependents of a removed owner
+    /// (background propagation), per level of ownership. Zero deletes them within the owner's
+    /// delete request; upstream's collector works from its own watch, so its clients see the
+    /// owner go before its dependents, which a delay reproduces.
+    pub gc_delay: Duration,
 }
 
 impl Default for SimConfig {
@@ -23,6 +29,7 @@ impl Default for SimConfig {
             kubelet: KubeletConfig::default(),
             faults: FaultConfig::default(),
             watch_window: 10_000,
+            gc_delay: Duration::ZERO,
         }
     }
 }

@@ -7,6 +7,7 @@ mod defaults;
 mod discovery;
 mod error;
 mod faults;
+mod gc;
 mod kubelet;
 mod object;
 mod openapi;

@@ -438,7 +438,13 @@ impl State {
         let (bytes, _) = self
             .remove(res, key)
             .ok_or_else(|| ApiError::not_found(info, &key.1))?;
-        self.collect_dependents(&uid);
+        let has_dependents = self
+            .dependents
+            .get(uid.as_str())
+            .is_some_and(|d| !d.is_empty());
+        if has_dependents && !self.tell_collector(&uid) {
+            self.collect_dependents(&uid);
+        }
         for owner in owners {
             self.release_foreground_owner(&owner);
         }
@@ -464,7 +470,7 @@ impl State {
 
     /// Background collection after `owner_uid` is gone: dependents with another live
     /// owner lose the dangling reference; the others are deleted.
-    fn collect_dependents(&mut self, owner_uid: &str) {
+    pub(crate) fn collect_dependents(&mut self, owner_uid: &str) {
         let dependents: Vec<_> = self
             .dependents
             .get(owner_uid)

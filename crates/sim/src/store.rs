@@ -122,6 +122,9 @@ pub(crate) struct State {
     pub removed_uids: HashSet<Box<str>>,
     window: usize,
     pod_changes: Option<tokio::sync::mpsc::UnboundedSender<PodChange>>,
+    /// Owners whose dependents the delayed garbage collector is to collect; `None` collects
+    /// them at once (`SimConfig::gc_delay` zero).
+    removed_owners: Option<tokio::sync::mpsc::UnboundedSender<Box<str>>>,
 }
 
 impl State {
@@ -138,12 +141,30 @@ impl State {
             removed_uids: HashSet::new(),
             window,
             pod_changes,
+            removed_owners: None,
         }
+    }
+
+    /// Hands the dependents of removed owners to a delayed garbage collector.
+    pub fn with_delayed_collection(
+        mut self,
+        removed_owners: tokio::sync::mpsc::UnboundedSender<Box<str>>,
+    ) -> Self {
+        self.removed_owners = Some(removed_owners);
+        self
     }
 
     /// The stored object, if any.
     pub fn get(&self, res: usize, key: &ObjectKey) -> Option<&Stored> {
         self.tables[res].objects.get(key)
+    }
+
+    /// Tells the delayed garbage collector that `owner_uid` was removed; `false` when there is
+    /// none and the caller collects at once.
+    pub fn tell_collector(&self, owner_uid: &str) -> bool {
+        self.removed_owners
+            .as_ref()
+            .is_some_and(|tx| tx.send(owner_uid.into()).is_ok())
     }
 
     /// Tells the kubelet about a pod change (no-op when the kubelet is disabled).

@@ -263,6 +263,54 @@ async fn background_cascade_deletes_dependents() {
 }
 
 #[tokio::test]
+async fn a_gc_delay_collects_each_level_after_its_owner() {
+    let gc_delay = Duration::from_millis(500);
+    let cluster = SimCluster::start(SimConfig {
+        kubelet: KubeletConfig {
+            enabled: false,
+            ..KubeletConfig::default()
+        },
+        gc_delay,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let (deployments, replicasets, pods) = owner_chain(&cluster).await;
+    let deleted = std::time::Instant::now();
+    deployments
+        .delete("web", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    assert_eq!(
+        count(&replicasets).await,
+        1,
+        "the collector has not acted yet"
+    );
+    while count(&replicasets).await > 0 {
+        assert!(
+            deleted.elapsed() < Duration::from_secs(10),
+            "ReplicaSet collected"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(deleted.elapsed() >= gc_delay);
+    assert_eq!(
+        count(&pods).await,
+        2,
+        "pods go one delay after their ReplicaSet"
+    );
+    while count(&pods).await > 0 {
+        assert!(
+            deleted.elapsed() < Duration::from_secs(10),
+            "pods collected"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(deleted.elapsed() >= 2 * gc_delay);
+}
+
+#[tokio::test]
 async fn background_is_the_default() {
     let cluster = common::cluster_without_kubelet().await;
     let (deployments, replicasets, pods) = owner_chain(&cluster).await;
