@@ -239,12 +239,7 @@ impl Syncer {
         let rs_list = self.claim_replica_sets(&d, key).await?;
         // Copies older than our own last writes would only produce 409s; the watch events of
         // those writes enqueue the key again (upstream's v1.36 stale-read protection).
-        self.writes.check_fresh(
-            key,
-            &cached,
-            &rs_list,
-            self.replica_sets.last_sync_resource_version(),
-        )?;
+        self.writes.check_fresh(key, &cached, &rs_list)?;
 
         // 4. The pod map is read only by Recreate, which builds it (`pod_map`).
 

@@ -7,15 +7,20 @@
 //! The versions our writes returned are remembered ([`WrittenVersions`]): a sync whose cached
 //! Deployment or ReplicaSets are older than our own last writes of them is deferred
 //! ([`Writes::check_fresh`]), since every PUT it made would only answer 409. So is a sync
-//! before the ReplicaSet cache holds a ReplicaSet we created for the Deployment
-//! ([`DependentWrites`]): it would not find its new ReplicaSet and POST it again, only to get
-//! 409 AlreadyExists.
+//! whose claimed ReplicaSets lack one we created for the Deployment: it would not find its new
+//! ReplicaSet and POST it again, only to get 409 AlreadyExists. Such a record is dropped once
+//! the ReplicaSet is seen, or after upstream's expectations timeout (5 minutes), should the
+//! ReplicaSet be deleted before the cache ever held it.
 
-use std::sync::Arc;
+use std::{
+    collections::HashMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use controller_toolkit::{
     api_errors::is_not_found,
-    stale_reads::{DependentWrites, StaleRead, WrittenVersions},
+    stale_reads::{StaleRead, WrittenVersions},
 };
 use informer::object_key;
 use informer::{CachedDeployment, CachedReplicaSet};
@@ -23,6 +28,7 @@ use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, PostParams},
 };
+use parking_lot::Mutex;
 
 use crate::constants::REVISION_ANNOTATION;
 
@@ -32,8 +38,18 @@ pub(crate) struct Writes {
     client: Client,
     deployments_written: Arc<WrittenVersions>,
     replica_sets_written: Arc<WrittenVersions>,
-    /// ReplicaSets created, by the key of their Deployment.
-    replica_sets_created: Arc<DependentWrites>,
+    /// ReplicaSets created and not yet seen in the cache, by the key of their Deployment.
+    pending_creates: Arc<Mutex<HashMap<String, PendingCreate>>>,
+    /// How long a pending create holds syncs back at most.
+    pending_create_timeout: Duration,
+}
+
+/// A ReplicaSet we created, until a sync of its Deployment finds it among the claimed ones.
+#[derive(Debug)]
+struct PendingCreate {
+    uid: String,
+    resource_version: String,
+    created: Instant,
 }
 
 fn is_conflict(error: &kube::Error) -> bool {
@@ -46,22 +62,22 @@ impl Writes {
             client,
             deployments_written: Arc::new(WrittenVersions::new("apps", "deployments")),
             replica_sets_written: Arc::new(WrittenVersions::new("apps", "replicasets")),
-            replica_sets_created: Arc::new(DependentWrites::new("apps", "replicasets")),
+            pending_creates: Arc::default(),
+            pending_create_timeout: expectations::EXPECTATIONS_TIMEOUT,
         }
     }
 
-    /// Whether the cached Deployment `d` (key `key`) and its ReplicaSets are at least as new
-    /// as our own last writes of them, and the ReplicaSet cache (last synced at
-    /// `replica_sets_synced`) holds every ReplicaSet we created for `d`.
+    /// Whether the cached Deployment `d` (key `key`) and its claimed ReplicaSets `rss` are at
+    /// least as new as our own last writes of them, and `rss` holds the ReplicaSet we last
+    /// created for `d`.
     pub(crate) fn check_fresh(
         &self,
         key: &str,
         d: &CachedDeployment,
         rss: &[Arc<CachedReplicaSet>],
-        replica_sets_synced: Option<u64>,
     ) -> Result<(), StaleRead> {
         self.deployments_written.check(key, &d.metadata)?;
-        self.replica_sets_created.check(key, replica_sets_synced)?;
+        self.check_created(key, rss)?;
         for rs in rss {
             self.replica_sets_written
                 .check(&object_key(rs.as_ref()), &rs.metadata)?;
@@ -69,10 +85,32 @@ impl Writes {
         Ok(())
     }
 
+    /// Whether the ReplicaSet we last created for the Deployment `key` is among `rss` (or the
+    /// record timed out); a satisfied record is dropped.
+    fn check_created(&self, key: &str, rss: &[Arc<CachedReplicaSet>]) -> Result<(), StaleRead> {
+        let mut pending = self.pending_creates.lock();
+        let Some(create) = pending.get(key) else {
+            return Ok(());
+        };
+        let cached = rss
+            .iter()
+            .any(|rs| rs.metadata.uid.as_deref() == Some(create.uid.as_str()));
+        if cached || create.created.elapsed() > self.pending_create_timeout {
+            pending.remove(key);
+            return Ok(());
+        }
+        Err(StaleRead {
+            read: "none".to_owned(),
+            wrote: create.resource_version.clone(),
+            group: "apps",
+            resource: "replicasets",
+        })
+    }
+
     /// Forgets the Deployment `key` (deleted).
     pub(crate) fn forget_deployment(&self, key: &str) {
         self.deployments_written.forget(key);
-        self.replica_sets_created.forget(key);
+        self.pending_creates.lock().remove(key);
     }
 
     fn record_deployment(
@@ -161,9 +199,21 @@ impl Writes {
             .replica_sets(&rs.namespace().unwrap_or_default())
             .create(&PostParams::default(), rs)
             .await;
-        if let Ok(created) = &created {
-            self.replica_sets_created
-                .record(deployment_key, &created.metadata);
+        if let Ok(created) = &created
+            && let Some(uid) = created.metadata.uid.clone()
+        {
+            self.pending_creates.lock().insert(
+                deployment_key.to_owned(),
+                PendingCreate {
+                    uid,
+                    resource_version: created
+                        .metadata
+                        .resource_version
+                        .clone()
+                        .unwrap_or_default(),
+                    created: Instant::now(),
+                },
+            );
         }
         created
     }
@@ -204,46 +254,81 @@ mod tests {
     use crate::replica_set::test_support::{rolling, rs};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-    #[tokio::test]
-    async fn a_sync_waits_for_the_cache_to_hold_the_replica_set_it_created() {
-        let sim = sim::SimCluster::start(sim::SimConfig::default())
-            .await
-            .expect("sim starts");
-        let writes = Writes::new(sim.client());
-        let d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
-        let mut planned = rs("web-1", 0, 2, 0);
+    /// A ReplicaSet `name` of the test Deployment, as the controller would POST it.
+    fn planned(name: &str) -> CachedReplicaSet {
+        let mut planned = rs(name, 0, 2, 0);
         planned.metadata.uid = None;
         planned.metadata.creation_timestamp = None;
         planned.status = None;
         if let Some(spec) = planned.spec.as_mut() {
             spec.selector.match_labels = Some([("app".to_owned(), "web".to_owned())].into());
         }
-        let created = writes
-            .create_replica_set("default/web", &planned)
-            .await
-            .expect("created");
-        let version: u64 = created
-            .metadata
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse().ok())
-            .expect("integer resourceVersion");
+        planned
+    }
 
-        let stale = writes.check_fresh("default/web", &d, &[], Some(version - 1));
-        assert!(stale.is_err(), "the cache has not seen the create yet");
+    #[tokio::test]
+    async fn a_sync_waits_until_its_claimed_replica_sets_hold_the_one_it_created() {
+        let sim = sim::SimCluster::start(sim::SimConfig::default())
+            .await
+            .expect("sim starts");
+        let writes = Writes::new(sim.client());
+        let d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
+        let created = Arc::new(
+            writes
+                .create_replica_set("default/web", &planned("web-1"))
+                .await
+                .expect("created"),
+        );
+        let other = Arc::new(rs("web-0", 0, 0, 0));
+
+        let stale = writes.check_fresh("default/web", &d, std::slice::from_ref(&other));
+        assert!(
+            stale.is_err(),
+            "the cache does not hold the new ReplicaSet yet"
+        );
         assert_eq!(
-            writes.check_fresh("default/other", &d, &[], Some(version - 1)),
+            writes.check_fresh("default/other", &d, &[]),
             Ok(()),
             "other Deployments are not held back"
         );
         assert_eq!(
-            writes.check_fresh("default/web", &d, &[], Some(version)),
+            writes.check_fresh("default/web", &d, &[other, created]),
             Ok(())
         );
         assert_eq!(
-            writes.check_fresh("default/web", &d, &[], Some(version - 1)),
+            writes.check_fresh("default/web", &d, &[]),
             Ok(()),
             "a satisfied record is dropped"
+        );
+
+        writes
+            .create_replica_set("default/web", &planned("web-2"))
+            .await
+            .expect("created");
+        writes.forget_deployment("default/web");
+        assert_eq!(
+            writes.check_fresh("default/web", &d, &[]),
+            Ok(()),
+            "a deleted Deployment's record is gone"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pending_create_holds_syncs_back_only_until_its_timeout() {
+        let sim = sim::SimCluster::start(sim::SimConfig::default())
+            .await
+            .expect("sim starts");
+        let mut writes = Writes::new(sim.client());
+        writes.pending_create_timeout = Duration::ZERO;
+        let d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
+        writes
+            .create_replica_set("default/web", &planned("web-1"))
+            .await
+            .expect("created");
+        assert_eq!(
+            writes.check_fresh("default/web", &d, &[]),
+            Ok(()),
+            "a ReplicaSet deleted before the cache held it does not block the Deployment"
         );
     }
 }

@@ -5,12 +5,14 @@
 
 use std::{future::Future, time::Duration};
 
+use controller_toolkit::stale_reads::StaleSyncSkips;
 use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
 use kube::{
     Api, Client,
     api::{ListParams, PostParams},
 };
+use prometheus::Registry;
 use replicaset::{ControllerMetrics, ReplicaSetController};
 use serde_json::json;
 use sim::{SimCluster, SimConfig};
@@ -51,15 +53,27 @@ impl Harness {
     }
 
     pub fn start_controller(&mut self) {
-        self.start_controller_with(ControllerMetrics::default());
-    }
-
-    pub fn start_controller_with(&mut self, metrics: ControllerMetrics) {
         let controller_client = self.sim.client_with_user_agent(CONTROLLER_AGENT);
         let informers =
             SharedInformerFactory::new(controller_client.clone(), FactoryConfig::default());
+        let controller =
+            ReplicaSetController::new(controller_client, &informers, ControllerMetrics::default())
+                .expect("controller builds");
+        informers.start(self.shutdown.clone());
+        self.controller = Some(tokio::spawn(controller.run(2, self.shutdown.clone())));
+    }
+
+    /// Starts the controller with its workqueue, sync and stale-sync-skip metrics in `registry`.
+    pub fn start_controller_with(&mut self, registry: &Registry) {
+        let controller_client = self.sim.client_with_user_agent(CONTROLLER_AGENT);
+        let informers =
+            SharedInformerFactory::new(controller_client.clone(), FactoryConfig::default());
+        let metrics = ControllerMetrics::register(registry).expect("metrics");
+        let skips =
+            StaleSyncSkips::register(registry, "replicaset_controller").expect("skips metric");
         let controller = ReplicaSetController::new(controller_client, &informers, metrics)
-            .expect("controller builds");
+            .expect("controller builds")
+            .with_stale_sync_skips(skips);
         informers.start(self.shutdown.clone());
         self.controller = Some(tokio::spawn(controller.run(2, self.shutdown.clone())));
     }
