@@ -12,8 +12,16 @@
 //! compared only when both parse as integers, as upstream compares them only when comparable;
 //! a record for a different UID (a deleted namesake) is ignored. Deferred syncs are counted in
 //! `<controller>_stale_sync_skips_total{group,resource}` ([`StaleSyncSkips`]).
+//!
+//! Dependents are guarded two ways: [`DependentWrites`] compares the dependents' informer's
+//! last synced resourceVersion with our writes of them, and [`PendingCreates`] waits until the
+//! owner's cached dependents include the one we created (exact even while that informer has
+//! seen no watch event yet, when its last synced version is unknown).
 
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
@@ -217,6 +225,90 @@ impl DependentWrites {
     }
 }
 
+/// The dependent each owner last created, until a sync of the owner finds it among the
+/// dependents its cache holds: a sync before that would not find it and create it again, only
+/// to get 409 AlreadyExists. A record is dropped once satisfied, when the owner is forgotten,
+/// or after upstream's expectations timeout (5 minutes), should the dependent be deleted before
+/// the cache ever held it.
+#[derive(Debug)]
+pub struct PendingCreates {
+    group: &'static str,
+    resource: &'static str,
+    timeout: Duration,
+    pending: Mutex<HashMap<String, PendingCreate>>,
+}
+
+#[derive(Debug)]
+struct PendingCreate {
+    uid: String,
+    resource_version: String,
+    created: Instant,
+}
+
+impl PendingCreates {
+    /// An empty record for dependents of `resource` in API `group` (for the error and metric).
+    pub fn new(group: &'static str, resource: &'static str) -> Self {
+        Self {
+            group,
+            resource,
+            timeout: expectations::EXPECTATIONS_TIMEOUT,
+            pending: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The same, with records expiring after `timeout` instead of 5 minutes.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Records that we created `created` (a dependent) for the owner `owner_key`.
+    pub fn record(&self, owner_key: &str, created: &ObjectMeta) {
+        let Some(uid) = created.uid.clone() else {
+            return;
+        };
+        self.pending.lock().insert(
+            owner_key.to_owned(),
+            PendingCreate {
+                uid,
+                resource_version: created.resource_version.clone().unwrap_or_default(),
+                created: Instant::now(),
+            },
+        );
+    }
+
+    /// Forgets the owner `owner_key` (deleted or gone).
+    pub fn forget(&self, owner_key: &str) {
+        self.pending.lock().remove(owner_key);
+    }
+
+    /// Whether the owner's `cached` dependents include the one we last created for it (or the
+    /// record expired). A satisfied record is dropped.
+    pub fn check<'a>(
+        &self,
+        owner_key: &str,
+        cached: impl IntoIterator<Item = &'a ObjectMeta>,
+    ) -> Result<(), StaleRead> {
+        let mut pending = self.pending.lock();
+        let Some(create) = pending.get(owner_key) else {
+            return Ok(());
+        };
+        let held = cached
+            .into_iter()
+            .any(|meta| meta.uid.as_deref() == Some(create.uid.as_str()));
+        if held || create.created.elapsed() > self.timeout {
+            pending.remove(owner_key);
+            return Ok(());
+        }
+        Err(StaleRead {
+            read: "none".to_owned(),
+            wrote: create.resource_version.clone(),
+            group: self.group,
+            resource: self.resource,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,5 +414,54 @@ mod tests {
         let versions = WrittenVersions::new("apps", "deployments");
         versions.record("ns/web", &ObjectMeta::default());
         assert_eq!(versions.check("ns/web", &meta("u1", "1")), Ok(()));
+    }
+
+    #[test]
+    fn a_pending_create_holds_its_owner_back_until_cached() {
+        let pending = PendingCreates::new("apps", "replicasets");
+        let created = meta("rs-2", "12");
+        let older = meta("rs-1", "7");
+        pending.record("ns/web", &created);
+        assert_eq!(
+            pending.check("ns/web", [&older]),
+            Err(StaleRead {
+                read: "none".to_owned(),
+                wrote: "12".to_owned(),
+                group: "apps",
+                resource: "replicasets",
+            })
+        );
+        assert_eq!(
+            pending.check("ns/other", []),
+            Ok(()),
+            "only its owner waits"
+        );
+        assert_eq!(pending.check("ns/web", [&older, &created]), Ok(()));
+        assert_eq!(
+            pending.check("ns/web", []),
+            Ok(()),
+            "a satisfied record is dropped"
+        );
+
+        pending.record("ns/web", &meta("rs-3", "15"));
+        pending.forget("ns/web");
+        assert_eq!(
+            pending.check("ns/web", []),
+            Ok(()),
+            "a forgotten owner is free"
+        );
+    }
+
+    #[test]
+    fn a_pending_create_expires() {
+        let pending =
+            PendingCreates::new("apps", "controllerrevisions").with_timeout(Duration::ZERO);
+        pending.record("ns/web", &meta("cr-1", "3"));
+        std::thread::sleep(Duration::from_millis(1));
+        assert_eq!(
+            pending.check("ns/web", []),
+            Ok(()),
+            "a dependent deleted before the cache held it blocks its owner no longer"
+        );
     }
 }

@@ -7,20 +7,14 @@
 //! The versions our writes returned are remembered ([`WrittenVersions`]): a sync whose cached
 //! Deployment or ReplicaSets are older than our own last writes of them is deferred
 //! ([`Writes::check_fresh`]), since every PUT it made would only answer 409. So is a sync
-//! whose claimed ReplicaSets lack one we created for the Deployment: it would not find its new
-//! ReplicaSet and POST it again, only to get 409 AlreadyExists. Such a record is dropped once
-//! the ReplicaSet is seen, or after upstream's expectations timeout (5 minutes), should the
-//! ReplicaSet be deleted before the cache ever held it.
+//! whose claimed ReplicaSets lack one we created for the Deployment ([`PendingCreates`]): it
+//! would not find its new ReplicaSet and POST it again, only to get 409 AlreadyExists.
 
-use std::{
-    collections::HashMap,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::sync::Arc;
 
 use controller_toolkit::{
     api_errors::is_not_found,
-    stale_reads::{StaleRead, WrittenVersions},
+    stale_reads::{PendingCreates, StaleRead, WrittenVersions},
 };
 use informer::object_key;
 use informer::{CachedDeployment, CachedReplicaSet};
@@ -28,7 +22,6 @@ use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, PostParams},
 };
-use parking_lot::Mutex;
 
 use crate::constants::REVISION_ANNOTATION;
 
@@ -38,18 +31,8 @@ pub(crate) struct Writes {
     client: Client,
     deployments_written: Arc<WrittenVersions>,
     replica_sets_written: Arc<WrittenVersions>,
-    /// ReplicaSets created and not yet seen in the cache, by the key of their Deployment.
-    pending_creates: Arc<Mutex<HashMap<String, PendingCreate>>>,
-    /// How long a pending create holds syncs back at most.
-    pending_create_timeout: Duration,
-}
-
-/// A ReplicaSet we created, until a sync of its Deployment finds it among the claimed ones.
-#[derive(Debug)]
-struct PendingCreate {
-    uid: String,
-    resource_version: String,
-    created: Instant,
+    /// ReplicaSets created and not yet among the claimed ones, by the key of their Deployment.
+    replica_sets_created: Arc<PendingCreates>,
 }
 
 fn is_conflict(error: &kube::Error) -> bool {
@@ -62,8 +45,7 @@ impl Writes {
             client,
             deployments_written: Arc::new(WrittenVersions::new("apps", "deployments")),
             replica_sets_written: Arc::new(WrittenVersions::new("apps", "replicasets")),
-            pending_creates: Arc::default(),
-            pending_create_timeout: expectations::EXPECTATIONS_TIMEOUT,
+            replica_sets_created: Arc::new(PendingCreates::new("apps", "replicasets")),
         }
     }
 
@@ -77,7 +59,8 @@ impl Writes {
         rss: &[Arc<CachedReplicaSet>],
     ) -> Result<(), StaleRead> {
         self.deployments_written.check(key, &d.metadata)?;
-        self.check_created(key, rss)?;
+        self.replica_sets_created
+            .check(key, rss.iter().map(|rs| &rs.metadata))?;
         for rs in rss {
             self.replica_sets_written
                 .check(&object_key(rs.as_ref()), &rs.metadata)?;
@@ -85,32 +68,10 @@ impl Writes {
         Ok(())
     }
 
-    /// Whether the ReplicaSet we last created for the Deployment `key` is among `rss` (or the
-    /// record timed out); a satisfied record is dropped.
-    fn check_created(&self, key: &str, rss: &[Arc<CachedReplicaSet>]) -> Result<(), StaleRead> {
-        let mut pending = self.pending_creates.lock();
-        let Some(create) = pending.get(key) else {
-            return Ok(());
-        };
-        let cached = rss
-            .iter()
-            .any(|rs| rs.metadata.uid.as_deref() == Some(create.uid.as_str()));
-        if cached || create.created.elapsed() > self.pending_create_timeout {
-            pending.remove(key);
-            return Ok(());
-        }
-        Err(StaleRead {
-            read: "none".to_owned(),
-            wrote: create.resource_version.clone(),
-            group: "apps",
-            resource: "replicasets",
-        })
-    }
-
     /// Forgets the Deployment `key` (deleted).
     pub(crate) fn forget_deployment(&self, key: &str) {
         self.deployments_written.forget(key);
-        self.pending_creates.lock().remove(key);
+        self.replica_sets_created.forget(key);
     }
 
     fn record_deployment(
@@ -199,21 +160,9 @@ impl Writes {
             .replica_sets(&rs.namespace().unwrap_or_default())
             .create(&PostParams::default(), rs)
             .await;
-        if let Ok(created) = &created
-            && let Some(uid) = created.metadata.uid.clone()
-        {
-            self.pending_creates.lock().insert(
-                deployment_key.to_owned(),
-                PendingCreate {
-                    uid,
-                    resource_version: created
-                        .metadata
-                        .resource_version
-                        .clone()
-                        .unwrap_or_default(),
-                    created: Instant::now(),
-                },
-            );
+        if let Ok(created) = &created {
+            self.replica_sets_created
+                .record(deployment_key, &created.metadata);
         }
         created
     }
@@ -310,25 +259,6 @@ mod tests {
             writes.check_fresh("default/web", &d, &[]),
             Ok(()),
             "a deleted Deployment's record is gone"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_pending_create_holds_syncs_back_only_until_its_timeout() {
-        let sim = sim::SimCluster::start(sim::SimConfig::default())
-            .await
-            .expect("sim starts");
-        let mut writes = Writes::new(sim.client());
-        writes.pending_create_timeout = Duration::ZERO;
-        let d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
-        writes
-            .create_replica_set("default/web", &planned("web-1"))
-            .await
-            .expect("created");
-        assert_eq!(
-            writes.check_fresh("default/web", &d, &[]),
-            Ok(()),
-            "a ReplicaSet deleted before the cache held it does not block the Deployment"
         );
     }
 }

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use controller_toolkit::{
     controller_ref::{ControllerRefManager, controller_of, new_controller_ref, recheck_deletion},
     events::{EventRecorder, RecorderConfig},
-    stale_reads::{DependentWrites, StaleRead, StaleSyncSkips, WrittenVersions},
+    stale_reads::{DependentWrites, PendingCreates, StaleRead, StaleSyncSkips, WrittenVersions},
 };
 use futures::future::join_all;
 use history::{SemanticComparisonCache, apply_revision_to_statefulset, sort_controller_revisions};
@@ -115,7 +115,10 @@ struct Syncer {
     written: WrittenVersions,
     /// Our pod writes per set: a sync waits until the pod cache has applied them.
     pod_writes: Arc<DependentWrites>,
-    pod_writes_skips: Option<StaleSyncSkips>,
+    /// The revision we last created per set: a sync waits until the revision cache holds it.
+    revisions_created: PendingCreates,
+    /// Counts the syncs deferred for pods and revisions (the set's own check counts itself).
+    dependent_skips: Option<StaleSyncSkips>,
     metrics: Option<StatefulSetMetrics>,
 }
 
@@ -161,7 +164,8 @@ impl StatefulSetController {
             queue: queue.clone(),
             pod_control: StatefulPodControl::new(client, recorder.clone(), pod_writes.clone()),
             pod_writes,
-            pod_writes_skips: None,
+            revisions_created: PendingCreates::new("apps", "controllerrevisions"),
+            dependent_skips: None,
             recorder,
             semantic: SemanticComparisonCache::default(),
             written: WrittenVersions::new("apps", "statefulsets"),
@@ -191,7 +195,7 @@ impl StatefulSetController {
     pub fn with_stale_sync_skips(mut self, skips: StaleSyncSkips) -> Self {
         if let Some(sync) = Arc::get_mut(&mut self.sync) {
             sync.written = WrittenVersions::new("apps", "statefulsets").counting(skips.clone());
-            sync.pod_writes_skips = Some(skips);
+            sync.dependent_skips = Some(skips);
         }
         self
     }
@@ -233,6 +237,7 @@ impl Syncer {
             tracing::debug!(key, "StatefulSet has been deleted");
             self.written.forget(key);
             self.pod_writes.forget(key);
+            self.revisions_created.forget(key);
             if let Some(metrics) = &self.metrics {
                 metrics.forget(namespace, name);
             }
@@ -240,15 +245,10 @@ impl Syncer {
         };
         // §3 step 1: never compute from a set older than our own last write of it.
         self.written.check(key, &set.set.metadata)?;
-        if let Err(stale) = self
-            .pod_writes
-            .check(key, self.pods.last_sync_resource_version())
-        {
-            if let Some(skips) = &self.pod_writes_skips {
-                skips.observe(&stale);
-            }
-            return Err(stale.into());
-        }
+        self.counted(
+            self.pod_writes
+                .check(key, self.pods.last_sync_resource_version()),
+        )?;
         let selector = match set
             .set
             .spec
@@ -316,6 +316,16 @@ impl Syncer {
         Ok(())
     }
 
+    /// A dependents' stale-read check, counted in `statefulset_controller_stale_sync_skips_total`.
+    fn counted(&self, checked: Result<(), StaleRead>) -> Result<(), SyncError> {
+        checked.map_err(|stale| {
+            if let Some(skips) = &self.dependent_skips {
+                skips.observe(&stale);
+            }
+            stale.into()
+        })
+    }
+
     /// Revisions of the set: matching the selector, owned by it or orphaned (history.md §5.1).
     fn list_revisions(
         &self,
@@ -352,9 +362,23 @@ impl Syncer {
         pods: &[Arc<CachedPod>],
         now: Timestamp,
     ) -> Result<StatefulSetStatus, SyncError> {
+        let key = informer::object_key(&set.set);
         let mut sorted = self.list_revisions(&set.set, selector);
+        // A revision we created and the cache lacks would be created again (AlreadyExists).
+        self.counted(
+            self.revisions_created
+                .check(&key, sorted.iter().map(|revision| &revision.metadata)),
+        )?;
         sort_controller_revisions(&mut sorted);
         let set_revisions = revisions::resolve(&self.client, &self.semantic, set, &sorted).await?;
+        let update_uid = set_revisions.update.metadata.uid.as_deref();
+        if !sorted
+            .iter()
+            .any(|revision| revision.metadata.uid.as_deref() == update_uid)
+        {
+            self.revisions_created
+                .record(&key, &set_revisions.update.metadata);
+        }
         let result = self.perform_update(set, &set_revisions, pods, now).await;
         let history_limit = set
             .set

@@ -5,9 +5,9 @@ use k8s_openapi::{
     api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus, DeploymentStrategy},
     apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
 };
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
-use super::{CompactPodTemplate, WireObject};
+use super::CompactPodTemplate;
 
 /// A Deployment: metadata, spec and status as the API server sent them, the template compact.
 /// It serializes back to the same JSON as the `Deployment` it was decoded from, so a
@@ -54,19 +54,7 @@ pub struct CachedDeploymentSpec {
 }
 
 super::cached_resource!(CachedDeployment, Deployment);
-
-impl Serialize for CachedDeployment {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        WireObject {
-            api_version: <Deployment as k8s_openapi::Resource>::API_VERSION,
-            kind: <Deployment as k8s_openapi::Resource>::KIND,
-            metadata: &self.metadata,
-            spec: self.spec.as_ref(),
-            status: self.status.as_ref(),
-        }
-        .serialize(serializer)
-    }
-}
+super::serialize_as_api_object!(CachedDeployment, Deployment);
 
 /// The cached form of a full Deployment (one built in a test or a fixture). Fails only where
 /// the template cannot be kept ([`CompactPodTemplate::encode`]).

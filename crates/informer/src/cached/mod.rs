@@ -51,6 +51,26 @@ macro_rules! cached_resource {
 }
 pub(crate) use cached_resource;
 
+/// Implements `Serialize` for a cached type that keeps its whole object: the body a PUT of the
+/// k8s-openapi type it stands for would send ([`WireObject`]).
+macro_rules! serialize_as_api_object {
+    ($cached:ty, $api:ty) => {
+        impl serde::Serialize for $cached {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let wire = super::WireObject {
+                    api_version: <$api as k8s_openapi::Resource>::API_VERSION,
+                    kind: <$api as k8s_openapi::Resource>::KIND,
+                    metadata: &self.metadata,
+                    spec: self.spec.as_ref(),
+                    status: self.status.as_ref(),
+                };
+                serde::Serialize::serialize(&wire, serializer)
+            }
+        }
+    };
+}
+pub(crate) use serialize_as_api_object;
+
 /// An object as the API server takes it in a request body: `apiVersion` and `kind` first, as
 /// k8s-openapi writes them, then metadata, spec and status.
 #[derive(serde::Serialize)]

@@ -11,9 +11,9 @@ use k8s_openapi::{
     api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus},
     apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
 };
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
-use super::{CompactPodTemplate, WireObject};
+use super::CompactPodTemplate;
 
 /// A ReplicaSet: metadata, spec and status as the API server sent them, the template compact.
 /// It serializes back to the same JSON as the `ReplicaSet` it was decoded from, so a
@@ -48,19 +48,7 @@ pub struct CachedReplicaSetSpec {
 }
 
 super::cached_resource!(CachedReplicaSet, ReplicaSet);
-
-impl Serialize for CachedReplicaSet {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        WireObject {
-            api_version: <ReplicaSet as k8s_openapi::Resource>::API_VERSION,
-            kind: <ReplicaSet as k8s_openapi::Resource>::KIND,
-            metadata: &self.metadata,
-            spec: self.spec.as_ref(),
-            status: self.status.as_ref(),
-        }
-        .serialize(serializer)
-    }
-}
+super::serialize_as_api_object!(CachedReplicaSet, ReplicaSet);
 
 /// The cached form of a full ReplicaSet (one just written, or built in a test). Fails only
 /// where the template cannot be kept ([`CompactPodTemplate::encode`]).
