@@ -3,12 +3,13 @@
 //! pod-delete path for Recreate Deployments, which lists ReplicaSets from the API server (on a
 //! spawned task, so the handler itself never blocks).
 
-use informer::CachedPod;
 use std::sync::Arc;
 
 use controller_toolkit::controller_ref::controller_of;
-use informer::{CachedDeployment, CachedReplicaSet};
-use informer::{DeletedObject, EventHandler, Lister, POD_CONTROLLER_UID_INDEX, object_key};
+use informer::{
+    CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister,
+    POD_CONTROLLER_UID_INDEX, object_key,
+};
 use kube::{
     Api, Client, ResourceExt,
     api::ListParams,
@@ -92,7 +93,7 @@ impl HandlerContext {
         }
     }
 
-    /// CachedPod delete (spec §2.5): only a Recreate Deployment cares, and only once none of its
+    /// Pod delete (spec §2.5): only a Recreate Deployment cares, and only once none of its
     /// ReplicaSets has a pod left; the ReplicaSets are listed from the API server.
     fn pod_deleted(&self, pod: &CachedPod) {
         let Some(rs) = self.resolve_replica_set(pod) else {

@@ -1,7 +1,6 @@
 //! Recreate planning (spec §7): every old pod is gone before the new ReplicaSet is scaled up.
 
-use informer::CachedPod;
-use informer::{CachedDeployment, CachedReplicaSet};
+use informer::{CachedDeployment, CachedPod, CachedReplicaSet};
 
 use crate::progress::deployment_complete_per_stored_status;
 use crate::replica_set::{active, deployment_replicas, sum_status_replicas};

@@ -16,8 +16,7 @@ use controller_toolkit::{
     api_errors::is_not_found,
     stale_reads::{PendingCreates, StaleRead, WrittenVersions},
 };
-use informer::object_key;
-use informer::{CachedDeployment, CachedReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet, object_key};
 use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, PostParams},

@@ -2,7 +2,6 @@
 //! upstream's `syncReplicaSet` step by step (replicaset.md §3), with `manage_replicas` (§4) and
 //! the conflict-safe status write (§7).
 
-use informer::{CachedPod, CachedReplicaSet, CompactPodTemplate};
 use std::sync::Arc;
 
 use controller_toolkit::{
@@ -17,9 +16,9 @@ use controller_toolkit::{
 use expectations::UidTrackingExpectations;
 use futures::future::join_all;
 use informer::{
-    CONTROLLER_UID_INDEX, HandlerRegistration, Lister, POD_CONTROLLER_UID_INDEX,
-    SharedInformerFactory, controller_uid_index, orphan_pod_index_key, pod_controller_uid_index,
-    split_key, wait_for_named_cache_sync,
+    CONTROLLER_UID_INDEX, CachedPod, CachedReplicaSet, CompactPodTemplate, HandlerRegistration,
+    Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_uid_index,
+    orphan_pod_index_key, pod_controller_uid_index, split_key, wait_for_named_cache_sync,
 };
 use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
 use kube::{

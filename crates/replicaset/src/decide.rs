@@ -4,10 +4,10 @@
 //! pods to create or delete, the slow-start batch sizes, the new status and whether it differs,
 //! and when to look again for pods turning available.
 
-use informer::{CachedPod, CachedReplicaSet};
 use std::time::Duration;
 
 use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready, pod_ready_time};
+use informer::{CachedPod, CachedReplicaSet};
 use k8s_openapi::{
     api::apps::v1::{ReplicaSetCondition, ReplicaSetStatus},
     apimachinery::pkg::apis::meta::v1::Time,

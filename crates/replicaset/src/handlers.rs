@@ -2,14 +2,13 @@
 //! and expectation observations. Handlers only read the caches and enqueue; all API work happens
 //! in the sync.
 
-use informer::{CachedPod, CachedReplicaSet};
 use std::{sync::Arc, time::Duration};
 
 use controller_toolkit::{
     controller_ref::controller_of, keys::pod_key, pod_predicates::is_pod_ready,
 };
 use expectations::UidTrackingExpectations;
-use informer::{DeletedObject, EventHandler, Lister, object_key};
+use informer::{CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister, object_key};
 use kube::{
     ResourceExt,
     core::{Selector, SelectorExt},

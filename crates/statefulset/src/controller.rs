@@ -2,7 +2,6 @@
 //! upstream's `sync` and `UpdateStatefulSet` step by step (statefulset.md §3, §4), executing the
 //! plan of [`crate::decide`] and writing the status (§10).
 
-use informer::CachedPod;
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use controller_toolkit::{
@@ -13,9 +12,10 @@ use controller_toolkit::{
 use futures::future::join_all;
 use history::{SemanticComparisonCache, apply_revision_to_statefulset, sort_controller_revisions};
 use informer::{
-    CONTROLLER_UID_INDEX, HandlerRegistration, HasSynced, Lister, POD_CONTROLLER_UID_INDEX,
-    SharedInformer, SharedInformerFactory, controller_uid_index, orphan_index_key,
-    orphan_pod_index_key, pod_controller_uid_index, split_key, wait_for_named_cache_sync,
+    CONTROLLER_UID_INDEX, CachedPod, HandlerRegistration, HasSynced, Lister,
+    POD_CONTROLLER_UID_INDEX, SharedInformer, SharedInformerFactory, controller_uid_index,
+    orphan_index_key, orphan_pod_index_key, pod_controller_uid_index, split_key,
+    wait_for_named_cache_sync,
 };
 use k8s_openapi::{
     api::{

@@ -7,10 +7,10 @@
 //! only on the snapshot, so the plan is cut there: a [`Plan`] is a list of phases, each a list
 //! of [`PodAction`]s, and the executor only has to stop early on an API error.
 
-use informer::CachedPod;
 use std::{collections::BTreeMap, sync::Arc};
 
 use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready};
+use informer::CachedPod;
 use k8s_openapi::{
     api::{
         apps::v1::{StatefulSet, StatefulSetStatus},

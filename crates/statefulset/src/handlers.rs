@@ -4,8 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use controller_toolkit::{controller_ref::controller_of, pod_predicates::is_pod_ready};
-use informer::CachedPod;
-use informer::{DeletedObject, EventHandler, Lister, object_key};
+use informer::{CachedPod, DeletedObject, EventHandler, Lister, object_key};
 use kube::{
     ResourceExt,
     core::{Selector, SelectorExt},
