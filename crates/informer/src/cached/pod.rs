@@ -5,7 +5,7 @@
 //! bytes inline before any string (its `PodSpec` alone 1,464, a `ContainerStatus` 752, a
 //! `Volume` 3,208). The ReplicaSet, Deployment and StatefulSet controllers read metadata,
 //! phase, the `Ready` condition, restart counts (deletion ranking), the node name, and the
-//! StatefulSet identity and storage fields (hostname, subdomain, claim volumes); nothing else.
+//! StatefulSet's storage (claim volumes; its identity check reads only metadata); nothing else.
 //! Decoding into this type skips the rest of the JSON instead of building and then dropping it.
 //!
 //! A cached pod is never written back: writes build a full `Pod` (creates) or apply a change to
@@ -40,12 +40,6 @@ pub struct CachedPod {
 pub struct CachedPodSpec {
     /// `spec.nodeName`: unscheduled pods are deleted first.
     pub node_name: Option<String>,
-    /// `spec.hostname`: part of a StatefulSet pod's identity.
-    pub hostname: Option<String>,
-    /// `spec.subdomain`: part of a StatefulSet pod's identity.
-    pub subdomain: Option<String>,
-    /// `spec.restartPolicy`.
-    pub restart_policy: Option<String>,
     /// The volumes backed by a PersistentVolumeClaim (a StatefulSet pod's storage); the others
     /// are not kept.
     #[serde(default, deserialize_with = "claim_volumes")]
@@ -85,9 +79,9 @@ pub struct CachedPodStatus {
     /// The `Ready` condition, if the pod has one (the other conditions are not kept).
     #[serde(default, deserialize_with = "ready_condition_only")]
     pub conditions: Option<Vec<PodCondition>>,
-    /// Per container: name, restart count, readiness.
+    /// Per container: name and restart count.
     pub container_statuses: Option<Vec<CachedContainerStatus>>,
-    /// Per init container: name, restart count, readiness.
+    /// Per init container: name and restart count.
     pub init_container_statuses: Option<Vec<CachedContainerStatus>>,
 }
 
@@ -101,37 +95,35 @@ pub struct CachedContainerStatus {
     /// Restarts so far (pods with more are deleted first).
     #[serde(default)]
     pub restart_count: i32,
-    /// Whether the container passes its readiness check.
-    #[serde(default)]
-    pub ready: bool,
-    /// Whether the container has started.
-    pub started: Option<bool>,
+}
+
+/// The items `keep` accepts, or `None` when there are none: decoding and converting a full pod
+/// keep a list by the same rule.
+fn kept<T>(items: impl IntoIterator<Item = T>, keep: impl Fn(&T) -> bool) -> Option<Vec<T>> {
+    let kept: Vec<T> = items.into_iter().filter(|item| keep(item)).collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
+fn is_claim_volume(volume: &ClaimVolume) -> bool {
+    volume.persistent_volume_claim.is_some()
+}
+
+fn is_ready_condition(condition: &PodCondition) -> bool {
+    condition.type_ == READY_CONDITION
 }
 
 fn claim_volumes<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Vec<ClaimVolume>>, D::Error> {
     let volumes = Option::<Vec<ClaimVolume>>::deserialize(deserializer)?;
-    Ok(volumes.and_then(|volumes| {
-        let claims: Vec<ClaimVolume> = volumes
-            .into_iter()
-            .filter(|volume| volume.persistent_volume_claim.is_some())
-            .collect();
-        (!claims.is_empty()).then_some(claims)
-    }))
+    Ok(volumes.and_then(|volumes| kept(volumes, is_claim_volume)))
 }
 
 fn ready_condition_only<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Vec<PodCondition>>, D::Error> {
     let conditions = Option::<Vec<PodCondition>>::deserialize(deserializer)?;
-    Ok(conditions.and_then(|conditions| {
-        let ready: Vec<PodCondition> = conditions
-            .into_iter()
-            .filter(|condition| condition.type_ == READY_CONDITION)
-            .collect();
-        (!ready.is_empty()).then_some(ready)
-    }))
+    Ok(conditions.and_then(|conditions| kept(conditions, is_ready_condition)))
 }
 
 super::cached_resource!(CachedPod, Pod);
@@ -140,8 +132,6 @@ fn cached_container_status(status: &ContainerStatus) -> CachedContainerStatus {
     CachedContainerStatus {
         name: status.name.clone(),
         restart_count: status.restart_count,
-        ready: status.ready,
-        started: status.started,
     }
 }
 
@@ -153,19 +143,12 @@ impl From<&Pod> for CachedPod {
         metadata.managed_fields = None;
         let spec = pod.spec.as_ref().map(|spec| CachedPodSpec {
             node_name: spec.node_name.clone(),
-            hostname: spec.hostname.clone(),
-            subdomain: spec.subdomain.clone(),
-            restart_policy: spec.restart_policy.clone(),
             volumes: spec.volumes.as_ref().and_then(|volumes| {
-                let claims: Vec<ClaimVolume> = volumes
-                    .iter()
-                    .filter(|volume| volume.persistent_volume_claim.is_some())
-                    .map(|volume| ClaimVolume {
-                        name: volume.name.clone(),
-                        persistent_volume_claim: volume.persistent_volume_claim.clone(),
-                    })
-                    .collect();
-                (!claims.is_empty()).then_some(claims)
+                let volumes = volumes.iter().map(|volume| ClaimVolume {
+                    name: volume.name.clone(),
+                    persistent_volume_claim: volume.persistent_volume_claim.clone(),
+                });
+                kept(volumes, is_claim_volume)
             }),
             init_containers: spec.init_containers.as_ref().map(|containers| {
                 containers
@@ -179,14 +162,10 @@ impl From<&Pod> for CachedPod {
         });
         let status = pod.status.as_ref().map(|status| CachedPodStatus {
             phase: status.phase.clone(),
-            conditions: status.conditions.as_ref().and_then(|conditions| {
-                let ready: Vec<PodCondition> = conditions
-                    .iter()
-                    .filter(|condition| condition.type_ == READY_CONDITION)
-                    .cloned()
-                    .collect();
-                (!ready.is_empty()).then_some(ready)
-            }),
+            conditions: status
+                .conditions
+                .as_ref()
+                .and_then(|conditions| kept(conditions.iter().cloned(), is_ready_condition)),
             container_statuses: status
                 .container_statuses
                 .as_ref()
@@ -267,8 +246,6 @@ mod tests {
         );
         let spec = pod.spec.as_ref().expect("spec");
         assert_eq!(spec.node_name.as_deref(), Some("node-1"));
-        assert_eq!(spec.hostname.as_deref(), Some("web-0"));
-        assert_eq!(spec.subdomain.as_deref(), Some("web"));
         let volumes = spec.volumes.as_ref().expect("claim volumes");
         assert_eq!(volumes.len(), 1, "only the claim volume is kept");
         assert_eq!(
@@ -296,8 +273,6 @@ mod tests {
             CachedContainerStatus {
                 name: "app".into(),
                 restart_count: 3,
-                ready: true,
-                started: Some(true),
             }
         );
         assert_eq!(
