@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod api_errors;
+pub mod availability;
 pub mod controller_ref;
 pub mod events;
 pub mod keys;

@@ -97,9 +97,13 @@ pub fn pod_ready_time(pod: &CachedPod) -> Option<Timestamp> {
         .map(|t| t.0)
 }
 
-/// Whether the pod is ready and has been for more than `min_ready_seconds` at `now`
+/// Whether the pod is ready and has been for at least `min_ready_seconds` at `now`
 /// (upstream `IsPodAvailable`): ready, and either `min_ready_seconds == 0` or the Ready
-/// condition's transition time plus `min_ready_seconds` is strictly before `now`.
+/// condition's transition time plus `min_ready_seconds` is at or before `now`.
+///
+/// The boundary is inclusive since v1.34 (kubernetes#132122): a pod Ready for exactly
+/// `minReadySeconds` is available, so the requeue scheduled for that moment finds it available
+/// instead of waiting for another sync. Callers computing a status pass one `now` for all pods.
 pub fn is_pod_available(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp) -> bool {
     if !is_pod_ready(pod) {
         return false;
@@ -113,7 +117,7 @@ pub fn is_pod_available(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp)
     };
     let available_at =
         ready_since.0.as_nanosecond() + i128::from(min_ready_seconds) * NANOS_PER_SECOND;
-    available_at < now.as_nanosecond()
+    available_at <= now.as_nanosecond()
 }
 
 /// ReplicaSets that still want pods: `spec.replicas > 0` (upstream `FilterActiveReplicaSets`).
@@ -279,7 +283,7 @@ mod tests {
     }
 
     #[test]
-    fn availability_needs_ready_for_strictly_more_than_min_ready_seconds() {
+    fn availability_needs_ready_for_at_least_min_ready_seconds() {
         // (ready condition, minReadySeconds, now, available)
         let cases = [
             (None, 0, 1000, false),
@@ -288,8 +292,11 @@ mod tests {
             (Some(("True", None)), 0, 100, true),
             (Some(("True", None)), 5, 1000, false),
             (Some(("True", Some(100))), 10, 109, false),
-            (Some(("True", Some(100))), 10, 110, false),
+            (Some(("True", Some(100))), 10, 110, true),
             (Some(("True", Some(100))), 10, 111, true),
+            // The case: Ready for exactly 51 s with minReadySeconds 51.
+            (Some(("True", Some(100))), 51, 151, true),
+            (Some(("True", Some(100))), 51, 150, false),
             (Some(("True", Some(100))), 10, 50, false),
         ];
         for (ready, min_ready, now, want) in cases {
@@ -307,14 +314,16 @@ mod tests {
     }
 
     #[test]
-    fn availability_boundary_is_strict_at_nanosecond_precision() {
+    fn availability_boundary_is_inclusive_at_nanosecond_precision() {
         let p = pod(PodShape {
             phase: Some("Running"),
             deleting: false,
             ready: Some(("True", Some(100))),
         });
-        let just_after = Timestamp::from_nanosecond(110 * NANOS_PER_SECOND + 1).expect("valid");
-        assert!(is_pod_available(&p, 10, just_after));
+        let at = |nanos: i128| Timestamp::from_nanosecond(nanos).expect("valid");
+        assert!(!is_pod_available(&p, 10, at(110 * NANOS_PER_SECOND - 1)));
+        assert!(is_pod_available(&p, 10, at(110 * NANOS_PER_SECOND)));
+        assert!(is_pod_available(&p, 10, at(110 * NANOS_PER_SECOND + 1)));
     }
 
     #[test]

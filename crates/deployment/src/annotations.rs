@@ -10,7 +10,7 @@ use crate::constants::{
     DESIRED_REPLICAS_ANNOTATION, LAST_APPLIED_CONFIG_ANNOTATION, MAX_REPLICAS_ANNOTATION,
     REVISION_ANNOTATION, REVISION_HISTORY_ANNOTATION, ROLLBACK_TO_ANNOTATION,
 };
-use crate::fenceposts::max_surge;
+use crate::fenceposts::max_total_replicas;
 use crate::replica_set::deployment_replicas;
 
 /// Whether an annotation stays on the Deployment only (the skip list of §1).
@@ -127,8 +127,7 @@ pub fn set_new_replica_set_annotations(
         }
     }
     if !exists {
-        let replicas = deployment_replicas(d);
-        changed |= set_replicas_annotations(rs, replicas, replicas.wrapping_add(max_surge(d)));
+        changed |= set_replicas_annotations(rs, deployment_replicas(d), max_total_replicas(d));
     }
     changed
 }
@@ -158,27 +157,52 @@ pub fn replicas_annotations_need_update(rs: &CachedReplicaSet, desired: i32, max
         || annotation(annotations, MAX_REPLICAS_ANNOTATION) != max.to_string()
 }
 
-/// getIntFromAnnotation: Go's `Atoi` then an int32 conversion (which wraps).
-fn int_annotation(rs: &CachedReplicaSet, key: &str) -> Option<i32> {
-    let value = rs.metadata.annotations.as_ref()?.get(key)?;
-    match value.parse::<i64>() {
-        Ok(number) => Some(number as i32),
-        Err(error) => {
-            tracing::debug!(replica_set = rs.metadata.name.as_deref(), key, %error,
-                "could not convert annotation to an int");
-            None
-        }
+/// Why a desired/max-replicas annotation reads as "no value".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicasAnnotationError {
+    /// Not a base-10 number of digits only (Go's `ParseUint(s, 10, 32)` takes no sign, no
+    /// spaces, no underscores).
+    #[error("{0:?} is not a non-negative base-10 integer")]
+    NotANumber(String),
+    /// Digits, but above int32's range.
+    #[error("value {0} is out of range (higher than 2147483647)")]
+    OutOfRange(String),
+}
+
+/// getNonNegativeInt32FromAnnotation (kubernetes#128527, v1.32): the value as a base-10
+/// integer in `[0, 2147483647]`. Negative, signed, non-numeric and out-of-range values are
+/// errors, so a tampered annotation can never read as a wrapped or negative count.
+pub fn parse_non_negative_i32(value: &str) -> Result<i32, ReplicasAnnotationError> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ReplicasAnnotationError::NotANumber(value.to_owned()));
     }
+    value
+        .parse::<u64>()
+        .ok()
+        .and_then(|number| i32::try_from(number).ok())
+        .ok_or_else(|| ReplicasAnnotationError::OutOfRange(value.to_owned()))
+}
+
+/// A desired/max-replicas annotation, `None` when missing or not a non-negative int32 (logged,
+/// as upstream does at V(2)).
+fn non_negative_i32_annotation(rs: &CachedReplicaSet, key: &str) -> Option<i32> {
+    let value = rs.metadata.annotations.as_ref()?.get(key)?;
+    parse_non_negative_i32(value)
+        .inspect_err(|error| {
+            tracing::debug!(replica_set = rs.metadata.name.as_deref(), key, %error,
+                "could not convert the annotation to a non-negative int32");
+        })
+        .ok()
 }
 
 /// GetDesiredReplicasAnnotation.
 pub fn desired_replicas_annotation(rs: &CachedReplicaSet) -> Option<i32> {
-    int_annotation(rs, DESIRED_REPLICAS_ANNOTATION)
+    non_negative_i32_annotation(rs, DESIRED_REPLICAS_ANNOTATION)
 }
 
 /// getMaxReplicasAnnotation.
 pub fn max_replicas_annotation(rs: &CachedReplicaSet) -> Option<i32> {
-    int_annotation(rs, MAX_REPLICAS_ANNOTATION)
+    non_negative_i32_annotation(rs, MAX_REPLICAS_ANNOTATION)
 }
 
 /// getRollbackTo: the legacy rollback request, if present, non-empty and an int64.
@@ -319,6 +343,41 @@ mod tests {
         assert_eq!(max_replicas_annotation(&target), Some(4));
         let junk = annotate(rs("j", 0, 1, 1), MAX_REPLICAS_ANNOTATION, "many");
         assert_eq!(max_replicas_annotation(&junk), None);
+    }
+
+    #[test]
+    fn replicas_annotations_read_as_non_negative_int32() {
+        // Upstream's TestGetNonNegativeIntFromAnnotation cases (kubernetes#128527) plus Go
+        // ParseUint's syntax: no sign, no blanks, no underscores.
+        let cases: [(&str, Option<i32>); 16] = [
+            ("0", Some(0)),
+            ("10", Some(10)),
+            ("007", Some(7)),
+            ("2147483647", Some(i32::MAX)),
+            ("2147483648", None),
+            ("4294967295", None),
+            ("4294967296", None),
+            ("99999999999999999999999", None),
+            ("-1", None),
+            ("-2147483648", None),
+            ("+5", None),
+            (" 5", None),
+            ("1_000", None),
+            ("", None),
+            ("ten", None),
+            ("1.5", None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(parse_non_negative_i32(value).ok(), want, "{value:?}");
+            let annotated = annotate(
+                annotate(rs("r", 0, 1, 1), DESIRED_REPLICAS_ANNOTATION, value),
+                MAX_REPLICAS_ANNOTATION,
+                value,
+            );
+            assert_eq!(desired_replicas_annotation(&annotated), want, "{value:?}");
+            assert_eq!(max_replicas_annotation(&annotated), want, "{value:?}");
+        }
+        assert_eq!(desired_replicas_annotation(&rs("bare", 0, 1, 1)), None);
     }
 
     #[test]

@@ -12,8 +12,8 @@ use controller_toolkit::{
 };
 use informer::{
     CONTROLLER_UID_INDEX, CachedDeployment, CachedPod, CachedReplicaSet, HandlerRegistration,
-    Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_uid_index,
-    orphan_index_key, pod_controller_uid_index, split_key, wait_for_named_cache_sync,
+    Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_index, orphan_index_key,
+    owner_index_key, pod_controller_index, split_key, wait_for_named_cache_sync,
 };
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind, core::Selector};
@@ -119,11 +119,9 @@ impl DeploymentController {
         let deployment_informer = informers.informer::<CachedDeployment>();
         let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
-        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
-        replica_set_informer.add_indexer(
-            CONTROLLER_UID_INDEX,
-            controller_uid_index::<CachedReplicaSet>,
-        )?;
+        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
+        replica_set_informer
+            .add_indexer(CONTROLLER_UID_INDEX, controller_index::<CachedReplicaSet>)?;
 
         let mut queue_config = QueueConfig::new(QUEUE_NAME);
         if let Some(workqueue_metrics) = metrics.workqueue {
@@ -289,7 +287,7 @@ impl Syncer {
         let namespace = d.namespace().unwrap_or_default();
         let mut candidates = self
             .replica_sets
-            .by_index(CONTROLLER_UID_INDEX, d.uid().as_deref().unwrap_or_default());
+            .by_index(CONTROLLER_UID_INDEX, &owner_index_key(d));
         candidates.extend(
             self.replica_sets
                 .by_index(CONTROLLER_UID_INDEX, &orphan_index_key(&namespace)),
@@ -315,8 +313,10 @@ impl Syncer {
     fn pod_map(&self, rs_list: &[Arc<CachedReplicaSet>]) -> Vec<Arc<CachedPod>> {
         rs_list
             .iter()
-            .filter_map(|rs| rs.metadata.uid.as_deref())
-            .flat_map(|uid| self.pods.by_index(POD_CONTROLLER_UID_INDEX, uid))
+            .flat_map(|rs| {
+                self.pods
+                    .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(rs.as_ref()))
+            })
             .collect()
     }
 

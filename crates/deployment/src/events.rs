@@ -63,12 +63,13 @@ pub fn scaled_up_on_creation(replica_set: &str, replicas: i32) -> Event {
     )
 }
 
-/// `Scaled <op> replica set <rs> to <n> from <old>` after a successful resize.
+/// `Scaled <op> replica set <rs> from <old> to <n>` after a successful resize (the order
+/// since v1.32, kubernetes#125118; before: "to <n> from <old>").
 pub fn scaled(operation: impl fmt::Display, replica_set: &str, to: i32, from: i32) -> Event {
     event(
         EventType::Normal,
         REASON_SCALING_REPLICA_SET,
-        format!("Scaled {operation} replica set {replica_set} to {to} from {from}"),
+        format!("Scaled {operation} replica set {replica_set} from {from} to {to}"),
     )
 }
 
@@ -150,7 +151,7 @@ mod tests {
                 scaled("down", "web-abc", 1, 3),
                 EventType::Normal,
                 "ScalingReplicaSet",
-                "Scaled down replica set web-abc to 1 from 3",
+                "Scaled down replica set web-abc from 3 to 1",
             ),
             (
                 replica_set_create_error("web-abc", "boom"),

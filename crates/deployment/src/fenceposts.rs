@@ -32,8 +32,9 @@ pub fn scaled_value(value: &IntOrString, total: i32, round_up: bool) -> Result<i
             } else {
                 exact.floor()
             };
-            // Go: int(math.Ceil(..)) then int32(..): the int32 conversion wraps.
-            Ok(rounded as i64 as i32)
+            // Go converts int(math.Ceil(..)) to int32, which wraps for absurd percentages
+            // ("99999999999%"); kcm-rs saturates so no bound can turn negative.
+            Ok(rounded as i32)
         }
     }
 }
@@ -86,22 +87,29 @@ fn deployment_fenceposts(d: &CachedDeployment) -> (i32, i32) {
     .unwrap_or((0, 0))
 }
 
-/// MaxSurge (§6.1): resolved surge, 0 when not a rolling update (or on a bad value).
+/// MaxSurge (§6.1): resolved surge, 0 when not a rolling update (or on a bad value). A
+/// negative value (the API server rejects it; a cache can still hold one) counts as 0.
 pub fn max_surge(d: &CachedDeployment) -> i32 {
     if !is_rolling_update(d) {
         return 0;
     }
-    deployment_fenceposts(d).0
+    deployment_fenceposts(d).0.max(0)
 }
 
-/// MaxUnavailable (§6.1): resolved unavailable clamped to `spec.replicas`; 0 when not a
+/// `spec.replicas + MaxSurge`: the most replicas a rollout may run, saturating at int32's
+/// maximum (a surge of 2147483647 is valid API input, and upstream's sum wraps negative).
+pub fn max_total_replicas(d: &CachedDeployment) -> i32 {
+    deployment_replicas(d).saturating_add(max_surge(d))
+}
+
+/// MaxUnavailable (§6.1): resolved unavailable clamped to `[0, spec.replicas]`; 0 when not a
 /// rolling update or when the Deployment has 0 replicas.
 pub fn max_unavailable(d: &CachedDeployment) -> i32 {
     let replicas = deployment_replicas(d);
     if !is_rolling_update(d) || replicas == 0 {
         return 0;
     }
-    deployment_fenceposts(d).1.min(replicas)
+    deployment_fenceposts(d).1.clamp(0, replicas)
 }
 
 /// NewRSNewReplicas (§6.1): how many replicas the new ReplicaSet may have now.
@@ -118,23 +126,23 @@ pub fn new_rs_new_replicas(
             let surge_value = rolling_params(d)
                 .and_then(|p| p.max_surge.as_ref())
                 .ok_or(Error::MissingIntOrString)?;
-            let surge = scaled_value(surge_value, replicas, true)?;
+            let surge = scaled_value(surge_value, replicas, true)?.max(0);
             // Upstream sums spec.replicas only, so while an old ReplicaSet's scale-down is still
             // deleting pods the new one may already create more, and the pod count briefly
             // exceeds replicas + maxSurge. kcm-rs also counts the pods an old ReplicaSet still
             // reports (status.replicas above its spec), so the pod count never exceeds the
             // bound; the rollout only waits for those deletions to be observed.
             let current = all.iter().fold(0i32, |sum, rs| {
-                sum.wrapping_add(rs_spec_replicas(rs).max(rs_status_replicas(rs)))
+                sum.saturating_add(rs_spec_replicas(rs).max(rs_status_replicas(rs)))
             });
-            let max_total = replicas.wrapping_add(surge);
+            let max_total = replicas.saturating_add(surge);
             if current >= max_total {
                 return Ok(new_replicas);
             }
             let scale_up = max_total
-                .wrapping_sub(current)
-                .min(replicas.wrapping_sub(new_replicas));
-            Ok(new_replicas.wrapping_add(scale_up))
+                .saturating_sub(current)
+                .min(replicas.saturating_sub(new_replicas));
+            Ok(new_replicas.saturating_add(scale_up))
         }
         STRATEGY_RECREATE => Ok(replicas),
         other => Err(Error::UnsupportedStrategy(other.to_owned())),

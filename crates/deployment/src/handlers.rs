@@ -8,7 +8,7 @@ use std::sync::Arc;
 use controller_toolkit::controller_ref::controller_of;
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister,
-    POD_CONTROLLER_UID_INDEX, object_key,
+    POD_CONTROLLER_UID_INDEX, object_key, owner_index_key,
 };
 use kube::{
     Api, Client, ResourceExt,
@@ -136,8 +136,11 @@ impl HandlerContext {
             .items
             .iter()
             .filter(|rs| controller_of(&rs.metadata).is_some_and(|o| Some(o.uid.as_str()) == uid))
-            .filter_map(|rs| rs.metadata.uid.as_deref())
-            .map(|rs_uid| self.pods.by_index(POD_CONTROLLER_UID_INDEX, rs_uid).len())
+            .map(|rs| {
+                self.pods
+                    .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(rs))
+                    .len()
+            })
             .sum();
         if pods == 0 {
             self.enqueue(d);

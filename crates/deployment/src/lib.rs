@@ -12,6 +12,8 @@ pub mod fenceposts;
 mod handlers;
 pub mod hash;
 pub mod new_replica_set;
+#[cfg(test)]
+mod planner_bounds;
 pub mod progress;
 pub mod proportional;
 pub mod recreate;

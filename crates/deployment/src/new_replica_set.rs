@@ -124,6 +124,22 @@ pub fn set_deployment_revision(d: &mut CachedDeployment, revision: &str) -> bool
     true
 }
 
+/// Longest object name the API server accepts (a DNS-1123 subdomain).
+const MAX_NAME_LENGTH: usize = 253;
+
+/// generateReplicaSetName (v1.34, kubernetes#132560): `<deployment>-<hash>`, the Deployment's
+/// name cut so the result fits in 253 characters. Without the cut a Deployment named with
+/// more than ~242 characters could never get a ReplicaSet.
+pub fn replica_set_name(deployment: &str, hash: &str) -> String {
+    let room = MAX_NAME_LENGTH.saturating_sub(1 + hash.len());
+    // Names are DNS subdomains (ASCII); the boundary search keeps odd input from panicking.
+    let cut = (0..=room.min(deployment.len()))
+        .rev()
+        .find(|index| deployment.is_char_boundary(*index))
+        .unwrap_or(0);
+    format!("{}-{hash}", &deployment[..cut])
+}
+
 /// §5 step 4 (1-5): the ReplicaSet to POST: `<name>-<hash>`, hash label in labels, selector
 /// and template, a controller reference to the Deployment, size from NewRSNewReplicas, and
 /// the revision and desired/max annotations.
@@ -161,7 +177,7 @@ pub fn build_new_replica_set(
 
     let mut rs = CachedReplicaSet {
         metadata: ObjectMeta {
-            name: Some(format!("{name}-{hash}")),
+            name: Some(replica_set_name(&name, &hash)),
             namespace: d.metadata.namespace.clone(),
             labels: Some(labels),
             owner_references: Some(vec![OwnerReference {
@@ -396,6 +412,40 @@ mod tests {
         });
         let renamed = build_new_replica_set(&d, &[&old]).expect("built");
         assert_ne!(renamed.metadata.name, built.metadata.name);
+    }
+
+    #[test]
+    fn long_deployment_names_are_cut_to_fit_the_replica_set_name() {
+        // (deployment name length, hash, want name length, want prefix length)
+        let cases = [
+            (3, "5d4f8c7b9", 13, 3),
+            (242, "5d4f8c7b9", 252, 242),
+            (243, "5d4f8c7b9", 253, 243),
+            (253, "5d4f8c7b9", 253, 243),
+            (253, "5d4f8c7b9x", 253, 242),
+            (253, "", 253, 252),
+        ];
+        for (length, hash, want_length, want_prefix) in cases {
+            let deployment = "d".repeat(length);
+            let name = replica_set_name(&deployment, hash);
+            assert_eq!(name.len(), want_length, "{length} {hash}");
+            assert_eq!(name, format!("{}-{hash}", &deployment[..want_prefix]));
+        }
+        // Odd input (not a valid name) is cut at a character boundary instead of panicking.
+        let wide = "é".repeat(200);
+        assert!(replica_set_name(&wide, "abc").len() <= 253);
+
+        let mut d = rolling(1, IntOrString::Int(1), IntOrString::Int(0));
+        d.metadata.name = Some("w".repeat(253));
+        let built = build_new_replica_set(&d, &[]).expect("built");
+        let name = built.metadata.name.expect("name");
+        assert_eq!(name.len(), 253);
+        let owner = &built.metadata.owner_references.expect("owner")[0];
+        assert_eq!(
+            owner.name.len(),
+            253,
+            "the owner reference keeps the full name"
+        );
     }
 
     #[test]

@@ -53,9 +53,9 @@ pub fn deployment_complete_per_stored_status(d: &CachedDeployment) -> bool {
 /// DeploymentProgressing (§10.2): `new_status` shows progress over the stored status.
 pub fn deployment_progressing(d: &CachedDeployment, new_status: &DeploymentStatus) -> bool {
     let old = d.status.clone().unwrap_or_default();
-    let old_old_replicas = counter(old.replicas).wrapping_sub(counter(old.updated_replicas));
+    let old_old_replicas = counter(old.replicas).saturating_sub(counter(old.updated_replicas));
     let new_old_replicas =
-        counter(new_status.replicas).wrapping_sub(counter(new_status.updated_replicas));
+        counter(new_status.replicas).saturating_sub(counter(new_status.updated_replicas));
     counter(new_status.updated_replicas) > counter(old.updated_replicas)
         || new_old_replicas < old_old_replicas
         || counter(new_status.ready_replicas) > counter(old.ready_replicas)

@@ -6,7 +6,7 @@ use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{desired_replicas_annotation, max_replicas_annotation, rollback_to};
 use crate::constants::DESIRED_REPLICAS_ANNOTATION;
-use crate::fenceposts::{is_rolling_update, max_surge};
+use crate::fenceposts::{is_rolling_update, max_total_replicas};
 use crate::replica_set::{
     active, by_creation, by_size_newer, by_size_older, deployment_replicas, rs_available_replicas,
     rs_name, rs_spec_replicas, sum_spec_replicas,
@@ -77,36 +77,46 @@ fn round_to_i32(value: f64) -> i32 {
     }
 }
 
-/// getReplicaSetFraction (§8): `-rs.replicas` for a Deployment scaled to 0, else
-/// `round(rs.replicas * (replicas + MaxSurge) / annotatedMax) - rs.replicas` with the product
-/// in int32, the division in float64 and `annotatedMax` from the max-replicas annotation
-/// (fallback `status.replicas`).
-fn replica_set_fraction(rs: &CachedReplicaSet, d: &CachedDeployment) -> i32 {
-    let replicas = deployment_replicas(d);
-    let rs_replicas = rs_spec_replicas(rs);
-    if replicas == 0 {
-        return -rs_replicas;
-    }
-    let deployment_max = replicas.wrapping_add(max_surge(d));
-    let annotated_max = max_replicas_annotation(rs).unwrap_or_else(|| {
-        d.status
+/// The Deployment's size when this ReplicaSet was last scaled (`spec.replicas + MaxSurge` then):
+/// its max-replicas annotation, or, when that is missing, invalid or 0 (a third party tampered
+/// with it), the Deployment's `status.replicas`. `None` when that is 0 too: the ReplicaSet's
+/// proportion cannot be known and it is not scaled (kubernetes#128535, v1.32).
+fn size_when_last_scaled(rs: &CachedReplicaSet, d: &CachedDeployment) -> Option<i32> {
+    match max_replicas_annotation(rs) {
+        Some(annotated) if annotated > 0 => Some(annotated),
+        _ => d
+            .status
             .as_ref()
             .and_then(|status| status.replicas)
-            .unwrap_or(0)
-    });
-    let product = rs_replicas.wrapping_mul(deployment_max);
-    round_to_i32(f64::from(product) / f64::from(annotated_max)).wrapping_sub(rs_replicas)
+            .filter(|replicas| *replicas > 0),
+    }
 }
 
-/// GetProportion (§8). Arithmetic wraps like Go's int32 (the annotations it reads are
-/// user-editable, so nothing here may overflow-panic): this ReplicaSet's share of `to_add`, bounded by what is left
-/// (`to_add - added`): min when scaling up, max when scaling down.
+/// getReplicaSetFraction: `-rs.replicas` for a Deployment scaled to 0, else
+/// `round(rs.replicas * (replicas + MaxSurge) / sizeWhenLastScaled) - rs.replicas`, 0 when
+/// that size is unknown. Upstream multiplies in int32 (wrapping past 2^31); here the product
+/// is exact, so huge sizes give the proportion upstream means instead of a wrapped one.
+fn replica_set_fraction(rs: &CachedReplicaSet, d: &CachedDeployment) -> i32 {
+    let rs_replicas = rs_spec_replicas(rs);
+    if deployment_replicas(d) == 0 {
+        return -rs_replicas;
+    }
+    let Some(last_max) = size_when_last_scaled(rs, d) else {
+        return 0;
+    };
+    let product = i64::from(rs_replicas) * i64::from(max_total_replicas(d));
+    round_to_i32(product as f64 / f64::from(last_max)).saturating_sub(rs_replicas)
+}
+
+/// GetProportion: this ReplicaSet's share of `to_add`, bounded by what is left
+/// (`to_add - added`): min when scaling up, max when scaling down. Arithmetic saturates: the
+/// annotations it reads are user-editable, so nothing here may overflow.
 pub fn get_proportion(rs: &CachedReplicaSet, d: &CachedDeployment, to_add: i32, added: i32) -> i32 {
     if rs_spec_replicas(rs) == 0 || to_add == 0 || to_add == added {
         return 0;
     }
     let fraction = replica_set_fraction(rs, d);
-    let allowed = to_add.wrapping_sub(added);
+    let allowed = to_add.saturating_sub(added);
     if to_add > 0 {
         fraction.min(allowed)
     } else {
@@ -138,11 +148,11 @@ pub fn plan_scale(
     let mut active_all = active(old.iter().copied().chain(new_rs));
     let current = sum_spec_replicas(active_all.iter().copied());
     let allowed = if replicas > 0 {
-        replicas.wrapping_add(max_surge(d))
+        max_total_replicas(d)
     } else {
         0
     };
-    let to_add = allowed.wrapping_sub(current);
+    let to_add = allowed.saturating_sub(current);
     let operation = match to_add.signum() {
         1 => {
             active_all.sort_by(|a, b| by_size_newer(a, b));
@@ -163,18 +173,19 @@ pub fn plan_scale(
             } else {
                 0
             };
-            added = added.wrapping_add(proportion);
-            rs_spec_replicas(rs).wrapping_add(proportion)
+            added = added.saturating_add(proportion);
+            rs_spec_replicas(rs).saturating_add(proportion)
         })
         .collect();
     if to_add != 0
         && let Some(first) = sizes.first_mut()
     {
-        *first = first.wrapping_add(to_add.wrapping_sub(added)).max(0);
+        *first = first.saturating_add(to_add.saturating_sub(added));
     }
     active_all
         .iter()
         .zip(sizes)
+        .map(|(rs, size)| (rs, within_rollout_bounds(size, rs, allowed)))
         .filter(|(rs, size)| scale_needs_update(rs, *size, d))
         .map(|(rs, size)| ScaleAction {
             replica_set: rs_name(rs).to_owned(),
@@ -183,6 +194,14 @@ pub fn plan_scale(
             operation,
         })
         .collect()
+}
+
+/// A planned size kept within `[0, max(allowed, current size)]`. With the annotations as the
+/// controller writes them the plan is already inside; a tampered annotation (a max-replicas far
+/// below the real one while scaling down) can make upstream grow a ReplicaSet past the surge
+/// bound, which kcm-rs never does.
+fn within_rollout_bounds(size: i32, rs: &CachedReplicaSet, allowed: i32) -> i32 {
+    size.clamp(0, allowed.max(rs_spec_replicas(rs)))
 }
 
 /// The plan of sync() (§8): scale, then cleanup, then syncDeploymentStatus.
@@ -364,7 +383,7 @@ mod tests {
         );
         assert_eq!(
             actions[0].event().map(|e| e.message),
-            Some("Scaled up replica set web-old to 15 from 8".to_owned())
+            Some("Scaled up replica set web-old from 8 to 15".to_owned())
         );
     }
 
@@ -432,6 +451,69 @@ mod tests {
             let actions = plan_scale(&d, Some(&b), &[&a]);
             assert_eq!(actions.len(), 2, "{max}");
         }
+    }
+
+    #[test]
+    fn fraction_upstream_cases_never_divide_by_zero() {
+        // Upstream's table for kubernetes#128535: (d.spec.replicas, d.status.replicas,
+        // maxSurge, rs.spec.replicas, max-replicas annotation) -> fraction.
+        type Case = (i32, i32, i32, i32, Option<&'static str>, i32);
+        let cases: [Case; 9] = [
+            (10, 0, 0, 5, None, 0),
+            (10, 0, 0, 5, Some("0"), 0),
+            (120, 100, 0, 50, Some("0"), 10),
+            (120, 100, 0, 50, None, 10),
+            (120, 100, 0, 50, Some("-1"), 10),
+            (120, 100, 0, 50, Some("2147483648"), 10),
+            (120, 0, 10, 50, Some("110"), 9),
+            (100, 0, 10, 50, Some("130"), -8),
+            (0, 0, 0, 10, None, -10),
+        ];
+        for (replicas, status_replicas, surge, rs_replicas, max, want) in cases {
+            let mut d = rolling(replicas, IntOrString::Int(surge), IntOrString::Int(1));
+            d.status = Some(DeploymentStatus {
+                replicas: Some(status_replicas),
+                ..Default::default()
+            });
+            let mut r = rs("a", 0, rs_replicas, rs_replicas);
+            if let Some(max) = max {
+                r = annotate(r, MAX_REPLICAS_ANNOTATION, max);
+            }
+            assert_eq!(
+                replica_set_fraction(&r, &d),
+                want,
+                "{replicas} {status_replicas} {surge} {rs_replicas} {max:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tampered_max_replicas_never_asks_for_two_billion_pods() {
+        // Scale-down from 10 to 5 (surge 0) while the old ReplicaSet's max-replicas was
+        // tampered with to "0". Before kubernetes#128535 the old RS was planned at
+        // 2,147,483,647. Now it falls back to status.replicas = 10: toAdd = -5, sorted by
+        // size, older first [old 5, new 5]: old round(25/10)-5 = -2, new -2, the leftover -1
+        // goes to the first -> old 2, new 3.
+        let mut d = rolling(5, IntOrString::Int(0), IntOrString::Int(1));
+        d.status = Some(DeploymentStatus {
+            replicas: Some(10),
+            ..Default::default()
+        });
+        let old = annotate(
+            scaled_rs("old", 0, 5, 5, 10, 10),
+            MAX_REPLICAS_ANNOTATION,
+            "0",
+        );
+        let new_rs = scaled_rs("new", 10, 5, 5, 10, 10);
+        let actions = plan_scale(&d, Some(&new_rs), &[&old]);
+        assert_eq!(sizes(&actions, "old", 5), 2, "{actions:?}");
+        assert_eq!(sizes(&actions, "new", 5), 3, "{actions:?}");
+        // With status.replicas 0 too the tampered RS keeps its size through the proportion;
+        // only the leftover (it sorts first) moves it, and never above its size.
+        d.status = None;
+        let actions = plan_scale(&d, Some(&new_rs), &[&old]);
+        assert_eq!(sizes(&actions, "new", 5), 3, "{actions:?}");
+        assert_eq!(sizes(&actions, "old", 5), 2, "{actions:?}");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! Upstream dereferences `spec.replicas` pointers that the API server always defaults (to 1);
 //! here a missing value reads as that default so that nothing panics on odd data. Go's
-//! non-pointer status counters read as 0 when absent.
+//! non-pointer status counters read as 0 when absent. Counts the API server validates as
+//! non-negative read as 0 when a cache holds a negative one, and sums saturate instead of
+//! wrapping like Go's int32, so no planner can derive a negative or wrapped size from them.
 
 use std::cmp::Ordering;
 
@@ -22,11 +24,15 @@ pub fn rs_spec_replicas(rs: &CachedReplicaSet) -> i32 {
         .as_ref()
         .and_then(|spec| spec.replicas)
         .unwrap_or(DEFAULT_REPLICAS)
+        .max(0)
 }
 
 /// `rs.status.replicas` (pods that exist).
 pub fn rs_status_replicas(rs: &CachedReplicaSet) -> i32 {
-    rs.status.as_ref().map_or(0, |status| status.replicas)
+    rs.status
+        .as_ref()
+        .map_or(0, |status| status.replicas)
+        .max(0)
 }
 
 /// `rs.status.availableReplicas`.
@@ -35,6 +41,7 @@ pub fn rs_available_replicas(rs: &CachedReplicaSet) -> i32 {
         .as_ref()
         .and_then(|status| status.available_replicas)
         .unwrap_or(0)
+        .max(0)
 }
 
 /// `rs.status.readyReplicas`.
@@ -43,6 +50,7 @@ pub fn rs_ready_replicas(rs: &CachedReplicaSet) -> i32 {
         .as_ref()
         .and_then(|status| status.ready_replicas)
         .unwrap_or(0)
+        .max(0)
 }
 
 /// `*d.spec.replicas`.
@@ -51,6 +59,7 @@ pub fn deployment_replicas(d: &CachedDeployment) -> i32 {
         .as_ref()
         .and_then(|spec| spec.replicas)
         .unwrap_or(DEFAULT_REPLICAS)
+        .max(0)
 }
 
 /// `metadata.name` of a Deployment ("" when absent).
@@ -67,25 +76,26 @@ pub fn same_replica_set(a: &CachedReplicaSet, b: &CachedReplicaSet) -> bool {
 /// GetReplicaCountForReplicaSets: sum of `spec.replicas`.
 pub fn sum_spec_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
     rss.into_iter()
-        .fold(0i32, |sum, rs| sum.wrapping_add(rs_spec_replicas(rs)))
+        .fold(0i32, |sum, rs| sum.saturating_add(rs_spec_replicas(rs)))
 }
 
 /// GetActualReplicaCountForReplicaSets: sum of `status.replicas`.
 pub fn sum_status_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
     rss.into_iter()
-        .fold(0i32, |sum, rs| sum.wrapping_add(rs_status_replicas(rs)))
+        .fold(0i32, |sum, rs| sum.saturating_add(rs_status_replicas(rs)))
 }
 
 /// GetAvailableReplicaCountForReplicaSets: sum of `status.availableReplicas`.
 pub fn sum_available_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
-    rss.into_iter()
-        .fold(0i32, |sum, rs| sum.wrapping_add(rs_available_replicas(rs)))
+    rss.into_iter().fold(0i32, |sum, rs| {
+        sum.saturating_add(rs_available_replicas(rs))
+    })
 }
 
 /// GetReadyReplicaCountForReplicaSets: sum of `status.readyReplicas`.
 pub fn sum_ready_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
     rss.into_iter()
-        .fold(0i32, |sum, rs| sum.wrapping_add(rs_ready_replicas(rs)))
+        .fold(0i32, |sum, rs| sum.saturating_add(rs_ready_replicas(rs)))
 }
 
 /// FilterActiveReplicaSets: those with `spec.replicas > 0`, order kept.

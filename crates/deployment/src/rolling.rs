@@ -121,12 +121,12 @@ pub fn reconcile_old_replica_sets(
         return OldScalePlan::default();
     }
     let all_pods = sum_spec_replicas(all.iter().copied());
-    let min_available = deployment_replicas(d).wrapping_sub(max_unavailable(d));
-    let new_unavailable = rs_spec_replicas(new_rs).wrapping_sub(rs_available_replicas(new_rs));
+    let min_available = deployment_replicas(d).saturating_sub(max_unavailable(d));
+    let new_unavailable = rs_spec_replicas(new_rs).saturating_sub(rs_available_replicas(new_rs));
     // §6.2 step 3.2.
     let max_scaled_down = all_pods
-        .wrapping_sub(min_available)
-        .wrapping_sub(new_unavailable);
+        .saturating_sub(min_available)
+        .saturating_sub(new_unavailable);
     if max_scaled_down <= 0 {
         return OldScalePlan::default();
     }
@@ -145,7 +145,7 @@ pub fn reconcile_old_replica_sets(
     actions.extend(scale_down.actions);
     match scale_down.scaled_down {
         Some(count) => OldScalePlan {
-            scaled: cleanup.scaled_down.wrapping_add(count) > 0,
+            scaled: cleanup.scaled_down.saturating_add(count) > 0,
             actions,
         },
         None => OldScalePlan {
@@ -184,9 +184,9 @@ pub fn cleanup_unhealthy_replicas(old: &[&CachedReplicaSet], max_cleanup: i32) -
             continue;
         }
         let count = max_cleanup
-            .wrapping_sub(total)
-            .min(replicas.wrapping_sub(available));
-        let target = replicas.wrapping_sub(count);
+            .saturating_sub(total)
+            .min(replicas.saturating_sub(available));
+        let target = replicas.saturating_sub(count);
         if target > replicas {
             tracing::info!(
                 replica_set = rs_name(rs),
@@ -204,7 +204,7 @@ pub fn cleanup_unhealthy_replicas(old: &[&CachedReplicaSet], max_cleanup: i32) -
             actions.push(action);
         }
         *rs = with_spec_replicas(rs, target);
-        total = total.wrapping_add(count);
+        total = total.saturating_add(count);
     }
     UnhealthyCleanup {
         actions,
@@ -229,7 +229,7 @@ pub fn scale_down_old_for_rolling_update(
     all: &[&CachedReplicaSet],
     old: &[&CachedReplicaSet],
 ) -> RollingScaleDown {
-    let min_available = deployment_replicas(d).wrapping_sub(max_unavailable(d));
+    let min_available = deployment_replicas(d).saturating_sub(max_unavailable(d));
     let available = sum_available_replicas(all.iter().copied());
     let mut actions = Vec::new();
     if available <= min_available {
@@ -240,7 +240,7 @@ pub fn scale_down_old_for_rolling_update(
     }
     let mut sorted = old.to_vec();
     sorted.sort_by(|a, b| by_creation(a, b));
-    let budget = available.wrapping_sub(min_available);
+    let budget = available.saturating_sub(min_available);
     let mut total = 0i32;
     for rs in sorted {
         if total >= budget {
@@ -250,8 +250,8 @@ pub fn scale_down_old_for_rolling_update(
         if replicas == 0 {
             continue;
         }
-        let count = replicas.min(budget.wrapping_sub(total));
-        let target = replicas.wrapping_sub(count);
+        let count = replicas.min(budget.saturating_sub(total));
+        let target = replicas.saturating_sub(count);
         if target > replicas {
             tracing::info!(
                 replica_set = rs_name(rs),
@@ -267,7 +267,7 @@ pub fn scale_down_old_for_rolling_update(
         if let Some(action) = scale_and_record(rs, target) {
             actions.push(action);
         }
-        total = total.wrapping_add(count);
+        total = total.saturating_add(count);
     }
     RollingScaleDown {
         actions,

@@ -8,7 +8,7 @@ use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{replicas_annotations_need_update, set_replicas_annotations};
 use crate::events::{self, Event};
-use crate::fenceposts::max_surge;
+use crate::fenceposts::max_total_replicas;
 use crate::replica_set::{deployment_replicas, rs_name, rs_spec_replicas};
 
 /// The `<op>` word of a scaling event.
@@ -74,8 +74,7 @@ pub fn scale_and_record(rs: &CachedReplicaSet, to: i32) -> Option<ScaleAction> {
 /// The desired/max annotation values a scale writes: `spec.replicas` and
 /// `spec.replicas + MaxSurge`.
 pub fn replicas_annotation_values(d: &CachedDeployment) -> (i32, i32) {
-    let replicas = deployment_replicas(d);
-    (replicas, replicas.wrapping_add(max_surge(d)))
+    (deployment_replicas(d), max_total_replicas(d))
 }
 
 /// scaleReplicaSet's test (§6.3): a PUT is needed when the size or either annotation differs.
@@ -122,7 +121,7 @@ mod tests {
         assert_eq!(down.operation, ScalingOperation::Down);
         assert_eq!(
             down.event().map(|e| e.message),
-            Some("Scaled down replica set web-a to 0 from 3".to_owned())
+            Some("Scaled down replica set web-a from 3 to 0".to_owned())
         );
     }
 

@@ -44,7 +44,7 @@ pub fn terminating_replicas<'a>(
         let terminating = status.and_then(|s| s.terminating_replicas);
         let observed = status.and_then(|s| s.observed_generation).unwrap_or(0);
         match terminating {
-            Some(count) => total = total.wrapping_add(count),
+            Some(count) => total = total.saturating_add(count),
             None if observed == 0 => {}
             None => return None,
         }
@@ -69,7 +69,7 @@ pub fn calculate_status(
 ) -> DeploymentStatus {
     let available = sum_available_replicas(all.iter().copied());
     let total = sum_spec_replicas(all.iter().copied());
-    let unavailable = total.wrapping_sub(available).max(0);
+    let unavailable = total.saturating_sub(available).max(0);
     let current = d.status.as_ref();
     let mut status = DeploymentStatus {
         observed_generation: d.metadata.generation.and_then(non_zero),
@@ -88,7 +88,7 @@ pub fn calculate_status(
             .and_then(|s| s.conditions.clone())
             .filter(|c| !c.is_empty()),
     };
-    let condition = if available >= deployment_replicas(d).wrapping_sub(max_unavailable(d)) {
+    let condition = if available >= deployment_replicas(d).saturating_sub(max_unavailable(d)) {
         new_condition(
             CONDITION_AVAILABLE,
             "True",

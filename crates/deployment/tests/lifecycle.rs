@@ -108,7 +108,7 @@ async fn recreate_starts_no_new_pod_before_every_old_pod_is_gone() {
         .wait_for_event(
             "re",
             "ScalingReplicaSet",
-            &format!("Scaled down replica set {old_name} to 0 from 3"),
+            &format!("Scaled down replica set {old_name} from 3 to 0"),
         )
         .await;
     harness
@@ -381,14 +381,14 @@ async fn proportional_scaling_10_to_20_during_a_stuck_rollout() {
         .wait_for_event(
             "prop",
             "ScalingReplicaSet",
-            &format!("Scaled up replica set {old_name} to 15 from 8"),
+            &format!("Scaled up replica set {old_name} from 8 to 15"),
         )
         .await;
     harness
         .wait_for_event(
             "prop",
             "ScalingReplicaSet",
-            &format!("Scaled up replica set {new_name} to 10 from 5"),
+            &format!("Scaled up replica set {new_name} from 5 to 10"),
         )
         .await;
     // And the rollout stays put: nothing more can be scaled down safely.

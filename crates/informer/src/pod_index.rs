@@ -1,6 +1,11 @@
-//! Indexes by controller UID (informers.md §7; upstream `AddPodControllerUIDIndexer`): let the
+//! Indexes by controller (informers.md §7; upstream `AddPodControllerIndexer`): let the
 //! controllers find an owner's pods (or ReplicaSets), plus the orphans of its namespace that it
 //! may adopt, without scanning the namespace.
+//!
+//! The key is the namespace, kind, name and UID of the controller reference, not the UID
+//! alone (upstream v1.35, kubernetes#134654): an ownerReference is only a match when all four
+//! agree, so a pod in another namespace, or one whose reference names another object, that
+//! carries a ReplicaSet's UID is never counted, released or deleted by that ReplicaSet.
 //!
 //! Upstream indexes pods this way; kcm-rs indexes ReplicaSets the same way
 //! ([`CONTROLLER_UID_INDEX`]) so the Deployment controller's claim looks at its own and the
@@ -24,13 +29,30 @@ pub fn orphan_pod_index_key(namespace: &str) -> String {
     format!("{ORPHAN_POD_INDEX_KEY}/{namespace}")
 }
 
-/// Index function: the UID of the pod's controller ownerReference, or
+/// Index function: [`controller_index_key`] of the pod's controller ownerReference, or
 /// `_ORPHAN_POD/<namespace>` when no ownerReference has `controller: true`.
-pub fn pod_controller_uid_index(pod: &CachedPod) -> Vec<String> {
-    vec![controller_uid_or_else(&pod.metadata, orphan_pod_index_key)]
+pub fn pod_controller_index(pod: &CachedPod) -> Vec<String> {
+    vec![controller_key_or_else(&pod.metadata, orphan_pod_index_key)]
 }
 
-/// The index name of [`controller_uid_index`] (for ReplicaSets, say).
+/// The index value of the objects whose controller reference names `kind` `name` with `uid`
+/// in `namespace` (upstream `PodControllerIndexKey`; apiVersion is not part of it).
+pub fn controller_index_key(namespace: &str, kind: &str, name: &str, uid: &str) -> String {
+    format!("{namespace}/{kind}/{name}/{uid}")
+}
+
+/// The index value under which the dependents `owner` controls are found.
+pub fn owner_index_key<K: Resource<DynamicType = ()>>(owner: &K) -> String {
+    let meta = owner.meta();
+    controller_index_key(
+        meta.namespace.as_deref().unwrap_or_default(),
+        &K::kind(&()),
+        meta.name.as_deref().unwrap_or_default(),
+        meta.uid.as_deref().unwrap_or_default(),
+    )
+}
+
+/// The index name of [`controller_index`] (for ReplicaSets, say).
 pub const CONTROLLER_UID_INDEX: &str = "controllerUID";
 
 /// Prefix of the [`CONTROLLER_UID_INDEX`] value of objects without a controller.
@@ -41,21 +63,22 @@ pub fn orphan_index_key(namespace: &str) -> String {
     format!("{ORPHAN_INDEX_KEY}/{namespace}")
 }
 
-/// Index function for any namespaced kind: the UID of the object's controller
-/// ownerReference, or `_ORPHAN/<namespace>` when it has none.
-pub fn controller_uid_index<K: Resource>(obj: &K) -> Vec<String> {
-    vec![controller_uid_or_else(obj.meta(), orphan_index_key)]
+/// Index function for any namespaced kind: [`controller_index_key`] of the object's
+/// controller ownerReference, or `_ORPHAN/<namespace>` when it has none.
+pub fn controller_index<K: Resource>(obj: &K) -> Vec<String> {
+    vec![controller_key_or_else(obj.meta(), orphan_index_key)]
 }
 
-fn controller_uid_or_else(meta: &ObjectMeta, orphan_key: fn(&str) -> String) -> String {
+fn controller_key_or_else(meta: &ObjectMeta, orphan_key: fn(&str) -> String) -> String {
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
     let controller = meta
         .owner_references
         .iter()
         .flatten()
         .find(|owner| owner.controller == Some(true));
     match controller {
-        Some(owner) => owner.uid.clone(),
-        None => orphan_key(meta.namespace.as_deref().unwrap_or_default()),
+        Some(owner) => controller_index_key(namespace, &owner.kind, &owner.name, &owner.uid),
+        None => orphan_key(namespace),
     }
 }
 
@@ -89,12 +112,12 @@ mod tests {
             (
                 "controller owner",
                 Some(vec![owner("u1", Some(true))]),
-                "u1",
+                "ns1/ReplicaSet/rs-u1/u1",
             ),
             (
                 "controller among others",
                 Some(vec![owner("u1", Some(false)), owner("u2", Some(true))]),
-                "u2",
+                "ns1/ReplicaSet/rs-u2/u2",
             ),
         ];
         for (name, owner_references, want) in cases {
@@ -107,11 +130,7 @@ mod tests {
                 },
                 ..CachedPod::default()
             };
-            assert_eq!(
-                pod_controller_uid_index(&pod),
-                vec![want.to_string()],
-                "{name}"
-            );
+            assert_eq!(pod_controller_index(&pod), vec![want.to_string()], "{name}");
         }
     }
 
@@ -125,7 +144,11 @@ mod tests {
                 Some(vec![owner("u1", None)]),
                 "_ORPHAN/ns1",
             ),
-            ("controlled", Some(vec![owner("d1", Some(true))]), "d1"),
+            (
+                "controlled",
+                Some(vec![owner("d1", Some(true))]),
+                "ns1/ReplicaSet/rs-d1/d1",
+            ),
         ];
         for (name, owner_references, want) in cases {
             let replica_set = ReplicaSet {
@@ -138,10 +161,50 @@ mod tests {
                 ..ReplicaSet::default()
             };
             assert_eq!(
-                controller_uid_index(&replica_set),
+                controller_index(&replica_set),
                 vec![want.to_string()],
                 "{name}"
             );
+        }
+    }
+
+    #[test]
+    fn owner_key_matches_the_key_of_its_dependents_only() {
+        let owner_rs = crate::CachedReplicaSet {
+            metadata: ObjectMeta {
+                namespace: Some("ns1".into()),
+                name: Some("rs-u1".into()),
+                uid: Some("u1".into()),
+                ..ObjectMeta::default()
+            },
+            ..Default::default()
+        };
+        let dependent = |namespace: &str, reference: OwnerReference| CachedPod {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.into()),
+                name: Some("p".into()),
+                owner_references: Some(vec![reference]),
+                ..ObjectMeta::default()
+            },
+            ..CachedPod::default()
+        };
+        let key = owner_index_key(&owner_rs);
+        assert_eq!(key, "ns1/ReplicaSet/rs-u1/u1");
+        assert_eq!(
+            pod_controller_index(&dependent("ns1", owner("u1", Some(true)))),
+            vec![key.clone()]
+        );
+        // The same UID in another namespace, under another name or kind: not a dependent.
+        let mut renamed = owner("u1", Some(true));
+        renamed.name = "other".into();
+        let mut other_kind = owner("u1", Some(true));
+        other_kind.kind = "StatefulSet".into();
+        for pod in [
+            dependent("ns2", owner("u1", Some(true))),
+            dependent("ns1", renamed),
+            dependent("ns1", other_kind),
+        ] {
+            assert_ne!(pod_controller_index(&pod), vec![key.clone()]);
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use informer::{
     CachedPod, FactoryConfig, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
-    orphan_pod_index_key, pod_controller_uid_index, wait_for_cache_sync,
+    orphan_pod_index_key, pod_controller_index, wait_for_cache_sync,
 };
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
@@ -303,6 +303,7 @@ async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods(
         .create(&PostParams::default(), &rs)
         .await?;
     let uid = rs.uid().unwrap_or_default();
+    let owner_key = informer::controller_index_key("default", "ReplicaSet", "web", &uid);
     let api = Api::<Pod>::namespaced(sim.client(), "default");
     let mut owned = pod("owned", &[("app", "web")]);
     owned.metadata.owner_references = Some(vec![
@@ -324,15 +325,15 @@ async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods(
     let shutdown = CancellationToken::new();
     factory.start(shutdown.clone());
     assert!(wait_for_cache_sync(&shutdown, &[&pods]).await);
-    pods.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
-    pods.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
+    pods.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
+    pods.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
 
     let lister = pods.lister();
     let names = |pods: Vec<std::sync::Arc<CachedPod>>| {
         pods.iter().map(|p| p.name_any()).collect::<Vec<_>>()
     };
     assert_eq!(
-        names(lister.by_index(POD_CONTROLLER_UID_INDEX, &uid)),
+        names(lister.by_index(POD_CONTROLLER_UID_INDEX, &owner_key)),
         ["owned"]
     );
     assert_eq!(
@@ -345,7 +346,7 @@ async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods(
     second.metadata.name = Some("owned-2".into());
     api.create(&PostParams::default(), &second).await?;
     eventually("the new pod in the index", || {
-        lister.by_index(POD_CONTROLLER_UID_INDEX, &uid).len() == 2
+        lister.by_index(POD_CONTROLLER_UID_INDEX, &owner_key).len() == 2
     })
     .await;
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use controller_toolkit::{
+    availability::availability_requeue,
     controller_ref::{ControllerRefManager, new_controller_ref, recheck_deletion},
     events::{EventRecorder, EventType, RecorderConfig},
     keys::pod_key,
@@ -17,8 +18,9 @@ use expectations::UidTrackingExpectations;
 use futures::future::join_all;
 use informer::{
     CONTROLLER_UID_INDEX, CachedPod, CachedReplicaSet, CompactPodTemplate, HandlerRegistration,
-    Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_uid_index,
-    orphan_pod_index_key, pod_controller_uid_index, split_key, wait_for_named_cache_sync,
+    Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_index,
+    controller_index_key, orphan_pod_index_key, owner_index_key, pod_controller_index, split_key,
+    wait_for_named_cache_sync,
 };
 use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
 use kube::{
@@ -33,8 +35,8 @@ use workqueue::{
 
 use crate::{
     decide::{
-        ReplicaPlan, StatusInputs, availability_requeue, calculate_status, parse_selector,
-        plan_replicas, slow_start_batches, status_unchanged,
+        ReplicaPlan, StatusInputs, calculate_status, parse_selector, plan_replicas,
+        slow_start_batches, status_unchanged,
     },
     handlers::{HandlerContext, PodHandler, ReplicaSetHandler},
 };
@@ -104,12 +106,10 @@ impl ReplicaSetController {
     ) -> Result<Self, ReplicaSetError> {
         let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
-        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
+        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
         // Sibling ReplicaSets (same controller) for ranking.
-        replica_set_informer.add_indexer(
-            CONTROLLER_UID_INDEX,
-            controller_uid_index::<CachedReplicaSet>,
-        )?;
+        replica_set_informer
+            .add_indexer(CONTROLLER_UID_INDEX, controller_index::<CachedReplicaSet>)?;
 
         let mut queue_config = QueueConfig::new(QUEUE_NAME);
         if let Some(workqueue_metrics) = metrics.workqueue {
@@ -216,7 +216,10 @@ impl Syncer {
 
         // 5. Candidates: pods controlled by this ReplicaSet plus the namespace's orphans.
         let uid = replica_set.uid().unwrap_or_default();
-        let mut candidates = self.pods.by_index(POD_CONTROLLER_UID_INDEX, &uid);
+        let mut candidates = self.pods.by_index(
+            POD_CONTROLLER_UID_INDEX,
+            &owner_index_key(replica_set.as_ref()),
+        );
         candidates.extend(
             self.pods
                 .by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(namespace)),
@@ -284,7 +287,8 @@ impl Syncer {
         if let Some(status) = written.as_ref().unwrap_or(&replica_set).status.as_ref()
             && let Some(delay) = availability_requeue(
                 min_ready_seconds,
-                status,
+                status.ready_replicas.unwrap_or(0),
+                status.available_replicas.unwrap_or(0),
                 &active_pods,
                 now,
                 Timestamp::now(),
@@ -434,7 +438,8 @@ impl Syncer {
             .by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(&namespace));
         let mut seen = std::collections::HashSet::new();
         let mut related = Vec::new();
-        for sibling in self.replica_sets.by_index(CONTROLLER_UID_INDEX, &owner.uid) {
+        let siblings = controller_index_key(&namespace, &owner.kind, &owner.name, &owner.uid);
+        for sibling in self.replica_sets.by_index(CONTROLLER_UID_INDEX, &siblings) {
             let Some(selector) = sibling
                 .spec
                 .as_ref()
@@ -447,7 +452,7 @@ impl Syncer {
             // controller, and need no namespace scan.
             let owned = self
                 .pods
-                .by_index(POD_CONTROLLER_UID_INDEX, &sibling.uid().unwrap_or_default());
+                .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(sibling.as_ref()));
             for pod in owned.iter().chain(&orphans) {
                 if selector.matches(pod.metadata.labels.as_ref().unwrap_or(&Default::default()))
                     && seen.insert(pod.uid().unwrap_or_default())

@@ -1,12 +1,11 @@
 //! The ReplicaSet controller's decisions as pure functions: plain data in, a plan out.
 //!
 //! Everything here follows replicaset.md §4–§7 and is table-tested without a server: how many
-//! pods to create or delete, the slow-start batch sizes, the new status and whether it differs,
-//! and when to look again for pods turning available.
+//! pods to create or delete, the slow-start batch sizes, the new status and whether it differs.
+//! When to look again for pods turning available is shared with the StatefulSet controller:
+//! [`controller_toolkit::availability::availability_requeue`].
 
-use std::time::Duration;
-
-use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready, pod_ready_time};
+use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready};
 use informer::{CachedPod, CachedReplicaSet};
 use k8s_openapi::{
     api::apps::v1::{ReplicaSetCondition, ReplicaSetStatus},
@@ -168,44 +167,6 @@ pub fn status_unchanged(replica_set: &CachedReplicaSet, new_status: &ReplicaSetS
             == new_status.conditions.as_deref().unwrap_or_default()
 }
 
-/// When to look again so that pods turning available are counted (§3 step 13): the earliest
-/// moment a ready, not yet available pod passes minReadySeconds, or minReadySeconds itself.
-/// `now` is the sync's clock; `after_write` is the clock after the status write, against which
-/// the remaining time is measured again. `None` when no re-check is needed.
-pub fn availability_requeue(
-    min_ready_seconds: i32,
-    written_status: &ReplicaSetStatus,
-    active_pods: &[std::sync::Arc<CachedPod>],
-    now: Timestamp,
-    after_write: Timestamp,
-) -> Option<Duration> {
-    if min_ready_seconds <= 0 {
-        return None;
-    }
-    if written_status.ready_replicas.unwrap_or(0) == written_status.available_replicas.unwrap_or(0)
-    {
-        return None;
-    }
-    let min_ready = Duration::from_secs(u64::try_from(min_ready_seconds).unwrap_or(0));
-    let earliest = active_pods
-        .iter()
-        .filter(|pod| is_pod_ready(pod))
-        .filter_map(|pod| pod_ready_time(pod))
-        .filter_map(|ready_since| {
-            let available_at = ready_since.checked_add(min_ready).ok()?;
-            let remaining = available_at.duration_since(now);
-            remaining.is_positive().then_some(available_at)
-        })
-        .min();
-    match earliest {
-        Some(available_at) => {
-            let remaining = available_at.duration_since(after_write);
-            Some(Duration::try_from(remaining).unwrap_or(Duration::ZERO))
-        }
-        None => Some(min_ready),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -270,9 +231,11 @@ mod tests {
                 (2, 2, 1, 1),
             ),
             (vec![pod(json!({"app": "web"}), Some(10))], 0, (1, 0, 1, 1)),
-            // Ready for 10 s: available only when minReadySeconds is strictly less.
+            // Ready for 10 s: available once minReadySeconds is at most 10 (v1.34+,
+            // kubernetes#132122; before, 10 had to be strictly less).
             (vec![pod(full(), Some(10))], 9, (1, 1, 1, 1)),
-            (vec![pod(full(), Some(10))], 10, (1, 1, 1, 0)),
+            (vec![pod(full(), Some(10))], 10, (1, 1, 1, 1)),
+            (vec![pod(full(), Some(10))], 11, (1, 1, 1, 0)),
             (vec![pod(full(), Some(10))], 30, (1, 1, 1, 0)),
         ];
         for (pods, min_ready, (replicas, labeled, ready, available)) in cases {
@@ -382,41 +345,6 @@ mod tests {
         let mut stale = settled;
         stale["observedGeneration"] = json!(2);
         assert!(!status_unchanged(&replica_set(2, 0, stale), &same));
-    }
-
-    #[test]
-    fn requeues_for_the_first_pod_to_turn_available() {
-        let status = |ready: i32, available: i32| ReplicaSetStatus {
-            ready_replicas: Some(ready),
-            available_replicas: Some(available),
-            ..ReplicaSetStatus::default()
-        };
-        let second = k8s_openapi::jiff::SignedDuration::from_secs(1);
-        let pods = vec![
-            pod(full(), Some(2)),
-            pod(full(), Some(7)),
-            pod(full(), None),
-        ];
-        let requeue = |min_ready, status: &ReplicaSetStatus, pods: &[Arc<CachedPod>], later| {
-            availability_requeue(min_ready, status, pods, now(), later)
-        };
-        assert_eq!(requeue(0, &status(2, 0), &pods, now()), None);
-        assert_eq!(requeue(10, &status(2, 2), &pods, now()), None);
-        // Nobody ready yet: fall back to minReadySeconds.
-        assert_eq!(
-            requeue(10, &status(1, 0), &[pod(full(), None)], now()),
-            Some(Duration::from_secs(10))
-        );
-        // The pod ready for 7 s turns available first, in 3 s; one second went by writing.
-        assert_eq!(
-            requeue(10, &status(2, 0), &pods, now() + second),
-            Some(Duration::from_secs(2))
-        );
-        // Measured again after the write: never negative.
-        assert_eq!(
-            requeue(10, &status(2, 0), &pods, now() + second * 5),
-            Some(Duration::ZERO)
-        );
     }
 
     #[test]

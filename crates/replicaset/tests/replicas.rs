@@ -248,3 +248,88 @@ async fn min_ready_seconds_holds_back_available_replicas() {
     );
     harness.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_naming_its_uid_from_another_namespace_name_or_kind_are_not_its_own() {
+    // kubernetes#134654: an ownerReference matches only when namespace, kind, name and UID all
+    // agree. These three pods carry the ReplicaSet's UID but name something else; before, the
+    // controller counted them as its own (and would release or delete them).
+    let mut harness = Harness::without_controller(sim::SimConfig::default()).await;
+    let rs = harness.create_replica_set("web", 2).await;
+    let uid = rs.metadata.uid.clone().unwrap();
+    let impostor = |name: &str, namespace: &str, kind: &str, owner: &str| {
+        let mut pod = orphan_pod(name, json!({"app": "web"}), json!({}));
+        pod.metadata.namespace = Some(namespace.to_owned());
+        pod.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: kind.into(),
+                name: owner.into(),
+                uid: uid.clone(),
+                controller: Some(true),
+                block_owner_deletion: None,
+            },
+        ]);
+        pod
+    };
+    let client = harness.sim.client();
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "elsewhere"}})).unwrap(),
+        )
+        .await
+        .expect("create namespace");
+    let impostors = [
+        impostor("other-namespace", "elsewhere", "ReplicaSet", "web"),
+        impostor("other-name", "default", "ReplicaSet", "not-web"),
+        impostor("other-kind", "default", "StatefulSet", "web"),
+    ];
+    for pod in &impostors {
+        let namespace = pod.metadata.namespace.as_deref().unwrap();
+        kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), namespace)
+            .create(&PostParams::default(), pod)
+            .await
+            .expect("create impostor");
+    }
+    harness.start_controller();
+
+    // Two pods of its own, none of the impostors.
+    let settled = wait_for_settled_status(&harness, "web", 2).await;
+    let own: Vec<String> = harness
+        .active_pods("web")
+        .await
+        .iter()
+        .filter(|pod| pod.metadata.generate_name.as_deref() == Some("web-"))
+        .map(|pod| pod.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(own.len(), 2, "{own:?}");
+    assert_eq!(settled.status.unwrap().replicas, 2);
+
+    // Scaling to zero deletes its own pods only; the impostors keep their references.
+    scale(&harness, "web", 0).await;
+    wait_for_settled_status(&harness, "web", 0).await;
+    for pod in &impostors {
+        let namespace = pod.metadata.namespace.as_deref().unwrap();
+        let name = pod.metadata.name.as_deref().unwrap();
+        let now =
+            kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), namespace)
+                .get(name)
+                .await
+                .expect("impostor still exists");
+        assert!(now.metadata.deletion_timestamp.is_none(), "{name}");
+        assert_eq!(
+            now.metadata.owner_references, pod.metadata.owner_references,
+            "{name}"
+        );
+    }
+    assert_eq!(
+        harness
+            .sim
+            .accounting()
+            .count_for_agent(support::CONTROLLER_AGENT, "patch", "pods"),
+        0,
+        "no pod was adopted or released"
+    );
+    harness.stop().await;
+}

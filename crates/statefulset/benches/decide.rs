@@ -20,6 +20,7 @@ use k8s_openapi::{
 };
 use serde_json::json;
 use statefulset::{
+    FeatureGates,
     decide::{PlanInput, Revisions, plan, status_needs_write},
     identity::{new_pod, pod_claims},
 };
@@ -131,6 +132,7 @@ fn decide_benches(c: &mut Criterion) {
         claims: &claims,
         controller_ref: &controller_ref,
         now,
+        gates: FeatureGates::default(),
     };
     let planned = plan(&input);
     assert_eq!(

@@ -2,7 +2,7 @@
 //! upstream's `sync` and `UpdateStatefulSet` step by step (statefulset.md §3, §4), executing the
 //! plan of [`crate::decide`] and writing the status (§10).
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc};
 
 use controller_toolkit::{
     controller_ref::{ControllerRefManager, controller_of, new_controller_ref, recheck_deletion},
@@ -13,8 +13,8 @@ use futures::future::join_all;
 use history::{SemanticComparisonCache, apply_revision_to_statefulset, sort_controller_revisions};
 use informer::{
     CONTROLLER_UID_INDEX, CachedPod, HandlerRegistration, HasSynced, Lister,
-    POD_CONTROLLER_UID_INDEX, SharedInformer, SharedInformerFactory, controller_uid_index,
-    orphan_index_key, orphan_pod_index_key, pod_controller_uid_index, split_key,
+    POD_CONTROLLER_UID_INDEX, SharedInformer, SharedInformerFactory, controller_index,
+    orphan_index_key, orphan_pod_index_key, owner_index_key, pod_controller_index, split_key,
     wait_for_named_cache_sync,
 };
 use k8s_openapi::{
@@ -36,9 +36,10 @@ use workqueue::{
 
 use crate::{
     decide::{
-        PlanInput, Revisions, complete_rolling_update, max_unavailable, min_ready_seconds, plan,
+        PlanInput, Revisions, availability_recheck, complete_rolling_update, max_unavailable, plan,
         slow_start_batches, status_needs_write,
     },
+    features::FeatureGates,
     handlers::{HandlerContext, PodHandler, SetHandler},
     identity::{claim_templates, parent_and_ordinal},
     metrics::StatefulSetMetrics,
@@ -120,11 +121,14 @@ struct Syncer {
     /// Counts the syncs deferred for pods and revisions (the set's own check counts itself).
     dependent_skips: Option<StaleSyncSkips>,
     metrics: Option<StatefulSetMetrics>,
+    gates: FeatureGates,
 }
 
 impl StatefulSetController {
     /// Wires the StatefulSet, pod, ControllerRevision and claim informers and the queue.
-    /// Must be called inside a tokio runtime; starts no informer.
+    /// Must be called inside a tokio runtime; starts no informer. Follows upstream v1.36's
+    /// default feature gates unless [`with_feature_gates`](Self::with_feature_gates) says
+    /// otherwise.
     pub fn new(
         client: Client,
         informers: &SharedInformerFactory,
@@ -133,12 +137,10 @@ impl StatefulSetController {
         let set_informer = informers.informer::<RawStatefulSet>();
         let pod_informer = informers.informer::<CachedPod>();
         let revision_informer = informers.informer::<ControllerRevision>();
-        revision_informer.add_indexer(
-            CONTROLLER_UID_INDEX,
-            controller_uid_index::<ControllerRevision>,
-        )?;
+        revision_informer
+            .add_indexer(CONTROLLER_UID_INDEX, controller_index::<ControllerRevision>)?;
         let claim_informer = informers.informer::<PersistentVolumeClaim>();
-        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)?;
+        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
 
         let mut queue_config = QueueConfig::new(QUEUE_NAME);
         if let Some(workqueue_metrics) = metrics.workqueue {
@@ -170,6 +172,7 @@ impl StatefulSetController {
             semantic: SemanticComparisonCache::default(),
             written: WrittenVersions::new("apps", "statefulsets"),
             metrics: None,
+            gates: FeatureGates::default(),
         });
         Ok(Self {
             sync,
@@ -186,6 +189,15 @@ impl StatefulSetController {
     pub fn with_statefulset_metrics(mut self, metrics: StatefulSetMetrics) -> Self {
         if let Some(sync) = Arc::get_mut(&mut self.sync) {
             sync.metrics = Some(metrics);
+        }
+        self
+    }
+
+    /// Follows `gates` instead of upstream v1.36's defaults (the manager's `--feature-gates`);
+    /// call before [`run`](Self::run).
+    pub fn with_feature_gates(mut self, gates: FeatureGates) -> Self {
+        if let Some(sync) = Arc::get_mut(&mut self.sync) {
+            sync.gates = gates;
         }
         self
     }
@@ -286,8 +298,9 @@ impl Syncer {
         }
 
         // Step 5: claim pods whose name says they belong to this set.
-        let uid = set.set.uid().unwrap_or_default();
-        let mut candidates = self.pods.by_index(POD_CONTROLLER_UID_INDEX, &uid);
+        let mut candidates = self
+            .pods
+            .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(&set.set));
         candidates.extend(
             self.pods
                 .by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(namespace)),
@@ -305,13 +318,10 @@ impl Syncer {
             .update_stateful_set(&set, &selector, &pods, now)
             .await?;
 
-        // Step 7: look again when a ready pod should have turned available.
-        let min_ready = min_ready_seconds(&set.set);
-        if min_ready > 0 && status.ready_replicas != status.available_replicas {
-            self.queue.add_after(
-                key.to_owned(),
-                Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)),
-            );
+        // Step 7: look again when a ready pod should have turned available, at the earliest
+        // such moment measured after the status write (kubernetes#135428).
+        if let Some(delay) = availability_recheck(&set.set, &status, &pods, now, Timestamp::now()) {
+            self.queue.add_after(key.to_owned(), delay);
         }
         Ok(())
     }
@@ -332,11 +342,12 @@ impl Syncer {
         set: &StatefulSet,
         selector: &Selector,
     ) -> Vec<Arc<ControllerRevision>> {
-        // Owned and orphaned revisions come from the controller-UID index (upstream v1.36's
+        // Owned and orphaned revisions come from the controller index (upstream v1.36's
         // owner index) instead of a scan of the namespace.
-        let uid = set.metadata.uid.as_deref().unwrap_or_default();
         let namespace = set.metadata.namespace.as_deref().unwrap_or_default();
-        let mut revisions = self.revisions.by_index(CONTROLLER_UID_INDEX, uid);
+        let mut revisions = self
+            .revisions
+            .by_index(CONTROLLER_UID_INDEX, &owner_index_key(set));
         revisions.extend(
             self.revisions
                 .by_index(CONTROLLER_UID_INDEX, &orphan_index_key(namespace)),
@@ -443,9 +454,11 @@ impl Syncer {
             claims: &claims,
             controller_ref: &controller_ref,
             now,
+            gates: self.gates,
         });
 
-        if let Some(metrics) = &self.metrics {
+        // Upstream reports both gauges only with MaxUnavailableStatefulSet on.
+        if let (Some(metrics), Some(unavailable)) = (&self.metrics, plan.unavailable) {
             let policy = if plan.parallel {
                 "Parallel"
             } else {
@@ -455,7 +468,7 @@ impl Syncer {
                 namespace,
                 set.set.metadata.name.as_deref().unwrap_or_default(),
                 policy,
-                i64::try_from(plan.unavailable).unwrap_or(i64::MAX),
+                i64::try_from(unavailable).unwrap_or(i64::MAX),
                 i64::from(max_unavailable(&set.set)),
             );
         }

@@ -6,10 +6,17 @@
 //! (`OrderedReady`) pass at the first create, delete or unhealthy pod. Every such stop depends
 //! only on the snapshot, so the plan is cut there: a [`Plan`] is a list of phases, each a list
 //! of [`PodAction`]s, and the executor only has to stop early on an API error.
+//!
+//! The rolling update takes one of two paths by the `MaxUnavailableStatefulSet` gate
+//! ([`FeatureGates`]): one outdated pod per sync (gate off, the v1.36 default) or a
+//! `maxUnavailable` budget (gate on).
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
-use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready};
+use controller_toolkit::{
+    availability::availability_requeue,
+    pod_predicates::{is_pod_available, is_pod_ready},
+};
 use informer::CachedPod;
 use k8s_openapi::{
     api::{
@@ -21,6 +28,7 @@ use k8s_openapi::{
 };
 
 use crate::{
+    features::FeatureGates,
     identity::{
         OrdinalRange, identity_matches, new_pod, pod_claims, pod_ordinal, pod_revision,
         set_identity, set_storage, storage_matches,
@@ -94,8 +102,9 @@ pub struct Plan {
     /// The status before the deletions for update are subtracted from `currentReplicas`.
     pub status: StatefulSetStatus,
     /// Unavailable replicas (missing, not ready, terminating or not yet available), for the
-    /// `statefulset_unavailable_replicas` gauge.
-    pub unavailable: usize,
+    /// `statefulset_unavailable_replicas` gauge; `None` with `MaxUnavailableStatefulSet` off,
+    /// where upstream reports neither gauge.
+    pub unavailable: Option<usize>,
 }
 
 /// The two revisions of a sync and the set rebuilt at each (upstream `ApplyRevision`).
@@ -127,6 +136,8 @@ pub struct PlanInput<'a> {
     pub controller_ref: &'a OwnerReference,
     /// The time availability is judged at.
     pub now: Timestamp,
+    /// The feature gates the plan follows.
+    pub gates: FeatureGates,
 }
 
 /// A pod slot: a pod from the API server, or one built in memory for an empty ordinal.
@@ -435,10 +446,12 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     status.update_revision = Some(revisions.update.to_owned());
     status.collision_count = Some(input.collision_count);
 
-    let unavailable = replicas
-        .iter()
-        .filter(|slot| is_unavailable(slot.pod(), min_ready, now))
-        .count();
+    let unavailable = input.gates.max_unavailable_statefulset.then(|| {
+        replicas
+            .iter()
+            .filter(|slot| is_unavailable(slot.pod(), min_ready, now))
+            .count()
+    });
     let mut plan = Plan {
         phases: Vec::new(),
         parallel: !monotonic,
@@ -489,15 +502,13 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     if halted || is_on_delete(set) {
         return plan;
     }
-    // Step 14: rolling update.
-    plan.phases.push(rolling_update_deletions(
-        set,
-        &replicas,
-        revisions.update,
-        monotonic,
-        min_ready,
-        now,
-    ));
+    // Step 14: rolling update, by the MaxUnavailableStatefulSet gate.
+    let deletions = if input.gates.max_unavailable_statefulset {
+        rolling_update_deletions(set, &replicas, revisions.update, monotonic, min_ready, now)
+    } else {
+        rolling_update_one_at_a_time(set, &replicas, revisions.update, min_ready, now)
+    };
+    plan.phases.push(deletions);
     plan
 }
 
@@ -665,8 +676,9 @@ fn process_condemned(
     (actions, false)
 }
 
-/// §6.3: which outdated pods to delete, from the highest ordinal down to the partition,
-/// within the `maxUnavailable` budget.
+/// §6.3 (`MaxUnavailableStatefulSet` on, upstream `updateStatefulSetAfterInvariantEstablished`):
+/// which outdated pods to delete, from the highest ordinal down to the partition, within the
+/// `maxUnavailable` budget.
 fn rolling_update_deletions(
     set: &StatefulSet,
     replicas: &[Slot],
@@ -726,6 +738,62 @@ fn rolling_update_deletions(
         .chain(available_outdated.into_iter().take(budget))
         .map(delete)
         .collect()
+}
+
+/// §6.4 (`MaxUnavailableStatefulSet` off, the v1.36 default, kubernetes#137904; upstream
+/// `updateStatefulSet`'s own loop): from the highest index down to the partition, delete the
+/// first outdated pod that is not terminating, at most one per sync, and stop at the first
+/// updated or terminating pod that is unavailable. `maxUnavailable` is ignored and the policy
+/// does not matter: only pods at or above the current target block.
+///
+/// Upstream's slots all hold a pod by now (missing ones were created earlier in the sync); a
+/// [`Slot::Missing`] here is one created this sync (or held back by a stale claim), which is
+/// unavailable, so the loop waits there as upstream's `isUnavailable` check does.
+fn rolling_update_one_at_a_time(
+    set: &StatefulSet,
+    replicas: &[Slot],
+    update_revision: &str,
+    min_ready: i32,
+    now: Timestamp,
+) -> Vec<PodAction> {
+    let update_min = usize::try_from(partition(set)).unwrap_or(0);
+    for slot in replicas.iter().skip(update_min).rev() {
+        let Slot::Existing(pod) = slot else {
+            return Vec::new();
+        };
+        if pod_revision(pod) != update_revision && !is_terminating(pod) {
+            return vec![PodAction::Delete {
+                pod: pod.clone(),
+                for_update: true,
+            }];
+        }
+        if is_unavailable(pod, min_ready, now) {
+            return Vec::new();
+        }
+    }
+    Vec::new()
+}
+
+/// Step 7 of upstream `sync` (v1.36, kubernetes#135428): when to look again so that ready
+/// pods turning available are counted, given the status just written, the set's claimed
+/// `pods`, the sync's `now` and the clock `after_write` the status write returned at. The
+/// earliest moment a ready pod passes `minReadySeconds`, as the ReplicaSet controller does,
+/// instead of always the full `minReadySeconds`; `None` when no re-check is needed.
+pub fn availability_recheck(
+    set: &StatefulSet,
+    status: &StatefulSetStatus,
+    pods: &[Arc<CachedPod>],
+    now: Timestamp,
+    after_write: Timestamp,
+) -> Option<Duration> {
+    availability_requeue(
+        min_ready_seconds(set),
+        status.ready_replicas.unwrap_or(0),
+        status.available_replicas.unwrap_or(0),
+        pods,
+        now,
+        after_write,
+    )
 }
 
 /// Upstream's slow-start batch sizes for `n` actions: 1, 2, 4, ... capped at

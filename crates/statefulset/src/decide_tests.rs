@@ -81,10 +81,20 @@ fn owner() -> OwnerReference {
     }
 }
 
+/// The plan with upstream v1.36's default gates.
 fn run(
     set: &StatefulSet,
     pods: &[Arc<CachedPod>],
     claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
+) -> Plan {
+    run_with(set, pods, claims, FeatureGates::default())
+}
+
+fn run_with(
+    set: &StatefulSet,
+    pods: &[Arc<CachedPod>],
+    claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
+    gates: FeatureGates,
 ) -> Plan {
     let owner = owner();
     plan(&PlanInput {
@@ -100,6 +110,7 @@ fn run(
         claims,
         controller_ref: &owner,
         now: now(),
+        gates,
     })
 }
 
@@ -302,39 +313,6 @@ fn plans() {
             want: vec!["create web-0@web-old"],
         },
         Case {
-            name: "rolling update: maxUnavailable 2 deletes two",
-            set: set(
-                4,
-                json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}),
-            ),
-            pods: (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
-            want: vec!["update web-3", "update web-2"],
-        },
-        Case {
-            name: "rolling update: maxUnavailable 2 with one pod down deletes one",
-            set: set(
-                4,
-                json!({"podManagementPolicy": "Parallel", "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}),
-            ),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", CURRENT),
-                pod(3, "running", UPDATE),
-            ],
-            want: vec!["update web-2"],
-        },
-        Case {
-            name: "parallel rolling update: unavailable outdated pods go regardless of budget",
-            set: set(3, json!({"podManagementPolicy": "Parallel"})),
-            pods: vec![
-                pod(0, "running", CURRENT),
-                pod(1, "running", CURRENT),
-                pod(2, "ready", CURRENT),
-            ],
-            want: vec!["update web-1", "update web-0"],
-        },
-        Case {
             name: "OnDelete: nothing is replaced",
             set: set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
             pods: (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
@@ -367,6 +345,228 @@ fn plans() {
         let got = steps(&run(&case.set, &case.pods, &BTreeMap::new()));
         assert_eq!(got, case.want, "{}", case.name);
     }
+}
+
+/// Step 14 both ways of the `MaxUnavailableStatefulSet` gate (§6.3 on, §6.4 off): off, the
+/// v1.36 default (kubernetes#137904), one outdated pod goes per sync whatever
+/// `maxUnavailable` and the policy say, and only an unavailable pod at or above the target
+/// blocks.
+#[test]
+fn rolling_update_by_max_unavailable_gate() {
+    struct Case {
+        name: &'static str,
+        set: StatefulSet,
+        pods: Vec<Arc<CachedPod>>,
+        gate_off: Vec<&'static str>,
+        gate_on: Vec<&'static str>,
+    }
+    let strategy = |rolling_update: Value, extra: Value| {
+        let mut spec =
+            json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update}});
+        for (key, field) in extra.as_object().cloned().unwrap_or_default() {
+            spec[key] = field;
+        }
+        spec
+    };
+    let parallel = || json!({"podManagementPolicy": "Parallel"});
+    let max_unavailable_2 = |extra: Value| set(4, strategy(json!({"maxUnavailable": 2}), extra));
+    let cases = vec![
+        Case {
+            name: "OrderedReady, maxUnavailable 2: one pod per sync with the gate off",
+            set: max_unavailable_2(json!({})),
+            pods: (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
+            gate_off: vec!["update web-3"],
+            gate_on: vec!["update web-3", "update web-2"],
+        },
+        Case {
+            name: "Parallel, maxUnavailable 2: one pod per sync with the gate off",
+            set: max_unavailable_2(parallel()),
+            pods: (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
+            gate_off: vec!["update web-3"],
+            gate_on: vec!["update web-3", "update web-2"],
+        },
+        Case {
+            name: "maxUnavailable 2 with an updated pod down: it blocks with the gate off",
+            set: max_unavailable_2(parallel()),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", CURRENT),
+                pod(3, "running", UPDATE),
+            ],
+            gate_off: vec![],
+            gate_on: vec!["update web-2"],
+        },
+        Case {
+            name: "Parallel, a broken old pod at ordinal 0: the highest outdated pod still goes",
+            set: set(3, parallel()),
+            pods: vec![
+                pod(0, "running", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", CURRENT),
+            ],
+            gate_off: vec!["update web-2"],
+            gate_on: vec!["update web-0"],
+        },
+        Case {
+            name: "Parallel: unavailable outdated pods go regardless of budget only with the gate on",
+            set: set(3, parallel()),
+            pods: vec![
+                pod(0, "running", CURRENT),
+                pod(1, "running", CURRENT),
+                pod(2, "ready", CURRENT),
+            ],
+            gate_off: vec!["update web-2"],
+            gate_on: vec!["update web-1", "update web-0"],
+        },
+        Case {
+            name: "an updated pod not yet available (minReadySeconds) blocks the next deletion",
+            set: set(
+                3,
+                strategy(
+                    json!({"maxUnavailable": 2}),
+                    json!({"podManagementPolicy": "Parallel", "minReadySeconds": 10}),
+                ),
+            ),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "fresh", UPDATE),
+            ],
+            gate_off: vec![],
+            gate_on: vec!["update web-1"],
+        },
+        Case {
+            name: "an unavailable updated pod below the target does not block with the gate off",
+            set: set(3, parallel()),
+            pods: vec![
+                pod(0, "running", UPDATE),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", CURRENT),
+            ],
+            gate_off: vec!["update web-2"],
+            gate_on: vec![],
+        },
+        Case {
+            name: "a terminating pod at the top is waited for",
+            set: set(3, parallel()),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "terminating", CURRENT),
+            ],
+            gate_off: vec![],
+            gate_on: vec![],
+        },
+        Case {
+            name: "Parallel: a pod created this sync is unavailable and stops the loop",
+            set: max_unavailable_2(parallel()),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", CURRENT),
+            ],
+            gate_off: vec!["create web-3@web-new"],
+            gate_on: vec!["create web-3@web-new", "update web-2"],
+        },
+        Case {
+            name: "partition: ordinals below it are never replaced",
+            set: set(
+                3,
+                strategy(json!({"partition": 1, "maxUnavailable": 3}), json!({})),
+            ),
+            pods: (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
+            gate_off: vec!["update web-2"],
+            gate_on: vec!["update web-2", "update web-1"],
+        },
+        Case {
+            name: "partition: nothing left above it",
+            set: set(3, strategy(json!({"partition": 2}), json!({}))),
+            pods: vec![
+                pod(0, "ready", CURRENT),
+                pod(1, "ready", CURRENT),
+                pod(2, "ready", UPDATE),
+            ],
+            gate_off: vec![],
+            gate_on: vec![],
+        },
+        Case {
+            name: "OnDelete: nothing is replaced either way",
+            set: set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
+            pods: (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
+            gate_off: vec![],
+            gate_on: vec![],
+        },
+    ];
+    let on = FeatureGates {
+        max_unavailable_statefulset: true,
+    };
+    for case in cases {
+        let claims = BTreeMap::new();
+        let off = run(&case.set, &case.pods, &claims);
+        assert_eq!(steps(&off), case.gate_off, "gate off: {}", case.name);
+        let plan_on = run_with(&case.set, &case.pods, &claims, on);
+        assert_eq!(steps(&plan_on), case.gate_on, "gate on: {}", case.name);
+        assert_eq!(
+            off.status, plan_on.status,
+            "status either way: {}",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn unavailable_gauge_is_reported_only_with_the_gate_on() {
+    let set = set(3, json!({}));
+    let pods = [pod(0, "ready", CURRENT), pod(1, "running", CURRENT)];
+    let claims = BTreeMap::new();
+    assert_eq!(run(&set, &pods, &claims).unavailable, None);
+    let on = FeatureGates {
+        max_unavailable_statefulset: true,
+    };
+    assert_eq!(
+        run_with(&set, &pods, &claims, on).unavailable,
+        Some(2),
+        "web-1 not ready, web-2 missing"
+    );
+}
+
+/// Step 7 of `sync` (kubernetes#135428): the requeue waits for the first ready pod to turn
+/// available, measured after the status write, not the full `minReadySeconds`.
+#[test]
+fn availability_recheck_at_the_first_pod_turning_available() {
+    let min_ready_10 = set(3, json!({"minReadySeconds": 10}));
+    let pods = [
+        pod(0, "ready", UPDATE),
+        pod(1, "fresh", UPDATE),
+        pod(2, "running", UPDATE),
+    ];
+    let status = count_replicas(pods.iter().map(AsRef::as_ref), (CURRENT, UPDATE), 10, now());
+    assert_eq!(
+        (status.ready_replicas, status.available_replicas),
+        (Some(2), Some(1))
+    );
+    // web-1 has been ready for 2 s of 10; half a second went by writing the status.
+    let after_write = now() + 500.milliseconds();
+    assert_eq!(
+        availability_recheck(&min_ready_10, &status, &pods, now(), after_write),
+        Some(Duration::from_millis(7_500))
+    );
+    let settled = count_replicas(
+        pods[..1].iter().map(AsRef::as_ref),
+        (CURRENT, UPDATE),
+        10,
+        now(),
+    );
+    assert_eq!(
+        availability_recheck(&min_ready_10, &settled, &pods[..1], now(), after_write),
+        None
+    );
+    let without_min_ready = set(3, json!({}));
+    assert_eq!(
+        availability_recheck(&without_min_ready, &status, &pods, now(), after_write),
+        None
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 mod controller;
 pub mod decide;
+mod features;
 mod handlers;
 pub mod identity;
 mod metrics;
@@ -12,5 +13,6 @@ pub mod retention;
 mod revisions;
 
 pub use controller::{CONTROLLER_NAME, QUEUE_NAME, StatefulSetController, StatefulSetError};
+pub use features::FeatureGates;
 pub use metrics::StatefulSetMetrics;
 pub use workqueue::ControllerMetrics;

@@ -1,5 +1,6 @@
 //! Updates against the sim: reverse-ordinal rolling update one pod at a time, partition,
-//! maxUnavailable, OnDelete, and status revisions.
+//! maxUnavailable (only with the `MaxUnavailableStatefulSet` gate on, off by default since
+//! v1.36), OnDelete, and status revisions.
 
 mod support;
 
@@ -8,9 +9,15 @@ use std::{collections::BTreeMap, time::Duration};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 use sim::{KubeletConfig, SimConfig};
+use statefulset::FeatureGates;
 use support::{Harness, eventually, is_serving, label, name, stateful_set, wait_for_settled};
 
 const REVISION: &str = "controller-revision-hash";
+const MAX_UNAVAILABLE_GAUGE: &str = "statefulset_controller_statefulset_max_unavailable";
+const UNAVAILABLE_GAUGE: &str = "statefulset_controller_statefulset_unavailable_replicas";
+const GATE_ON: FeatureGates = FeatureGates {
+    max_unavailable_statefulset: true,
+};
 
 fn slow_sim() -> SimConfig {
     SimConfig {
@@ -168,9 +175,72 @@ async fn partition_keeps_lower_ordinals_at_the_current_revision() {
     harness.stop().await;
 }
 
+/// Rolls a Parallel set with `maxUnavailable: 2` to a new image under `gates`; returns the
+/// harness (for the gauges) and the most pods seen out of service at once.
+async fn roll_with_max_unavailable_two(replicas: i32, gates: FeatureGates) -> (Harness, usize) {
+    let harness = Harness::start_with_gates(slow_sim(), gates).await;
+    harness
+        .create_set(stateful_set(
+            "web",
+            replicas,
+            json!({}),
+            json!({
+                "podManagementPolicy": "Parallel",
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
+            }),
+        ))
+        .await;
+    let old = wait_for_settled(&harness, "web", replicas)
+        .await
+        .status
+        .unwrap()
+        .update_revision
+        .unwrap();
+    change_image(&harness, "web", "nginx:1.27").await;
+    let new = update_revision(&harness, "web", &old).await;
+    let count = usize::try_from(replicas).unwrap();
+    let (_, max_down) = watch_update(&harness, "web", count, &new, |pods| {
+        pods.len() == count
+            && pods
+                .iter()
+                .all(|pod| is_serving(pod) && label(pod, REVISION).as_deref() == Some(&new))
+    })
+    .await;
+    wait_for_settled(&harness, "web", replicas).await;
+    (harness, max_down)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gate_off_max_unavailable_two_still_updates_one_pod_at_a_time() {
+    let (harness, max_down) = roll_with_max_unavailable_two(3, FeatureGates::default()).await;
+    assert_eq!(max_down, 1, "never two pods down for update at once");
+    assert_eq!(
+        harness
+            .sim
+            .accounting()
+            .count_for_agent(support::CONTROLLER_AGENT, "delete", "pods"),
+        3,
+        "each pod replaced once"
+    );
+    assert_eq!(support::gauge(&harness, MAX_UNAVAILABLE_GAUGE, "web"), None);
+    assert_eq!(support::gauge(&harness, UNAVAILABLE_GAUGE, "web"), None);
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gate_on_max_unavailable_two_takes_two_pods_down_at_once() {
+    let (harness, max_down) = roll_with_max_unavailable_two(3, GATE_ON).await;
+    assert_eq!(max_down, 2, "two pods out of service at once, never more");
+    assert_eq!(
+        support::gauge(&harness, MAX_UNAVAILABLE_GAUGE, "web"),
+        Some(2.0)
+    );
+    harness.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_unavailable_two_updates_two_pods_at_a_time() {
-    let harness = Harness::start_with(slow_sim()).await;
+    let harness = Harness::start_with_gates(slow_sim(), GATE_ON).await;
     harness
         .create_set(stateful_set(
             "web",
@@ -202,14 +272,15 @@ async fn max_unavailable_two_updates_two_pods_at_a_time() {
         order.iter().take(2).map(String::as_str).collect();
     assert_eq!(first_two, ["web-2", "web-3"].into_iter().collect());
     wait_for_settled(&harness, "web", 4).await;
-    let max_unavailable = "statefulset_controller_statefulset_max_unavailable";
-    assert_eq!(support::gauge(&harness, max_unavailable, "web"), Some(2.0));
+    assert_eq!(
+        support::gauge(&harness, MAX_UNAVAILABLE_GAUGE, "web"),
+        Some(2.0)
+    );
     eventually(
         "no unavailable replicas reported",
         Duration::from_secs(10),
         || async {
-            let unavailable = "statefulset_controller_statefulset_unavailable_replicas";
-            (support::gauge(&harness, unavailable, "web") == Some(0.0)).then_some(())
+            (support::gauge(&harness, UNAVAILABLE_GAUGE, "web") == Some(0.0)).then_some(())
         },
     )
     .await;

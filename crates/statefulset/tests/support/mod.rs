@@ -16,7 +16,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 use sim::{SimCluster, SimConfig};
-use statefulset::{ControllerMetrics, StatefulSetController, StatefulSetMetrics};
+use statefulset::{ControllerMetrics, FeatureGates, StatefulSetController, StatefulSetMetrics};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -38,8 +38,13 @@ impl Harness {
     }
 
     pub async fn start_with(config: SimConfig) -> Self {
+        Self::start_with_gates(config, FeatureGates::default()).await
+    }
+
+    /// A sim cluster and a controller following `gates`.
+    pub async fn start_with_gates(config: SimConfig, gates: FeatureGates) -> Self {
         let mut harness = Self::without_controller(config).await;
-        harness.start_controller();
+        harness.start_controller_with_gates(gates);
         harness
     }
 
@@ -57,6 +62,10 @@ impl Harness {
     }
 
     pub fn start_controller(&mut self) {
+        self.start_controller_with_gates(FeatureGates::default());
+    }
+
+    pub fn start_controller_with_gates(&mut self, gates: FeatureGates) {
         let controller_client = self.sim.client_with_user_agent(CONTROLLER_AGENT);
         let informers =
             SharedInformerFactory::new(controller_client.clone(), FactoryConfig::default());
@@ -65,7 +74,8 @@ impl Harness {
                 .expect("controller builds")
                 .with_statefulset_metrics(
                     StatefulSetMetrics::register(&self.registry).expect("gauges register"),
-                );
+                )
+                .with_feature_gates(gates);
         informers.start(self.shutdown.clone());
         self.controller = Some(tokio::spawn(controller.run(2, self.shutdown.clone())));
     }
