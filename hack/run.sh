@@ -17,7 +17,10 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-target/release/kube-sim --port 0 --kubeconfig-out "$KUBECONFIG_OUT" --ready-delay-ms 500 --gc-delay-ms 100 &
+# The sim also answers the manager's TokenReviews and SubjectAccessReviews: the token
+# "demo-scraper" is user "scraper", which may GET /metrics.
+target/release/kube-sim --port 0 --kubeconfig-out "$KUBECONFIG_OUT" --ready-delay-ms 500 --gc-delay-ms 100 \
+  --token demo-scraper=scraper:monitoring --allow scraper:get:/metrics &
 pids+=($!)
 for _ in $(seq 1 100); do
   [ -s "$KUBECONFIG_OUT" ] && break
@@ -31,6 +34,7 @@ fi
 target/release/kube-controller-manager \
   --kubeconfig "$KUBECONFIG_OUT" \
   --secure-port 10257 --bind-address 127.0.0.1 --plain-http \
+  --authentication-kubeconfig "$KUBECONFIG_OUT" --authorization-kubeconfig "$KUBECONFIG_OUT" \
   --leader-elect=true &
 pids+=($!)
 
@@ -41,7 +45,7 @@ kcm-rs is running against the sim cluster.
   kubectl create deployment web --image=nginx:1.25 --replicas=3
   kubectl get deployments,replicasets,pods
   kubectl set image deployment/web nginx=nginx:1.26 && kubectl rollout status deployment/web
-  curl -s http://127.0.0.1:10257/metrics | grep workqueue_depth
+  curl -s -H 'Authorization: Bearer demo-scraper' http://127.0.0.1:10257/metrics | grep workqueue_depth
 Press Ctrl-C to stop.
 MSG
 wait -n "${pids[@]}"

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use sim::{FaultConfig, KubeletConfig, SimCluster, SimConfig};
+use sim::{
+    AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, SimCluster, SimConfig,
+};
 
 /// Command-line flags.
 #[derive(Debug, Parser)]
@@ -61,11 +63,26 @@ struct Flags {
     /// within the owner's delete request.
     #[arg(long, default_value_t = 0)]
     gc_delay_ms: u64,
+    /// A bearer token TokenReviews accept: `TOKEN=user` or `TOKEN=user:group1,group2`
+    /// (repeatable). Unknown tokens are not authenticated.
+    #[arg(long = "token", value_name = "TOKEN=USER[:GROUPS]")]
+    tokens: Vec<String>,
+    /// A SubjectAccessReview allow rule: `user:verb:path` or `group:NAME:verb:path`; verb and
+    /// path may be `*`, a path may end in `*` (repeatable). Everything else is denied.
+    #[arg(long = "allow", value_name = "SUBJECT:VERB:PATH")]
+    allow: Vec<AllowRule>,
 }
 
 impl Flags {
-    fn config(&self) -> SimConfig {
-        SimConfig {
+    fn config(&self) -> Result<SimConfig, AuthRuleError> {
+        let mut auth = AuthConfig {
+            allow: self.allow.clone(),
+            ..AuthConfig::default()
+        };
+        for entry in &self.tokens {
+            auth.add_token(entry)?;
+        }
+        Ok(SimConfig {
             kubelet: KubeletConfig {
                 enabled: !self.no_kubelet,
                 ready_delay: Duration::from_millis(self.ready_delay_ms),
@@ -81,7 +98,8 @@ impl Flags {
             },
             watch_window: self.watch_window,
             gc_delay: Duration::from_millis(self.gc_delay_ms),
-        }
+            auth,
+        })
     }
 }
 
@@ -106,7 +124,8 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let flags = Flags::parse();
     let addr = SocketAddr::new(flags.address, flags.port);
-    let cluster = SimCluster::start_on(addr, flags.config())
+    let config = flags.config().context("--token")?;
+    let cluster = SimCluster::start_on(addr, config)
         .await
         .context("starting the sim")?;
     let kubeconfig = flags.kubeconfig_out.clone().unwrap_or_else(|| {
@@ -146,8 +165,12 @@ mod tests {
             "3",
             "--watch-window",
             "7",
+            "--token",
+            "T=alice:ops,dev",
+            "--allow",
+            "alice:get:/metrics",
         ]);
-        let config = flags.config();
+        let config = flags.config().unwrap();
         assert_eq!(flags.port, 8080);
         assert!(!config.kubelet.enabled);
         assert_eq!(config.kubelet.ready_delay, Duration::from_millis(50));
@@ -157,7 +180,16 @@ mod tests {
             Some(Duration::from_secs(3))
         );
         assert_eq!(config.watch_window, 7);
-        let defaults = Flags::parse_from(["kube-sim"]).config();
+        assert_eq!(config.auth.tokens["T"].name, "alice");
+        assert_eq!(config.auth.tokens["T"].groups, vec!["ops", "dev"]);
+        assert!(config.auth.allow[0].allows("alice", &[], "get", "/metrics"));
+        assert!(
+            Flags::parse_from(["kube-sim", "--token", "T"])
+                .config()
+                .is_err()
+        );
+        assert!(Flags::try_parse_from(["kube-sim", "--allow", "alice"]).is_err());
+        let defaults = Flags::parse_from(["kube-sim"]).config().unwrap();
         assert!(defaults.kubelet.enabled);
         assert_eq!(defaults.watch_window, 10_000);
         assert_eq!(defaults.faults.latency, Duration::ZERO);

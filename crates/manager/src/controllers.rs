@@ -107,6 +107,7 @@ fn init_deployment(context: &ControllerContext) -> Result<Option<Box<dyn Control
 
 fn init_statefulset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
     let name = statefulset::CONTROLLER_NAME;
+    let gates = context.options.feature_gates().statefulset;
     let gauges = StatefulSetMetrics::register(&context.metrics).map_err(|e| init_error(name, e))?;
     let skips = StaleSyncSkips::register(&context.metrics, "statefulset_controller")
         .map_err(|e| init_error(name, e))?;
@@ -119,6 +120,7 @@ fn init_statefulset(context: &ControllerContext) -> Result<Option<Box<dyn Contro
                 controller
                     .with_statefulset_metrics(gauges)
                     .with_stale_sync_skips(skips)
+                    .with_feature_gates(gates)
             })
         },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),

@@ -4,6 +4,8 @@
 pub mod context;
 pub mod controller_selection;
 pub mod controllers;
+pub mod delegated_auth;
+pub mod feature_gates;
 pub mod go_duration;
 pub mod health;
 pub mod leader_election;

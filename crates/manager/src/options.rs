@@ -6,6 +6,7 @@ use std::{net::IpAddr, path::PathBuf, time::Duration};
 
 use clap::{Parser, ValueEnum};
 
+use crate::feature_gates::{FeatureGateError, FeatureGates, parse_feature_gates};
 use crate::go_duration::parse_go_duration;
 
 /// kube-controller-manager for Deployments, ReplicaSets and StatefulSets.
@@ -83,9 +84,64 @@ pub struct Options {
     /// Serving key (PEM).
     #[arg(long)]
     pub tls_private_key_file: Option<PathBuf>,
-    /// kcm-rs only: serve plain HTTP instead of HTTPS on --secure-port (for local runs).
+    /// kcm-rs only: serve plain HTTP instead of HTTPS on --secure-port, on loopback only
+    /// (for local runs). No client certificates; bearer tokens and SubjectAccessReviews still
+    /// apply when the delegated kubeconfigs are given.
     #[arg(long, default_value_t = false)]
     pub plain_http: bool,
+
+    /// kubeconfig of the API server that answers TokenReviews; empty means in-cluster
+    /// configuration, and without either bearer tokens are not accepted.
+    #[arg(long)]
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// How long TokenReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration)]
+    pub authentication_token_webhook_cache_ttl: Duration,
+    /// Do not look up missing client-CA and front-proxy configuration in the ConfigMap
+    /// kube-system/extension-apiserver-authentication.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub authentication_skip_lookup: bool,
+    /// Start even if that ConfigMap cannot be read (requests may then be anonymous).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub authentication_tolerate_lookup_failure: bool,
+    /// CA bundle (PEM) that client certificates are verified against; user = CN, groups = O.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// CA bundle (PEM) of front proxies; a verified front-proxy certificate makes the
+    /// request headers below authoritative.
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// Common names a front-proxy certificate may have; empty allows any.
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+    /// Headers carrying the user name, first non-empty wins.
+    #[arg(long, value_delimiter = ',', default_value = "x-remote-user")]
+    pub requestheader_username_headers: Vec<String>,
+    /// Headers carrying the groups.
+    #[arg(long, value_delimiter = ',', default_value = "x-remote-group")]
+    pub requestheader_group_headers: Vec<String>,
+    /// Header prefixes carrying extra user information.
+    #[arg(long, value_delimiter = ',', default_value = "x-remote-extra-")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
+    /// kubeconfig of the API server that answers SubjectAccessReviews; empty means in-cluster
+    /// configuration, and without either only the always-allowed paths and groups pass.
+    #[arg(long)]
+    pub authorization_kubeconfig: Option<PathBuf>,
+    /// Paths served without authorization; a trailing `*` matches a prefix.
+    #[arg(long, value_delimiter = ',', default_value = "/healthz,/readyz,/livez")]
+    pub authorization_always_allow_paths: Vec<String>,
+    /// How long an allowing SubjectAccessReview answer is cached.
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long a denying SubjectAccessReview answer is cached.
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+
+    /// Feature gates, `Name=bool,...`: `MaxUnavailableStatefulSet` is acted on; gates of other
+    /// controllers are accepted with a warning (see `feature_gates`).
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
 
     /// Log verbosity (upstream klog levels; 0-2 info, 3-4 debug, 5+ trace).
     #[arg(long = "v", short = 'v', default_value_t = 0)]
@@ -118,6 +174,12 @@ pub enum OptionsError {
     /// Only one of the certificate and key files was given.
     #[error("--tls-cert-file and --tls-private-key-file must be given together")]
     HalfCertificate,
+    /// An always-allowed path with a `*` that is not trailing.
+    #[error("--authorization-always-allow-paths: only a trailing * is allowed in {0:?}")]
+    AlwaysAllowPath(String),
+    /// A `--feature-gates` value upstream would reject too.
+    #[error("--feature-gates: {0}")]
+    FeatureGates(#[from] FeatureGateError),
 }
 
 impl Options {
@@ -139,7 +201,17 @@ impl Options {
         if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
             return Err(OptionsError::HalfCertificate);
         }
+        crate::delegated_auth::AlwaysAllowPaths::parse(&self.authorization_always_allow_paths)?;
+        parse_feature_gates(&self.feature_gates)?;
         Ok(())
+    }
+
+    /// The parsed `--feature-gates` (v1.36's defaults when [`validate`](Self::validate) would
+    /// reject the flag).
+    pub fn feature_gates(&self) -> FeatureGates {
+        parse_feature_gates(&self.feature_gates)
+            .map(|(gates, _)| gates)
+            .unwrap_or_default()
     }
 }
 
@@ -150,14 +222,7 @@ pub const IGNORED_VALUE_FLAGS: &[&str] = &[
     "allow-metric-labels",
     "allow-metric-labels-manifest",
     "attach-detach-reconcile-sync-period",
-    "authentication-kubeconfig",
-    "authentication-token-webhook-cache-ttl",
-    "authorization-always-allow-paths",
-    "authorization-kubeconfig",
-    "authorization-webhook-cache-authorized-ttl",
-    "authorization-webhook-cache-unauthorized-ttl",
     "cert-dir",
-    "client-ca-file",
     "cloud-config",
     "cloud-provider",
     "cluster-cidr",
@@ -178,7 +243,6 @@ pub const IGNORED_VALUE_FLAGS: &[&str] = &[
     "concurrent-serviceaccount-token-syncs",
     "concurrent-ttl-after-finished-syncs",
     "disabled-metrics",
-    "feature-gates",
     "flex-volume-plugin-dir",
     "horizontal-pod-autoscaler-sync-period",
     "http2-max-streams-per-connection",
@@ -194,11 +258,6 @@ pub const IGNORED_VALUE_FLAGS: &[&str] = &[
     "pod-eviction-timeout",
     "port",
     "pv-recycler-pod-template-filepath-hostpath",
-    "requestheader-allowed-names",
-    "requestheader-client-ca-file",
-    "requestheader-extra-headers-prefix",
-    "requestheader-group-headers",
-    "requestheader-username-headers",
     "root-ca-file",
     "secondary-node-eviction-rate",
     "service-account-private-key-file",
@@ -287,6 +346,34 @@ mod tests {
         assert_eq!(options.leader_elect_resource_name, "kcm-rs");
         assert_eq!(options.leader_elect_resource_namespace, "kube-system");
         assert_eq!(options.secure_port, 10257);
+        assert_eq!(
+            options.authorization_always_allow_paths,
+            vec!["/healthz", "/readyz", "/livez"]
+        );
+        assert_eq!(
+            options.authentication_token_webhook_cache_ttl,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            options.authorization_webhook_cache_authorized_ttl,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            options.authorization_webhook_cache_unauthorized_ttl,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            options.requestheader_username_headers,
+            vec!["x-remote-user"]
+        );
+        assert_eq!(options.requestheader_group_headers, vec!["x-remote-group"]);
+        assert_eq!(
+            options.requestheader_extra_headers_prefix,
+            vec!["x-remote-extra-"]
+        );
+        assert!(options.requestheader_allowed_names.is_empty());
+        assert!(!options.authentication_skip_lookup);
+        assert!(!options.authentication_tolerate_lookup_failure);
         assert_eq!(options.validate(), Ok(()));
     }
 
@@ -307,6 +394,37 @@ mod tests {
         assert_eq!(options.verbosity, 4);
         assert_eq!(options.logging_format, LoggingFormat::Json);
         assert!(parse(&["--leader-elect"]).leader_elect);
+        let auth = parse(&[
+            "--authentication-kubeconfig=/authn",
+            "--authorization-kubeconfig",
+            "/authz",
+            "--authorization-always-allow-paths=/healthz,/metrics*",
+            "--authentication-token-webhook-cache-ttl=1m30s",
+            "--authorization-webhook-cache-unauthorized-ttl=500ms",
+            "--requestheader-allowed-names=front-proxy,aggregator",
+            "--authentication-skip-lookup",
+            "--authentication-tolerate-lookup-failure=true",
+        ]);
+        assert_eq!(auth.authentication_kubeconfig, Some("/authn".into()));
+        assert_eq!(auth.authorization_kubeconfig, Some("/authz".into()));
+        assert_eq!(
+            auth.authorization_always_allow_paths,
+            vec!["/healthz", "/metrics*"]
+        );
+        assert_eq!(
+            auth.authentication_token_webhook_cache_ttl,
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            auth.authorization_webhook_cache_unauthorized_ttl,
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            auth.requestheader_allowed_names,
+            vec!["front-proxy", "aggregator"]
+        );
+        assert!(auth.authentication_skip_lookup);
+        assert!(auth.authentication_tolerate_lookup_failure);
     }
 
     #[test]
@@ -360,9 +478,42 @@ mod tests {
                 &["--tls-cert-file=/c.pem"],
                 Err(OptionsError::HalfCertificate),
             ),
+            (
+                &["--authorization-always-allow-paths=/a*b"],
+                Err(OptionsError::AlwaysAllowPath("/a*b".into())),
+            ),
+            (
+                &["--feature-gates=MaxUnavailableStatefulSet=maybe"],
+                Err(OptionsError::FeatureGates(
+                    crate::feature_gates::FeatureGateError::InvalidValue {
+                        name: "MaxUnavailableStatefulSet".into(),
+                        value: "maybe".into(),
+                    },
+                )),
+            ),
+            (
+                &["--feature-gates=JobPodReplacementPolicy=true,MaxUnavailableStatefulSet=true"],
+                Ok(()),
+            ),
         ];
         for (args, want) in cases {
             assert_eq!(&parse(args).validate(), want, "{args:?}");
         }
+    }
+
+    #[test]
+    fn feature_gates_default_to_v1_36_and_reach_the_statefulset_controller() {
+        assert!(
+            !parse(&[])
+                .feature_gates()
+                .statefulset
+                .max_unavailable_statefulset
+        );
+        assert!(
+            parse(&["--feature-gates=MaxUnavailableStatefulSet=true"])
+                .feature_gates()
+                .statefulset
+                .max_unavailable_statefulset
+        );
     }
 }

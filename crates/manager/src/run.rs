@@ -7,7 +7,7 @@
 //! without waiting for the lease to expire.
 
 use std::{
-    net::SocketAddr,
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -25,6 +25,8 @@ use workqueue::ControllerMetrics;
 use crate::{
     context::ControllerContext,
     controller_selection::{ControllerSelection, UnknownControllerError},
+    delegated_auth::{DelegatedAuth, DelegatedAuthError},
+    feature_gates::parse_feature_gates,
     health::{Health, Readiness},
     leader_election::{
         Campaign, ElectionError, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector,
@@ -56,6 +58,9 @@ pub enum RunError {
     /// The HTTP server could not start.
     #[error(transparent)]
     Server(#[from] ServerError),
+    /// Delegated authentication or authorization could not be set up.
+    #[error(transparent)]
+    DelegatedAuth(#[from] DelegatedAuthError),
     /// A controller failed to initialize.
     #[error(transparent)]
     Init(#[from] InitError),
@@ -94,6 +99,14 @@ pub async fn run_with_hooks(
     hooks: RunHooks,
 ) -> Result<(), RunError> {
     options.validate()?;
+    if let Ok((_, ignored)) = parse_feature_gates(&options.feature_gates) {
+        for gate in ignored {
+            tracing::warn!(
+                gate,
+                "--feature-gates: no controller of kcm-rs reads this gate; ignored"
+            );
+        }
+    }
     let selection = ControllerSelection::parse(&options.controllers, &registry)?;
     if options.kube_api_content_type != "application/json" {
         tracing::info!(
@@ -110,7 +123,7 @@ pub async fn run_with_hooks(
         config,
         options.kube_api_qps,
         options.kube_api_burst,
-        rest_metrics,
+        rest_metrics.clone(),
     )?;
 
     let health = Health::default();
@@ -123,10 +136,12 @@ pub async fn run_with_hooks(
             },
             _ => Serving::TlsSelfSigned,
         };
-        let addr = SocketAddr::new(options.bind_address, options.secure_port);
+        let addr = SocketAddr::new(serving_address(&options), options.secure_port);
+        let auth = Arc::new(DelegatedAuth::from_options(&options, &rest_metrics).await?);
         let bound = server::serve(
             addr,
             serving,
+            auth,
             health.clone(),
             metrics.clone(),
             shutdown.clone(),
@@ -318,6 +333,27 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
     // With no controller enabled (or all stopped) the manager still serves until shutdown.
     work.cancelled().await;
     Ok(())
+}
+
+/// `--bind-address`, except that `--plain-http` serves on loopback only: a non-loopback
+/// address is replaced by the loopback address of its family.
+fn serving_address(options: &Options) -> IpAddr {
+    if !options.plain_http {
+        return options.bind_address;
+    }
+    let address = if options.bind_address.is_loopback() {
+        options.bind_address
+    } else if options.bind_address.is_ipv6() {
+        IpAddr::V6(Ipv6Addr::LOCALHOST)
+    } else {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    };
+    tracing::warn!(
+        %address,
+        requested = %options.bind_address,
+        "--plain-http: serving plain HTTP without TLS on loopback only; no client certificates, bearer tokens and SubjectAccessReviews apply when the delegated kubeconfigs are given"
+    );
+    address
 }
 
 /// kubeconfig (`--kubeconfig`), else `$KUBECONFIG`/in-cluster inference; `--master` overrides

@@ -1,22 +1,38 @@
 //! The manager's HTTP endpoints: `/metrics`, `/healthz`, `/healthz/<name>`, `/livez`, `/readyz`.
 //!
 //! HTTPS on `--secure-port` as upstream, with the given certificate or an in-memory self-signed
-//! one for `localhost`/`127.0.0.1`; plain HTTP only with `--plain-http`.
+//! one for `localhost`/`127.0.0.1`; plain HTTP only with `--plain-http`, on loopback only.
+//! Every request goes through delegated authentication and authorization first
+//! ([`crate::delegated_auth`]).
 
-use std::{collections::HashMap, net::SocketAddr, path::PathBuf};
+use std::{collections::HashMap, net::SocketAddr, path::PathBuf, sync::Arc};
 
 use axum::{
     Router,
     extract::{Path, Query, State},
     http::{StatusCode, header},
+    middleware,
     response::{IntoResponse, Response},
     routing::get,
 };
-use axum_server::{Handle, tls_rustls::RustlsConfig};
+use axum_server::{
+    Handle,
+    tls_rustls::{RustlsAcceptor, RustlsConfig},
+};
 use prometheus::{Encoder, Registry, TextEncoder};
+use rustls::{
+    ServerConfig,
+    pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, pem::PemObject},
+};
 use tokio_util::sync::CancellationToken;
 
-use crate::health::Health;
+use crate::{
+    delegated_auth::{
+        DelegatedAuth, authenticate_and_authorize,
+        tls::{ClientCertAcceptor, client_verifier},
+    },
+    health::Health,
+};
 
 /// How the endpoints are served.
 #[derive(Debug, Clone)]
@@ -56,8 +72,8 @@ struct AppState {
     registry: Registry,
 }
 
-/// Builds the router; public so tests can drive it without a socket.
-pub fn router(health: Health, registry: Registry) -> Router {
+/// Builds the router, every route (and the 404 fallback) behind `auth`.
+pub fn router(health: Health, registry: Registry, auth: Arc<DelegatedAuth>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
@@ -65,17 +81,26 @@ pub fn router(health: Health, registry: Registry) -> Router {
         .route("/healthz/{name}", get(healthz_one))
         .route("/readyz", get(readyz))
         .with_state(AppState { health, registry })
+        .layer(middleware::from_fn_with_state(
+            auth,
+            authenticate_and_authorize,
+        ))
 }
 
 /// Binds `addr` and serves until `shutdown`; returns the bound address once listening.
 pub async fn serve(
     addr: SocketAddr,
     serving: Serving,
+    auth: Arc<DelegatedAuth>,
     health: Health,
     registry: Registry,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, ServerError> {
-    let app = router(health, registry);
+    let config = match serving {
+        Serving::PlainHttp => None,
+        _ => Some(tls_config(&serving, auth.client_cas())?),
+    };
+    let app = router(health, registry, auth);
     let listener =
         std::net::TcpListener::bind(addr).map_err(|source| ServerError::Io { addr, source })?;
     listener
@@ -91,8 +116,8 @@ pub async fn serve(
         stop_handle.graceful_shutdown(Some(std::time::Duration::from_secs(1)));
     });
     let service = app.into_make_service();
-    match serving {
-        Serving::PlainHttp => {
+    match config {
+        None => {
             let server = axum_server::from_tcp(listener)
                 .map_err(|source| ServerError::Io { addr, source })?
                 .handle(handle);
@@ -102,10 +127,13 @@ pub async fn serve(
                 }
             });
         }
-        Serving::TlsFiles { .. } | Serving::TlsSelfSigned => {
-            let config = tls_config(&serving).await?;
-            let server = axum_server::tls_rustls::from_tcp_rustls(listener, config)
+        Some(config) => {
+            let acceptor = ClientCertAcceptor::new(RustlsAcceptor::new(RustlsConfig::from_config(
+                Arc::new(config),
+            )));
+            let server = axum_server::from_tcp(listener)
                 .map_err(|source| ServerError::Io { addr, source })?
+                .acceptor(acceptor)
                 .handle(handle);
             tokio::spawn(async move {
                 if let Err(error) = server.serve(service).await {
@@ -117,27 +145,50 @@ pub async fn serve(
     Ok(bound)
 }
 
-async fn tls_config(serving: &Serving) -> Result<RustlsConfig, ServerError> {
+/// The rustls configuration: the serving certificate, and client certificates requested (but
+/// optional) when `client_cas` is not empty.
+fn tls_config(
+    serving: &Serving,
+    client_cas: &[CertificateDer<'static>],
+) -> Result<ServerConfig, ServerError> {
     // kube and this server share rustls; the first to install the ring provider wins.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    match serving {
-        Serving::TlsFiles { cert, key } => RustlsConfig::from_pem_file(cert, key)
-            .await
-            .map_err(|error| ServerError::Tls(error.to_string())),
+    let tls = |error: &dyn std::fmt::Display| ServerError::Tls(error.to_string());
+    let (chain, key) = match serving {
+        Serving::TlsFiles { cert, key } => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|error| ServerError::Tls(format!("{}: {error}", cert.display())))?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|error| ServerError::Tls(format!("{}: {error}", key.display())))?;
+            (chain, key)
+        }
         _ => {
             let certified = rcgen::generate_simple_self_signed(vec![
                 "localhost".to_string(),
                 "127.0.0.1".to_string(),
             ])
-            .map_err(|error| ServerError::Tls(error.to_string()))?;
-            RustlsConfig::from_pem(
-                certified.cert.pem().into_bytes(),
-                certified.signing_key.serialize_pem().into_bytes(),
-            )
-            .await
-            .map_err(|error| ServerError::Tls(error.to_string()))
+            .map_err(|error| tls(&error))?;
+            let key = PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der());
+            (vec![certified.cert.der().clone()], key.into())
         }
-    }
+    };
+    let builder =
+        ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|error| tls(&error))?;
+    let builder = if client_cas.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        builder.with_client_cert_verifier(
+            client_verifier(client_cas, true).map_err(|error| tls(&error))?,
+        )
+    };
+    let mut config = builder
+        .with_single_cert(chain, key)
+        .map_err(|error| tls(&error))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {

@@ -65,7 +65,9 @@ fn escape(s: &str) -> String {
 ///
 /// Verbs are `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
 /// `deletecollection`; resources are plurals with an optional subresource
-/// (`pods`, `pods/status`, `deployments/scale`). Discovery and `/metrics` are not counted.
+/// (`pods`, `pods/status`, `deployments/scale`); TokenReviews and SubjectAccessReviews count
+/// as `create` of `tokenreviews` and `subjectaccessreviews`. Discovery and `/metrics` are not
+/// counted.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequestAccounting {
     counts: BTreeMap<(String, String, String), u64>,

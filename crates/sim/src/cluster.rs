@@ -58,6 +58,7 @@ impl SimCluster {
             state: RwLock::new(state),
             faults: FaultInjector::new(config.faults.clone()),
             accounting: Accounting::default(),
+            auth: config.auth.clone(),
             server_address: bound.to_string(),
             shutdown,
         });

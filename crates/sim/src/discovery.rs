@@ -4,7 +4,15 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::{RESOURCES, ResourceInfo, groups};
+use crate::resources::{RESOURCES, ResourceInfo};
+use crate::reviews;
+
+/// Every API group served: the resource groups, then the review groups.
+fn groups() -> Vec<&'static str> {
+    let mut groups = crate::resources::groups();
+    groups.extend(reviews::groups());
+    groups
+}
 
 const VERBS: &[&str] = &[
     "create",
@@ -89,6 +97,9 @@ fn resource_entry(r: &ResourceInfo) -> Value {
 
 /// `/api/v1` or `/apis/{group}/{version}`, if served.
 pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
+    if let Some(list) = reviews::resource_list(group, version) {
+        return Some(list);
+    }
     let mut resources = Vec::new();
     for r in RESOURCES
         .iter()
@@ -148,7 +159,11 @@ mod tests {
             .unwrap();
         assert_eq!(scale["group"], "autoscaling");
         assert!(resource_list("apps", "v2").is_none());
-        assert_eq!(api_groups()["groups"].as_array().unwrap().len(), 3);
+        assert_eq!(api_groups()["groups"].as_array().unwrap().len(), 5);
+        let reviews = resource_list("authorization.k8s.io", "v1").unwrap();
+        assert_eq!(reviews["resources"][0]["name"], "subjectaccessreviews");
+        assert_eq!(reviews["resources"][0]["verbs"], json!(["create"]));
+        assert!(api_group("authentication.k8s.io").is_some());
         assert_eq!(
             api_group("apps").unwrap()["preferredVersion"]["groupVersion"],
             "apps/v1"

@@ -15,6 +15,7 @@ mod ops;
 mod patch;
 mod quota;
 mod resources;
+mod reviews;
 mod scale;
 mod selector;
 mod server;
@@ -26,7 +27,9 @@ mod watch;
 
 pub use accounting::RequestAccounting;
 pub use cluster::SimCluster;
-pub use config::{FaultConfig, KubeletConfig, SimConfig};
+pub use config::{
+    AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, SimConfig, SimUser,
+};
 pub use error::SimError;
 pub use kubelet::{FAIL_AFTER_MS, NEVER_READY, READY_AFTER_MS, SUCCEED_AFTER_MS};
 pub use quota::POD_QUOTA;

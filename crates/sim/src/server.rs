@@ -16,11 +16,13 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::accounting::Accounting;
+use crate::config::AuthConfig;
 use crate::faults::FaultInjector;
 use crate::object::meta_mut;
 use crate::ops::{DeleteOptions, Propagation, UpdateMode};
 use crate::patch::{self, PatchType};
 use crate::resources::{self, RESOURCES};
+use crate::reviews::Review;
 use crate::scale::{apply_scale, scale_of};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
@@ -35,6 +37,8 @@ pub(crate) struct Shared {
     pub state: RwLock<State>,
     pub faults: FaultInjector,
     pub accounting: Accounting,
+    /// Tokens and allow rules behind TokenReview and SubjectAccessReview.
+    pub auth: AuthConfig,
     /// `host:port` the server is reachable at (for `/api` discovery).
     pub server_address: String,
     /// Set to true at shutdown so watch streams end.
@@ -73,6 +77,7 @@ enum Route {
     Health,
     OpenApiV2,
     Resource(ResourceRequest),
+    Review(Review),
     Unknown,
 }
 
@@ -146,7 +151,13 @@ fn route(path: &str, server_address: &str) -> Route {
             openapi::group_version(&rest.join("/")).map_or(Route::Unknown, Route::Document)
         }
         ["api", version, rest @ ..] => resource_route("", version, rest),
-        ["apis", group, version, rest @ ..] => resource_route(group, version, rest),
+        ["apis", group, version, rest @ ..] => {
+            let review = match rest {
+                [plural] => Review::find(group, version, plural),
+                _ => None,
+            };
+            review.map_or_else(|| resource_route(group, version, rest), Route::Review)
+        }
         _ => Route::Unknown,
     }
 }
@@ -196,14 +207,27 @@ async fn dispatch(
             error_response(&ApiError::method_not_allowed())
         }
         Route::Unknown => error_response(&ApiError::no_route(uri.path())),
+        Route::Review(review) => {
+            let response = if method == Method::POST {
+                match review.answer(&shared.auth, &body) {
+                    Ok(answer) => json_response(StatusCode::CREATED, answer.to_string()),
+                    Err(e) => error_response(&e),
+                }
+            } else {
+                error_response(&ApiError::method_not_allowed())
+            };
+            shared.accounting.record(
+                "create",
+                review.plural(),
+                user_agent_of(&headers),
+                response.status().as_u16(),
+            );
+            response
+        }
         Route::Resource(req) => {
             let query: HashMap<String, String> =
                 Query::try_from_uri(&uri).map(|q| q.0).unwrap_or_default();
-            let user_agent = headers
-                .get(header::USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
+            let user_agent = user_agent_of(&headers);
             let Some(verb) = verb_of(&method, &req, &query) else {
                 return error_response(&ApiError::method_not_allowed());
             };
@@ -246,12 +270,19 @@ async fn dispatch(
             shared.accounting.record(
                 verb,
                 &resource_label,
-                &user_agent,
+                user_agent,
                 response.status().as_u16(),
             );
             response
         }
     }
+}
+
+fn user_agent_of(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
 }
 
 fn is_write(verb: &str) -> bool {

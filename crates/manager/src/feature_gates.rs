@@ -1,0 +1,160 @@
+//! `--feature-gates`: upstream's `Name=bool,Name=bool` list.
+//!
+//! An upstream manifest carries gates for every controller of kube-controller-manager, so the
+//! list is parsed the way upstream parses it (a malformed entry or a non-boolean value is an
+//! error at start-up), and of the names only those that change the behavior of kcm-rs's three
+//! controllers are acted on. Every other name is accepted with one warning, so the manifest
+//! runs unchanged. Gates kcm-rs follows but does not let a user turn off are reported as such:
+//! running with one of them off would not be upstream's behavior at any version kcm-rs follows.
+
+use std::collections::BTreeMap;
+
+/// `MaxUnavailableStatefulSet`: beta, off by default in v1.36 (kubernetes#137904).
+pub const MAX_UNAVAILABLE_STATEFULSET: &str = "MaxUnavailableStatefulSet";
+
+/// Gates kcm-rs implements only in their v1.36 default state.
+const FIXED_AT_DEFAULT: &[(&str, bool)] = &[
+    ("DeploymentReplicaSetTerminatingReplicas", true),
+    ("StaleControllerConsistencyReplicaSet", true),
+    ("StaleControllerConsistencyStatefulSet", true),
+    ("StatefulSetSemanticRevisionComparison", true),
+];
+
+/// The gates that change what kcm-rs's controllers do, at v1.36's defaults unless set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// The StatefulSet controller's ([`MAX_UNAVAILABLE_STATEFULSET`]).
+    pub statefulset: statefulset::FeatureGates,
+}
+
+/// A `--feature-gates` value upstream would reject too.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FeatureGateError {
+    /// An entry without `=`.
+    #[error("missing bool value for {0}")]
+    MissingValue(String),
+    /// A value that is not a Go `ParseBool` boolean.
+    #[error("invalid value of {name}={value}, err: invalid syntax")]
+    InvalidValue {
+        /// The gate.
+        name: String,
+        /// What was given.
+        value: String,
+    },
+    /// A gate kcm-rs implements only at its default, set to the other value.
+    #[error("cannot set feature gate {name} to {value}: kcm-rs implements it only as {default}")]
+    Fixed {
+        /// The gate.
+        name: String,
+        /// What was asked for.
+        value: bool,
+        /// What kcm-rs does.
+        default: bool,
+    },
+}
+
+/// Go's `strconv.ParseBool`, which upstream's gate parser uses.
+fn parse_go_bool(value: &str) -> Option<bool> {
+    match value {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Parses `--feature-gates` (comma-separated `Name=bool`, blanks around entries ignored).
+/// Returns the gates and the names kcm-rs does not act on, for one warning each.
+pub fn parse_feature_gates(flag: &str) -> Result<(FeatureGates, Vec<String>), FeatureGateError> {
+    let mut given = BTreeMap::new();
+    for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, value) = entry
+            .split_once('=')
+            .ok_or_else(|| FeatureGateError::MissingValue(entry.to_owned()))?;
+        let (name, value) = (name.trim(), value.trim());
+        let enabled = parse_go_bool(value).ok_or_else(|| FeatureGateError::InvalidValue {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        })?;
+        given.insert(name.to_owned(), enabled);
+    }
+    let mut gates = FeatureGates::default();
+    let mut ignored = Vec::new();
+    for (name, enabled) in given {
+        if name == MAX_UNAVAILABLE_STATEFULSET {
+            gates.statefulset.max_unavailable_statefulset = enabled;
+        } else if let Some((_, default)) = FIXED_AT_DEFAULT.iter().find(|(n, _)| *n == name) {
+            if enabled != *default {
+                return Err(FeatureGateError::Fixed {
+                    name,
+                    value: enabled,
+                    default: *default,
+                });
+            }
+        } else {
+            ignored.push(name);
+        }
+    }
+    Ok((gates, ignored))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_upstream_syntax() {
+        let on = FeatureGates {
+            statefulset: statefulset::FeatureGates {
+                max_unavailable_statefulset: true,
+            },
+        };
+        type Parsed = Result<(FeatureGates, Vec<&'static str>), FeatureGateError>;
+        let cases: Vec<(&str, Parsed)> = vec![
+            ("", Ok((FeatureGates::default(), vec![]))),
+            ("MaxUnavailableStatefulSet=true", Ok((on, vec![]))),
+            (" MaxUnavailableStatefulSet = T ,", Ok((on, vec![]))),
+            (
+                "MaxUnavailableStatefulSet=1,MaxUnavailableStatefulSet=false",
+                Ok((FeatureGates::default(), vec![])),
+            ),
+            (
+                "JobPodReplacementPolicy=true,MaxUnavailableStatefulSet=true",
+                Ok((on, vec!["JobPodReplacementPolicy"])),
+            ),
+            (
+                "DeploymentReplicaSetTerminatingReplicas=true",
+                Ok((FeatureGates::default(), vec![])),
+            ),
+            (
+                "DeploymentReplicaSetTerminatingReplicas=false",
+                Err(FeatureGateError::Fixed {
+                    name: "DeploymentReplicaSetTerminatingReplicas".into(),
+                    value: false,
+                    default: true,
+                }),
+            ),
+            (
+                "MaxUnavailableStatefulSet",
+                Err(FeatureGateError::MissingValue(
+                    "MaxUnavailableStatefulSet".into(),
+                )),
+            ),
+            (
+                "MaxUnavailableStatefulSet=yes",
+                Err(FeatureGateError::InvalidValue {
+                    name: "MaxUnavailableStatefulSet".into(),
+                    value: "yes".into(),
+                }),
+            ),
+        ];
+        for (flag, want) in cases {
+            let want = want.map(|(gates, ignored)| {
+                (
+                    gates,
+                    ignored.into_iter().map(str::to_owned).collect::<Vec<_>>(),
+                )
+            });
+            assert_eq!(parse_feature_gates(flag), want, "{flag:?}");
+        }
+    }
+}

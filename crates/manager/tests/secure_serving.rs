@@ -1,0 +1,614 @@
+//! The secure port end to end: the manager (`run_with_hooks`, from real flags) serves HTTPS on
+//! 127.0.0.1 with delegated authentication and authorization against the in-process sim, which
+//! answers TokenReviews and SubjectAccessReviews from its token table and allow rules. Requests
+//! go over real TCP and TLS, with bearer tokens and client certificates minted here.
+
+use std::{
+    net::{SocketAddr, TcpListener},
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use clap::Parser;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use manager::{ControllerRegistry, Options, run::RunHooks};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+};
+use rustls::{
+    ClientConfig, RootCertStore,
+    pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName},
+};
+use sim::{AuthConfig, SimCluster, SimConfig};
+use tokio_util::sync::CancellationToken;
+
+const SCRAPER_TOKEN: &str = "scraper-token";
+const NOBODY_TOKEN: &str = "nobody-token";
+
+/// A CA and what it signs.
+struct Ca {
+    issuer: Issuer<'static, KeyPair>,
+    pem: String,
+    der: CertificateDer<'static>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Self {
+        let mut params = CertificateParams::new(Vec::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let key = KeyPair::generate().expect("key");
+        let cert = params.self_signed(&key).expect("CA");
+        Self {
+            issuer: Issuer::new(params, key),
+            pem: cert.pem(),
+            der: cert.der().clone(),
+        }
+    }
+
+    /// (certificate PEM, certificate DER, key) of a leaf.
+    fn sign(
+        &self,
+        names: &[&str],
+        common_name: &str,
+        organizations: &[&str],
+        usage: ExtendedKeyUsagePurpose,
+    ) -> Leaf {
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .expect("params");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        for organization in organizations {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, *organization);
+        }
+        params.extended_key_usages = vec![usage];
+        let key = KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &self.issuer).expect("sign");
+        Leaf {
+            pem: cert.pem(),
+            der: cert.der().clone(),
+            key_pem: key.serialize_pem(),
+            key_der: key.serialize_der(),
+        }
+    }
+
+    fn client(&self, common_name: &str, organizations: &[&str]) -> Leaf {
+        self.sign(
+            &[],
+            common_name,
+            organizations,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        )
+    }
+}
+
+struct Leaf {
+    pem: String,
+    der: CertificateDer<'static>,
+    key_pem: String,
+    key_der: Vec<u8>,
+}
+
+/// The sim, its kubeconfig and the files the manager's flags point at.
+struct Fixture {
+    sim: Option<SimCluster>,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    server_ca: Ca,
+    client_ca: Ca,
+    front_proxy_ca: Ca,
+}
+
+impl Fixture {
+    async fn start() -> Self {
+        let mut auth = AuthConfig::default();
+        auth.add_token(&format!("{SCRAPER_TOKEN}=scraper:monitoring"))
+            .expect("token");
+        auth.add_token(&format!("{NOBODY_TOKEN}=nobody"))
+            .expect("token");
+        for rule in [
+            "scraper:get:/metrics",
+            "cert-user:get:/metrics",
+            "proxied:get:*",
+        ] {
+            auth.allow.push(rule.parse().expect("rule"));
+        }
+        let sim = SimCluster::start(SimConfig {
+            auth,
+            ..SimConfig::default()
+        })
+        .await
+        .expect("sim");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        let fixture = Self {
+            sim: Some(sim),
+            dir,
+            kubeconfig,
+            server_ca: Ca::new("serving-ca"),
+            client_ca: Ca::new("client-ca"),
+            front_proxy_ca: Ca::new("front-proxy-ca"),
+        };
+        let serving = fixture.server_ca.sign(
+            &["127.0.0.1", "localhost"],
+            "kcm-rs",
+            &[],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        );
+        fixture.write("serving.crt", &serving.pem);
+        fixture.write("serving.key", &serving.key_pem);
+        fixture.write("client-ca.crt", &fixture.client_ca.pem);
+        fixture.write("front-proxy-ca.crt", &fixture.front_proxy_ca.pem);
+        fixture
+    }
+
+    fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, contents).expect("write");
+        path
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    fn sim(&self) -> &SimCluster {
+        self.sim.as_ref().expect("sim running")
+    }
+
+    /// Flags of a manager serving HTTPS with every delegated authenticator configured.
+    fn secure_flags(&self) -> Vec<String> {
+        vec![
+            format!("--tls-cert-file={}", self.path("serving.crt")),
+            format!("--tls-private-key-file={}", self.path("serving.key")),
+            format!("--client-ca-file={}", self.path("client-ca.crt")),
+            format!(
+                "--requestheader-client-ca-file={}",
+                self.path("front-proxy-ca.crt")
+            ),
+            "--requestheader-allowed-names=front-proxy".to_string(),
+            format!("--authentication-kubeconfig={}", self.kubeconfig.display()),
+            format!("--authorization-kubeconfig={}", self.kubeconfig.display()),
+        ]
+    }
+
+    async fn manager(&self, flags: &[String]) -> RunningManager {
+        start_manager(&self.kubeconfig, flags).await
+    }
+}
+
+/// A manager running in this process until dropped.
+struct RunningManager {
+    addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl Drop for RunningManager {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("free port")
+}
+
+async fn start_manager(kubeconfig: &Path, flags: &[String]) -> RunningManager {
+    let mut argv = vec![
+        "kube-controller-manager".to_string(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--leader-elect=false".to_string(),
+        format!("--secure-port={}", free_port()),
+    ];
+    if !flags.iter().any(|flag| flag.starts_with("--bind-address")) {
+        argv.push("--bind-address=127.0.0.1".to_string());
+    }
+    argv.extend(flags.iter().cloned());
+    let options = Options::try_parse_from(argv).expect("flags");
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let stop = CancellationToken::new();
+    let run_stop = stop.clone();
+    tokio::spawn(async move {
+        let hooks = RunHooks {
+            on_serving: Some(sender),
+        };
+        if let Err(error) =
+            manager::run::run_with_hooks(options, ControllerRegistry::new(), run_stop, hooks).await
+        {
+            panic!("manager failed: {error}");
+        }
+    });
+    let addr = tokio::time::timeout(Duration::from_secs(20), receiver.recv())
+        .await
+        .expect("manager serves within 20s")
+        .expect("bound address");
+    RunningManager { addr, stop }
+}
+
+/// How a request authenticates.
+#[derive(Default, Clone)]
+struct Credentials<'a> {
+    token: Option<&'a str>,
+    certificate: Option<&'a Leaf>,
+    headers: Vec<(&'a str, &'a str)>,
+}
+
+/// A GET over HTTPS (trusting `server_ca`) or plain HTTP (`server_ca` None):
+/// `Err` when the connection or handshake fails.
+async fn get(
+    addr: SocketAddr,
+    server_ca: Option<&Ca>,
+    path: &str,
+    credentials: &Credentials<'_>,
+) -> Result<(u16, String), String> {
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|error| error.to_string())?;
+    let mut request = http::Request::get(path).header(http::header::HOST, "127.0.0.1");
+    if let Some(token) = credentials.token {
+        request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    for (name, value) in &credentials.headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(Empty::<Bytes>::new()).expect("request");
+    let response = match server_ca {
+        Some(ca) => {
+            let tls = tls_connector(ca, credentials.certificate)
+                .connect(ServerName::IpAddress(addr.ip().into()), tcp)
+                .await
+                .map_err(|error| error.to_string())?;
+            send(TokioIo::new(tls), request).await?
+        }
+        None => send(TokioIo::new(tcp), request).await?,
+    };
+    Ok(response)
+}
+
+async fn send<IO>(io: IO, request: http::Request<Empty<Bytes>>) -> Result<(u16, String), String>
+where
+    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|error| error.to_string())?;
+    tokio::spawn(connection);
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|error| error.to_string())?;
+    let code = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| error.to_string())?
+        .to_bytes();
+    Ok((code, String::from_utf8_lossy(&body).into_owned()))
+}
+
+fn tls_connector(server_ca: &Ca, certificate: Option<&Leaf>) -> tokio_rustls::TlsConnector {
+    let mut roots = RootCertStore::empty();
+    roots.add(server_ca.der.clone()).expect("root");
+    let builder =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots);
+    let config = match certificate {
+        Some(leaf) => builder
+            .with_client_auth_cert(
+                vec![leaf.der.clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf.key_der.clone())),
+            )
+            .expect("client certificate"),
+        None => builder.with_no_client_auth(),
+    };
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+/// The `message` of a `Status` body.
+fn status_message(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|status| status["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("not a Status: {body}"))
+}
+
+fn reviews(sim: &SimCluster) -> (u64, u64) {
+    let accounting = sim.accounting();
+    (
+        accounting.count("create", "tokenreviews"),
+        accounting.count("create", "subjectaccessreviews"),
+    )
+}
+
+#[tokio::test]
+async fn anonymous_requests_reach_health_but_not_metrics() {
+    let fixture = Fixture::start().await;
+    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let anonymous = Credentials::default();
+    let ca = Some(&fixture.server_ca);
+
+    let (code, body) = get(manager.addr, ca, "/metrics", &anonymous)
+        .await
+        .expect("GET");
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        status_message(&body),
+        r#"forbidden: User "system:anonymous" cannot get path "/metrics""#
+    );
+    let (code, body) = get(manager.addr, ca, "/healthz", &anonymous)
+        .await
+        .expect("GET");
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    for path in ["/livez", "/readyz"] {
+        let (code, body) = get(manager.addr, ca, path, &anonymous).await.expect("GET");
+        assert_ne!(code, 403, "{path} is always allowed: {body}");
+    }
+    let (code, _) = get(manager.addr, ca, "/healthz/leaderElection", &anonymous)
+        .await
+        .expect("GET");
+    assert_eq!(
+        code, 403,
+        "only the exact always-allowed paths skip authorization"
+    );
+    // Anonymous requests are authorized by the API server; the sim allows nothing to them.
+    assert_eq!(reviews(fixture.sim()), (0, 2));
+}
+
+#[tokio::test]
+async fn tokens_are_reviewed_by_the_api_server() {
+    let fixture = Fixture::start().await;
+    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let ca = Some(&fixture.server_ca);
+    let with_token = |token| Credentials {
+        token: Some(token),
+        ..Credentials::default()
+    };
+
+    let (code, body) = get(manager.addr, ca, "/metrics", &with_token("garbage"))
+        .await
+        .expect("GET");
+    assert_eq!(code, 401, "{body}");
+    assert_eq!(status_message(&body), "Unauthorized");
+    let (code, _) = get(manager.addr, ca, "/healthz", &with_token("garbage"))
+        .await
+        .expect("GET");
+    assert_eq!(code, 401, "a bad token is not anonymous, even on /healthz");
+
+    let (code, body) = get(manager.addr, ca, "/metrics", &with_token(SCRAPER_TOKEN))
+        .await
+        .expect("GET");
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("# TYPE rest_client_requests_total counter"),
+        "{body}"
+    );
+
+    let (code, body) = get(manager.addr, ca, "/metrics", &with_token(NOBODY_TOKEN))
+        .await
+        .expect("GET");
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        status_message(&body),
+        r#"forbidden: User "nobody" cannot get path "/metrics""#
+    );
+    // garbage (once: the negative answer is cached), scraper, nobody.
+    assert_eq!(reviews(fixture.sim()).0, 3);
+}
+
+#[tokio::test]
+async fn client_certificates_name_the_user() {
+    let fixture = Fixture::start().await;
+    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let ca = Some(&fixture.server_ca);
+    let certificate = |leaf| Credentials {
+        certificate: Some(leaf),
+        ..Credentials::default()
+    };
+
+    let allowed = fixture.client_ca.client("cert-user", &["team"]);
+    let (code, body) = get(manager.addr, ca, "/metrics", &certificate(&allowed))
+        .await
+        .expect("GET");
+    assert_eq!(code, 200, "{body}");
+
+    let stranger = fixture.client_ca.client("cert-stranger", &["team"]);
+    let (code, body) = get(manager.addr, ca, "/metrics", &certificate(&stranger))
+        .await
+        .expect("GET");
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        status_message(&body),
+        r#"forbidden: User "cert-stranger" cannot get path "/metrics""#
+    );
+
+    let foreign = Ca::new("someone-else").client("cert-user", &[]);
+    let answer = get(manager.addr, ca, "/metrics", &certificate(&foreign)).await;
+    assert!(
+        !matches!(answer, Ok((200, _))),
+        "a certificate from an unknown CA must not authenticate: {answer:?}"
+    );
+    assert_eq!(
+        reviews(fixture.sim()).0,
+        0,
+        "certificates need no TokenReview"
+    );
+}
+
+#[tokio::test]
+async fn front_proxy_headers_need_an_allowed_proxy_certificate() {
+    let fixture = Fixture::start().await;
+    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let ca = Some(&fixture.server_ca);
+    let proxy = fixture.front_proxy_ca.client("front-proxy", &[]);
+    let headers = vec![("X-Remote-User", "proxied"), ("X-Remote-Group", "viewers")];
+    let via = |leaf| Credentials {
+        certificate: Some(leaf),
+        headers: headers.clone(),
+        ..Credentials::default()
+    };
+    let (code, body) = get(manager.addr, ca, "/metrics", &via(&proxy))
+        .await
+        .expect("GET");
+    assert_eq!(code, 200, "{body}");
+
+    let other_proxy = fixture.front_proxy_ca.client("not-the-proxy", &[]);
+    let (code, body) = get(manager.addr, ca, "/metrics", &via(&other_proxy))
+        .await
+        .expect("GET");
+    assert_eq!(code, 401, "CN not in --requestheader-allowed-names: {body}");
+
+    let client = fixture.client_ca.client("cert-stranger", &[]);
+    let (code, body) = get(manager.addr, ca, "/metrics", &via(&client))
+        .await
+        .expect("GET");
+    assert_eq!(
+        code, 403,
+        "headers from a non-proxy client are ignored; the certificate's user counts: {body}"
+    );
+    assert!(
+        status_message(&body).contains(r#"User "cert-stranger""#),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn scrapes_within_the_ttl_cost_one_review_each() {
+    let fixture = Fixture::start().await;
+    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let ca = Some(&fixture.server_ca);
+    let scraper = Credentials {
+        token: Some(SCRAPER_TOKEN),
+        ..Credentials::default()
+    };
+    let started = Instant::now();
+    let burst =
+        futures::future::join_all((0..20).map(|_| get(manager.addr, ca, "/metrics", &scraper)))
+            .await;
+    for answer in burst {
+        assert_eq!(answer.expect("GET").0, 200);
+    }
+    for _ in 0..80 {
+        let (code, body) = get(manager.addr, ca, "/metrics", &scraper)
+            .await
+            .expect("GET");
+        assert_eq!(code, 200, "{body}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(reviews(fixture.sim()), (1, 1), "100 scrapes within the TTL");
+}
+
+#[tokio::test]
+async fn nothing_is_served_without_the_api_server() {
+    let mut fixture = Fixture::start().await;
+    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let ca = Some(&fixture.server_ca);
+    if let Some(sim) = fixture.sim.take() {
+        sim.shutdown().await;
+    }
+    let anonymous = Credentials::default();
+    let scraper = Credentials {
+        token: Some(SCRAPER_TOKEN),
+        ..Credentials::default()
+    };
+    for credentials in [&anonymous, &scraper] {
+        let (code, body) = get(manager.addr, ca, "/metrics", credentials)
+            .await
+            .expect("GET");
+        assert!(code == 401 || code == 403, "{code}: {body}");
+    }
+    let (code, _) = get(manager.addr, ca, "/metrics", &scraper)
+        .await
+        .expect("GET");
+    assert_eq!(code, 401, "a failed TokenReview is not cached as a user");
+    let (code, _) = get(manager.addr, ca, "/healthz", &anonymous)
+        .await
+        .expect("GET");
+    assert_eq!(code, 200, "always-allowed paths need no API server");
+}
+
+#[tokio::test]
+async fn without_delegated_kubeconfigs_only_allowed_paths_pass() {
+    let fixture = Fixture::start().await;
+    let flags = vec![
+        format!("--tls-cert-file={}", fixture.path("serving.crt")),
+        format!("--tls-private-key-file={}", fixture.path("serving.key")),
+    ];
+    let manager = fixture.manager(&flags).await;
+    let ca = Some(&fixture.server_ca);
+    let scraper = Credentials {
+        token: Some(SCRAPER_TOKEN),
+        ..Credentials::default()
+    };
+    let (code, body) = get(manager.addr, ca, "/metrics", &scraper)
+        .await
+        .expect("GET");
+    assert_eq!(
+        code, 403,
+        "tokens are not checked without an API server: {body}"
+    );
+    let (code, _) = get(manager.addr, ca, "/healthz", &scraper)
+        .await
+        .expect("GET");
+    assert_eq!(code, 200);
+    assert_eq!(reviews(fixture.sim()), (0, 0));
+}
+
+#[tokio::test]
+async fn plain_http_applies_tokens_and_reviews() {
+    let fixture = Fixture::start().await;
+    let kubeconfig = fixture.kubeconfig.display();
+    let manager = fixture
+        .manager(&[
+            "--plain-http".to_string(),
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+        ])
+        .await;
+    assert!(manager.addr.ip().is_loopback());
+    let scraper = Credentials {
+        token: Some(SCRAPER_TOKEN),
+        ..Credentials::default()
+    };
+    let (code, _) = get(manager.addr, None, "/metrics", &Credentials::default())
+        .await
+        .expect("GET");
+    assert_eq!(code, 403);
+    let (code, body) = get(manager.addr, None, "/metrics", &scraper)
+        .await
+        .expect("GET");
+    assert_eq!(code, 200, "{body}");
+
+    let open = fixture
+        .manager(&[
+            "--plain-http".to_string(),
+            "--bind-address=0.0.0.0".to_string(),
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics".to_string(),
+        ])
+        .await;
+    assert!(
+        open.addr.ip().is_loopback(),
+        "--plain-http binds loopback only"
+    );
+    let (code, _) = get(open.addr, None, "/metrics", &Credentials::default())
+        .await
+        .expect("GET");
+    assert_eq!(code, 200);
+}
