@@ -9,7 +9,9 @@ use controller_toolkit::controller_ref::{ClaimResult, ControllerRefManager, rech
 use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig, RetryConfig};
 use controller_toolkit::new_controller_ref;
 use controller_toolkit::pod_control::{PodControl, PodControlError};
+use controller_toolkit::writes::Writer;
 use informer::{CachedPod, CachedReplicaSet};
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, Deployment, ReplicaSet, ReplicaSetSpec, StatefulSet,
 };
@@ -18,21 +20,34 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::core::{GroupVersionKind, Selector};
 use kube::{Api, Client};
-use sim::{KubeletConfig, SimCluster, SimConfig};
+use serde::de::DeserializeOwned;
+use sim::{SimCluster, testing::quiet_config};
 
 const NS: &str = "default";
 const COMPONENT: &str = "replicaset-controller";
 
 async fn start_sim() -> SimCluster {
-    SimCluster::start(SimConfig {
-        kubelet: KubeletConfig {
-            enabled: false,
-            ..KubeletConfig::default()
-        },
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts")
+    SimCluster::start(quiet_config()).await.expect("sim starts")
+}
+
+/// A quiet sim holding the ReplicaSet `name` (selecting `app=web`), and the test's client.
+async fn sim_with_replica_set(name: &str) -> (SimCluster, Client, ReplicaSet) {
+    let sim = start_sim().await;
+    let client = sim.client();
+    let rs = create_rs(&client, name, "web", None).await;
+    (sim, client, rs)
+}
+
+/// An event recorder for [`COMPONENT`].
+fn recorder(client: &Client) -> EventRecorder {
+    EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT))
+}
+
+/// Pod control and the recorder its events go through.
+fn pod_control(client: &Client) -> (PodControl, EventRecorder) {
+    let recorder = recorder(client);
+    let control = PodControl::new(Writer::new(client.clone()), recorder.clone());
+    (control, recorder)
 }
 
 fn rs_gvk() -> GroupVersionKind {
@@ -118,18 +133,40 @@ async fn create_pod(
     ))
 }
 
-fn selector_of(rs: &ReplicaSet) -> Selector {
-    rs.spec
-        .as_ref()
-        .map(|s| s.selector.clone())
-        .unwrap_or_default()
-        .try_into()
-        .expect("valid selector")
+fn manager_for(client: &Client, rs: &ReplicaSet) -> ControllerRefManager {
+    let selector = rs.spec.as_ref().map(|s| &s.selector);
+    owner_manager(client, rs, &rs_gvk(), selector)
 }
 
-fn manager_for(client: &Client, rs: &ReplicaSet) -> ControllerRefManager {
-    let can_adopt = recheck_deletion(Api::<ReplicaSet>::namespaced(client.clone(), NS), rs);
-    ControllerRefManager::new(client.clone(), rs, &rs_gvk(), selector_of(rs), can_adopt)
+/// The claim manager of `owner` (of kind `gvk`, selecting with `selector`), which rechecks
+/// the owner live before adopting.
+fn owner_manager<O>(
+    client: &Client,
+    owner: &O,
+    gvk: &GroupVersionKind,
+    selector: Option<&LabelSelector>,
+) -> ControllerRefManager
+where
+    O: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let can_adopt = recheck_deletion(Api::<O>::namespaced(client.clone(), NS), owner);
+    let selector: Selector = selector
+        .cloned()
+        .unwrap_or_default()
+        .try_into()
+        .expect("valid selector");
+    ControllerRefManager::new(Writer::new(client.clone()), owner, gvk, selector, can_adopt)
+}
+
+/// A pod `name` of `app=web` controlled by `rs`.
+async fn owned_pod(client: &Client, name: &str, rs: &ReplicaSet) -> Arc<CachedPod> {
+    create_pod(client, name, "web", vec![new_controller_ref(rs, &rs_gvk())]).await
 }
 
 async fn live_pod(client: &Client, name: &str) -> Pod {
@@ -160,9 +197,7 @@ fn other_owner() -> OwnerReference {
 
 #[tokio::test]
 async fn adopts_orphans_with_one_live_recheck() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
     let orphan_a = create_pod(&client, "orphan-a", "web", vec![other_owner()]).await;
     let orphan_b = create_pod(&client, "orphan-b", "web", vec![]).await;
     let stranger = create_pod(&client, "stranger", "db", vec![]).await;
@@ -170,10 +205,9 @@ async fn adopts_orphans_with_one_live_recheck() {
 
     // Claiming runs on a spawned task, as in a controller's workers (the future is Send).
     let manager = manager_for(&client, &rs);
-    let result =
-        tokio::spawn(async move { manager.claim_pods(&[orphan_a, orphan_b, stranger]).await })
-            .await
-            .expect("claim task finished");
+    let result = tokio::spawn(async move { manager.claim(&[orphan_a, orphan_b, stranger]).await })
+        .await
+        .expect("claim task finished");
 
     assert!(result.errors.is_empty(), "{:?}", result.errors);
     assert_eq!(names(&result), ["orphan-a", "orphan-b"]);
@@ -212,15 +246,13 @@ async fn adopts_orphans_with_one_live_recheck() {
 
 #[tokio::test]
 async fn releases_pods_that_stop_matching_and_keeps_other_owners() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
     let ours = new_controller_ref(&rs, &rs_gvk());
     let moved = create_pod(&client, "moved", "db", vec![other_owner(), ours.clone()]).await;
     let kept = create_pod(&client, "kept", "web", vec![ours.clone()]).await;
     let gets_before = sim.accounting().count("get", "replicasets");
 
-    let result = manager_for(&client, &rs).claim_pods(&[moved, kept]).await;
+    let result = manager_for(&client, &rs).claim(&[moved, kept]).await;
 
     assert!(result.errors.is_empty(), "{:?}", result.errors);
     assert_eq!(names(&result), ["kept"]);
@@ -242,9 +274,7 @@ async fn releases_pods_that_stop_matching_and_keeps_other_owners() {
 
 #[tokio::test]
 async fn release_of_a_vanished_pod_is_not_an_error() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
     let ours = new_controller_ref(&rs, &rs_gvk());
     let gone = create_pod(&client, "gone", "db", vec![ours]).await;
     Api::<Pod>::namespaced(client.clone(), NS)
@@ -252,7 +282,7 @@ async fn release_of_a_vanished_pod_is_not_an_error() {
         .await
         .expect("deleted");
 
-    let result = manager_for(&client, &rs).claim_pods(&[gone]).await;
+    let result = manager_for(&client, &rs).claim(&[gone]).await;
 
     assert!(result.errors.is_empty(), "{:?}", result.errors);
     assert!(result.claimed.is_empty());
@@ -261,9 +291,7 @@ async fn release_of_a_vanished_pod_is_not_an_error() {
 
 #[tokio::test]
 async fn owner_being_deleted_in_cache_adopts_and_releases_nothing() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let mut rs = create_rs(&client, "web", "web", None).await;
+    let (sim, client, mut rs) = sim_with_replica_set("web").await;
     let ours = new_controller_ref(&rs, &rs_gvk());
     let orphan = create_pod(&client, "orphan", "web", vec![]).await;
     let moved = create_pod(&client, "moved", "db", vec![ours.clone()]).await;
@@ -271,7 +299,7 @@ async fn owner_being_deleted_in_cache_adopts_and_releases_nothing() {
         k8s_openapi::jiff::Timestamp::now(),
     ));
 
-    let result = manager_for(&client, &rs).claim_pods(&[orphan, moved]).await;
+    let result = manager_for(&client, &rs).claim(&[orphan, moved]).await;
 
     assert!(result.errors.is_empty());
     assert!(result.claimed.is_empty());
@@ -312,7 +340,7 @@ async fn live_recheck_refuses_an_owner_deleted_since_the_cache_saw_it() {
         .to_string();
 
     let result = manager_for(&client, &cached)
-        .claim_pods(std::slice::from_ref(&orphan))
+        .claim(std::slice::from_ref(&orphan))
         .await;
 
     assert!(result.claimed.is_empty());
@@ -346,7 +374,7 @@ async fn live_recheck_refuses_an_owner_replaced_by_a_namesake() {
     let gets_before = sim.accounting().count("get", "replicasets");
 
     let result = manager_for(&client, &cached)
-        .claim_pods(&[first.clone(), second.clone()])
+        .claim(&[first.clone(), second.clone()])
         .await;
 
     assert!(result.claimed.is_empty());
@@ -398,20 +426,10 @@ async fn deployment_adopts_an_orphan_replica_set() {
             .expect("cached form"),
     );
     let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
-    let can_adopt = recheck_deletion(
-        Api::<Deployment>::namespaced(client.clone(), NS),
-        &deployment,
-    );
-    let selector: Selector = deployment
-        .spec
-        .as_ref()
-        .map(|s| s.selector.clone())
-        .unwrap_or_default()
-        .try_into()
-        .expect("valid selector");
-    let manager = ControllerRefManager::new(client.clone(), &deployment, &gvk, selector, can_adopt);
+    let selector = deployment.spec.as_ref().map(|s| &s.selector);
+    let manager = owner_manager(&client, &deployment, &gvk, selector);
 
-    let result = manager.claim_replica_sets(&[orphan]).await;
+    let result = manager.claim(&[orphan]).await;
 
     assert!(result.errors.is_empty(), "{:?}", result.errors);
     assert_eq!(names(&result), ["web-1"]);
@@ -441,11 +459,8 @@ async fn events_for(client: &Client, object: &str) -> Vec<Event> {
 
 #[tokio::test]
 async fn creates_pods_from_the_template_and_records_upstream_events() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web-896bb5df7", "web", None).await;
-    let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
-    let control = PodControl::new(client.clone(), recorder.clone());
+    let (sim, client, rs) = sim_with_replica_set("web-896bb5df7").await;
+    let (control, recorder) = pod_control(&client);
     let controller_ref = new_controller_ref(&rs, &rs_gvk());
     let template = rs
         .spec
@@ -546,13 +561,8 @@ async fn creates_pods_from_the_template_and_records_upstream_events() {
 
 #[tokio::test]
 async fn refuses_templates_without_labels_and_bad_refs_without_calling_the_server() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
-    let control = PodControl::new(
-        client.clone(),
-        EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT)),
-    );
+    let (sim, client, rs) = sim_with_replica_set("web").await;
+    let (control, _) = pod_control(&client);
     let mut unlabelled = template("web");
     if let Some(meta) = unlabelled.metadata.as_mut() {
         meta.labels = None;
@@ -579,11 +589,8 @@ async fn refuses_templates_without_labels_and_bad_refs_without_calling_the_serve
 
 #[tokio::test]
 async fn failed_create_records_a_warning_with_the_server_message() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
-    let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
-    let control = PodControl::new(client.clone(), recorder.clone());
+    let (sim, client, rs) = sim_with_replica_set("web").await;
+    let (control, recorder) = pod_control(&client);
     let controller_ref = new_controller_ref(&rs, &rs_gvk());
 
     let err = control
@@ -605,18 +612,9 @@ async fn failed_create_records_a_warning_with_the_server_message() {
 
 #[tokio::test]
 async fn deletes_pods_and_reports_not_found_without_an_event() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
-    let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
-    let control = PodControl::new(client.clone(), recorder.clone());
-    let victim = create_pod(
-        &client,
-        "victim",
-        "web",
-        vec![new_controller_ref(&rs, &rs_gvk())],
-    )
-    .await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
+    let (control, recorder) = pod_control(&client);
+    let victim = owned_pod(&client, "victim", &rs).await;
 
     control.delete_pod(&victim, &rs).await.expect("deleted");
     let missing = control.delete_pod(&victim, &rs).await;
@@ -645,10 +643,8 @@ async fn deletes_pods_and_reports_not_found_without_an_event() {
 
 #[tokio::test]
 async fn a_repeated_event_is_patched_into_count_two() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
-    let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
+    let (sim, client, rs) = sim_with_replica_set("web").await;
+    let recorder = recorder(&client);
 
     recorder.record(
         &rs,
@@ -693,10 +689,8 @@ async fn a_repeated_event_is_patched_into_count_two() {
 
 #[tokio::test]
 async fn a_repeat_of_an_event_deleted_meanwhile_is_created_again() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
-    let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
+    let (sim, client, rs) = sim_with_replica_set("web").await;
+    let recorder = recorder(&client);
     recorder.record(&rs, EventType::Normal, "SuccessfulDelete", "Deleted pod: p");
     recorder.flush().await;
     let first = events_for(&client, "web").await;
@@ -719,9 +713,7 @@ async fn a_repeat_of_an_event_deleted_meanwhile_is_created_again() {
 
 #[tokio::test]
 async fn recording_never_waits_for_the_server() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
     sim.set_faults(sim::FaultConfig {
         latency: std::time::Duration::from_millis(200),
         ..sim::FaultConfig::default()
@@ -752,18 +744,9 @@ async fn recording_never_waits_for_the_server() {
 
 #[tokio::test]
 async fn failed_delete_records_a_warning_and_wraps_the_error() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
-    let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
-    let control = PodControl::new(client.clone(), recorder.clone());
-    let victim = create_pod(
-        &client,
-        "victim",
-        "web",
-        vec![new_controller_ref(&rs, &rs_gvk())],
-    )
-    .await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
+    let (control, recorder) = pod_control(&client);
+    let victim = owned_pod(&client, "victim", &rs).await;
 
     // On this current-thread runtime the event writer cannot run between the failed delete
     // and the reset of the faults, so only the delete sees them.
@@ -857,17 +840,9 @@ async fn stateful_set_claims_controller_revisions() {
                 .expect("revision created"),
         ));
     }
-    let can_adopt = recheck_deletion(Api::<StatefulSet>::namespaced(client.clone(), NS), &set);
-    let selector: Selector = set
-        .spec
-        .as_ref()
-        .map(|s| s.selector.clone())
-        .unwrap_or_default()
-        .try_into()
-        .expect("valid selector");
-    let manager = ControllerRefManager::new(client.clone(), &set, &gvk, selector, can_adopt);
+    let manager = owner_manager(&client, &set, &gvk, set.spec.as_ref().map(|s| &s.selector));
 
-    let result = manager.claim_controller_revisions(&cached).await;
+    let result = manager.claim(&cached).await;
 
     assert!(result.errors.is_empty(), "{:?}", result.errors);
     assert_eq!(names(&result), ["db-1"]);
@@ -916,9 +891,7 @@ fn quick_retries(attempts: u32) -> RecorderConfig {
 
 #[tokio::test]
 async fn event_writes_are_retried_while_the_server_is_unreachable() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
     let recorder = EventRecorder::start(flaky_front(&sim, 2).await, quick_retries(4));
 
     recorder.record(&rs, EventType::Normal, "SuccessfulCreate", "Created pod: p");
@@ -932,9 +905,7 @@ async fn event_writes_are_retried_while_the_server_is_unreachable() {
 
 #[tokio::test]
 async fn event_writes_give_up_after_the_configured_attempts() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
     let recorder = EventRecorder::start(flaky_front(&sim, 3).await, quick_retries(3));
 
     recorder.record(&rs, EventType::Normal, "SuccessfulCreate", "Created pod: p");
@@ -947,18 +918,9 @@ async fn event_writes_give_up_after_the_configured_attempts() {
 
 #[tokio::test]
 async fn never_deletes_a_namesake_of_the_chosen_pod() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let rs = create_rs(&client, "web", "web", None).await;
-    let recorder = EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT));
-    let control = PodControl::new(client.clone(), recorder);
-    let chosen = create_pod(
-        &client,
-        "victim",
-        "web",
-        vec![new_controller_ref(&rs, &rs_gvk())],
-    )
-    .await;
+    let (sim, client, rs) = sim_with_replica_set("web").await;
+    let (control, _) = pod_control(&client);
+    let chosen = owned_pod(&client, "victim", &rs).await;
     // The pod is replaced under the same name after the controller chose it from its cache.
     let pods = Api::<Pod>::namespaced(client.clone(), NS);
     pods.delete(

@@ -132,6 +132,9 @@ fn plan_benches(c: &mut Criterion) {
     assert!(!plan_scale(&scaled_up, Some(&new_rs), &old_refs).is_empty());
 
     let mut group = c.benchmark_group("deployment_plan");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(2));
     group.bench_function("split_replica_sets_11", |b| {
         b.iter(|| split_replica_sets(black_box(&d), black_box(&all)).old.len())
     });
@@ -159,12 +162,5 @@ fn plan_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2));
-    targets = plan_benches
-}
+criterion_group!(benches, plan_benches);
 criterion_main!(benches);

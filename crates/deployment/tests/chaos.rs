@@ -16,8 +16,11 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sim::{FaultConfig, SimConfig};
-use support::{BoundsChecker, Harness, eventually, is_complete};
+use sim::{
+    FaultConfig, SimConfig,
+    testing::{chaos_faults, eventually, retry_write},
+};
+use support::{BoundsChecker, Harness, is_complete};
 
 const DEPLOYMENTS: usize = 100;
 const REPLICAS: i32 = 5;
@@ -31,21 +34,6 @@ fn chaos_deployment(index: usize) -> Deployment {
     // that error) come back soon instead of after 10 minutes.
     d.spec.as_mut().expect("spec").progress_deadline_seconds = Some(3);
     d
-}
-
-/// Retries a write of the test itself, which sees the same faults.
-async fn retry<T, F, Fut>(mut write: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, kube::Error>>,
-{
-    loop {
-        match write().await {
-            Ok(_) => return,
-            Err(kube::Error::Api(status)) if status.reason == "AlreadyExists" => return,
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
 }
 
 async fn wait_all_complete(harness: &Harness, image: &str) {
@@ -79,18 +67,14 @@ async fn wait_all_complete(harness: &Harness, image: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollouts_finish_under_faults_within_bounds() {
     let harness = Harness::start_with(SimConfig::default()).await;
-    harness.sim.set_faults(FaultConfig {
-        seed: 7,
-        write_500: 0.05,
-        write_409: 0.05,
-        watch_disconnect_every: Some(Duration::from_secs(3)),
-        ..FaultConfig::default()
-    });
+    harness
+        .sim
+        .set_faults(chaos_faults(7, Duration::from_secs(3)));
     let api = harness.deployments();
     let (post, patch_params) = (PostParams::default(), PatchParams::default());
     for index in 0..DEPLOYMENTS {
         let d = chaos_deployment(index);
-        retry(|| api.create(&post, &d)).await;
+        retry_write(|| api.create(&post, &d)).await;
     }
     wait_all_complete(&harness, "nginx:1.25").await;
 
@@ -106,7 +90,7 @@ async fn rollouts_finish_under_faults_within_bounds() {
     );
     for index in 0..DEPLOYMENTS {
         let name = format!("chaos-{index}");
-        retry(|| api.patch(&name, &patch_params, &patch)).await;
+        retry_write(|| api.patch(&name, &patch_params, &patch)).await;
     }
     wait_all_complete(&harness, "nginx:1.27").await;
     let report = checker.stop();

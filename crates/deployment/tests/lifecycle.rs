@@ -17,10 +17,8 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, runtime::watcher};
 use serde_json::json;
-use sim::{KubeletConfig, SimConfig};
-use support::{
-    Harness, annotation, condition, deployment, eventually, image_of, revision_of, spec_replicas,
-};
+use sim::{KubeletConfig, SimConfig, testing::eventually};
+use support::{Harness, annotation, condition, deployment, image_of, revision_of, spec_replicas};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -5,7 +5,8 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{BoundsChecker, Harness, annotation, condition, eventually, image_of, spec_replicas};
+use sim::testing::eventually;
+use support::{BoundsChecker, Harness, annotation, condition, image_of, spec_replicas};
 
 const REPLICAS: i32 = 10;
 

@@ -5,8 +5,8 @@
 use deployment::new_replica_set::{ExistingNewReplicaSet, sync_existing_new_replica_set};
 use deployment::progress::{Requeue, check_paused_conditions, sync_rollout_status};
 use deployment::rolling::{RollingStep, plan_rolling_update};
+use deployment::rollout_path::{RolloutPath, choose_rollout_path, selecting_all};
 use deployment::status::FeatureGates;
-use deployment::sync_path::{RolloutPath, choose_rollout_path, selecting_all};
 use deployment::template::split_replica_sets;
 use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::jiff::Timestamp;
@@ -46,7 +46,7 @@ fn upstream_objects_need_no_write() {
     assert_eq!(plan.step, RollingStep::Settled);
     assert!(!plan.cleanup);
 
-    let decision = sync_rollout_status(&split.all(), split.new, &d, FeatureGates::default(), now);
+    let decision = sync_rollout_status(&refs, split.new, &d, FeatureGates::default(), now);
     assert_eq!(decision.update, None, "stored status is current");
     // Looked at again one second after the deadline: 07:40:35 + 1 s - 07:31:00 = 576 s.
     assert_eq!(
@@ -61,7 +61,7 @@ fn upstream_rollout_times_out_after_the_deadline() {
     let refs: Vec<&CachedReplicaSet> = rss.iter().collect();
     let split = split_replica_sets(&d, &refs);
     let later: Timestamp = "2026-11-22T07:41:00Z".parse().expect("time");
-    let decision = sync_rollout_status(&split.all(), split.new, &d, FeatureGates::default(), later);
+    let decision = sync_rollout_status(&refs, split.new, &d, FeatureGates::default(), later);
     let status = decision.update.expect("condition changes");
     let progressing = status
         .conditions

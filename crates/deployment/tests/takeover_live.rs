@@ -15,7 +15,8 @@ use k8s_openapi::{
 };
 use kube::api::PostParams;
 use serde_json::Value;
-use support::{DEPLOYMENT_AGENT, Harness, condition, eventually};
+use sim::testing::eventually;
+use support::{DEPLOYMENT_AGENT, Harness, condition};
 
 /// Drops the fields the API server sets, so the object can be created again.
 fn strip_server_fields(mut object: Value) -> Value {

@@ -114,6 +114,9 @@ fn hash_benches(c: &mut Criterion) {
     ));
 
     let mut group = c.benchmark_group("history");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(2));
     group.bench_function("new_statefulset_revision", |b| {
         b.iter(|| new_statefulset_revision(black_box(&set), 3, 0))
     });
@@ -132,12 +135,5 @@ fn hash_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2));
-    targets = hash_benches
-}
+criterion_group!(benches, hash_benches);
 criterion_main!(benches);

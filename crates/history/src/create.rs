@@ -147,9 +147,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::revision::{
-        CONTROLLER_REVISION_HASH_LABEL, RevisionParent, new_controller_revision,
-    };
+    use crate::revision::{RevisionParent, new_controller_revision, revision_hash};
 
     /// Example B's data (history.md section 8): hashes 776999688b, 776999688c, 7769996888 for
     /// collision counts 0, 1, 2.
@@ -162,15 +160,6 @@ mod tests {
             uid: "uid-1".to_owned(),
         };
         new_controller_revision(&parent, &Default::default(), &data, 1, Some(0)).expect("encodable")
-    }
-
-    fn hash_label(revision: &ControllerRevision) -> Option<&str> {
-        revision
-            .metadata
-            .labels
-            .as_ref()?
-            .get(CONTROLLER_REVISION_HASH_LABEL)
-            .map(String::as_str)
     }
 
     #[test]
@@ -192,7 +181,7 @@ mod tests {
         let second = creation.candidate();
         assert_eq!(second.metadata.name.as_deref(), Some("test-776999688c"));
         // Only the name follows the count; the label keeps the hash computed at construction.
-        assert_eq!(hash_label(&second), Some("776999688b"));
+        assert_eq!(revision_hash(&second), Some("776999688b"));
 
         assert_eq!(
             creation.on_already_exists(&squatter),

@@ -155,23 +155,30 @@ mod tests {
         new_statefulset_revision(set, 2, 0).expect("valid")
     }
 
+    /// Asks `cache` whether the stored revision of `image` at `resource_version` is current
+    /// for `set`.
+    fn is_current(
+        cache: &SemanticComparisonCache,
+        set: &Value,
+        image: &str,
+        resource_version: &str,
+    ) -> bool {
+        cache.latest_revision_is_semantically_current(
+            set,
+            &stored(image, resource_version),
+            &proposal(set),
+        )
+    }
+
     #[test]
     fn remembers_only_positive_answers() {
         let cache = SemanticComparisonCache::default();
         let current = set("u", 1, "a");
-        assert!(cache.latest_revision_is_semantically_current(
-            &current,
-            &stored("a", "10"),
-            &proposal(&current)
-        ));
+        assert!(is_current(&cache, &current, "a", "10"));
         assert_eq!(cache.len(), 1);
 
         let changed = set("u", 2, "b");
-        assert!(!cache.latest_revision_is_semantically_current(
-            &changed,
-            &stored("a", "10"),
-            &proposal(&changed)
-        ));
+        assert!(!is_current(&cache, &changed, "a", "10"));
         assert_eq!(cache.len(), 1);
     }
 
@@ -179,23 +186,11 @@ mod tests {
     fn a_hit_answers_without_comparing() {
         let cache = SemanticComparisonCache::default();
         let current = set("u", 1, "a");
-        assert!(cache.latest_revision_is_semantically_current(
-            &current,
-            &stored("a", "10"),
-            &proposal(&current)
-        ));
+        assert!(is_current(&cache, &current, "a", "10"));
         // Same key, different content: the memo answers (upstream trusts the key the same way).
-        assert!(cache.latest_revision_is_semantically_current(
-            &current,
-            &stored("z", "10"),
-            &proposal(&current)
-        ));
+        assert!(is_current(&cache, &current, "z", "10"));
         // Another resourceVersion is another key: compared again, and different.
-        assert!(!cache.latest_revision_is_semantically_current(
-            &current,
-            &stored("z", "11"),
-            &proposal(&current)
-        ));
+        assert!(!is_current(&cache, &current, "z", "11"));
     }
 
     #[test]
@@ -206,11 +201,7 @@ mod tests {
             .as_object_mut()
             .expect("metadata")
             .remove("generation");
-        assert!(cache.latest_revision_is_semantically_current(
-            &current,
-            &stored("a", "10"),
-            &proposal(&current)
-        ));
+        assert!(is_current(&cache, &current, "a", "10"));
         assert!(cache.is_empty());
     }
 
@@ -221,25 +212,15 @@ mod tests {
             .into_iter()
             .map(|uid| set(uid, 1, "a"))
             .collect();
-        let same = |set: &Value| {
-            cache.latest_revision_is_semantically_current(set, &stored("a", "10"), &proposal(set))
-        };
+        let same = |set: &Value| is_current(&cache, set, "a", "10");
         assert!(same(&sets[0]));
         assert!(same(&sets[1]));
         assert!(same(&sets[0])); // u1 is now the most recently used
         assert!(same(&sets[2])); // evicts u2
         assert_eq!(cache.len(), 2);
         // u2 was evicted: with different stored content it is compared again and found changed.
-        assert!(!cache.latest_revision_is_semantically_current(
-            &sets[1],
-            &stored("z", "10"),
-            &proposal(&sets[1])
-        ));
+        assert!(!is_current(&cache, &sets[1], "z", "10"));
         // u1 is still remembered.
-        assert!(cache.latest_revision_is_semantically_current(
-            &sets[0],
-            &stored("z", "10"),
-            &proposal(&sets[0])
-        ));
+        assert!(is_current(&cache, &sets[0], "z", "10"));
     }
 }

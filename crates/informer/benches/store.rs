@@ -216,6 +216,8 @@ fn store_benches(c: &mut Criterion) {
         .map(|i| Arc::new(CachedPod::from(pod(&template, i))))
         .collect();
     let mut group = c.benchmark_group("informer_store");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
 
     // One fill takes a few hundred milliseconds: give its 10 samples the time they need.
     group.measurement_time(Duration::from_secs(4));
@@ -279,12 +281,5 @@ fn store_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2));
-    targets = store_benches
-}
+criterion_group!(benches, store_benches);
 criterion_main!(benches);

@@ -352,6 +352,15 @@ mod tests {
         }
     }
 
+    /// An informer with a [`Recorder`] registered and its handlers running until `shutdown`.
+    fn recording_informer(shutdown: &CancellationToken) -> (SharedInformer<Pod>, Recorder) {
+        let informer = informer();
+        let recorder = Recorder::default();
+        informer.add_event_handler(recorder.clone());
+        informer.start_handlers(&Handle::current(), shutdown);
+        (informer, recorder)
+    }
+
     fn informer() -> SharedInformer<Pod> {
         SharedInformer::new(InformerConfig {
             resync: Duration::ZERO,
@@ -465,11 +474,8 @@ mod tests {
 
     #[tokio::test]
     async fn relist_hides_unchanged_objects_from_handlers() {
-        let informer = informer();
         let shutdown = CancellationToken::new();
-        let recorder = Recorder::default();
-        informer.add_event_handler(recorder.clone());
-        informer.start_handlers(&Handle::current(), &shutdown);
+        let (informer, recorder) = recording_informer(&shutdown);
         let relist = |pods: Vec<Pod>| {
             let mut events = vec![Event::Init];
             events.extend(pods.into_iter().map(Event::InitApply));
@@ -494,11 +500,8 @@ mod tests {
 
     #[tokio::test]
     async fn resync_reaches_every_handler() {
-        let informer = informer();
         let shutdown = CancellationToken::new();
-        let recorder = Recorder::default();
-        informer.add_event_handler(recorder.clone());
-        informer.start_handlers(&Handle::current(), &shutdown);
+        let (informer, recorder) = recording_informer(&shutdown);
         for event in [Event::Init, Event::InitApply(p("a")), Event::InitDone] {
             informer.inner.handle(event);
         }

@@ -88,6 +88,16 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use kube::api::ObjectMeta;
 
+    /// The metadata of object `name` in namespace `ns1` with `owner_references`.
+    fn in_ns1(name: &str, owner_references: Option<Vec<OwnerReference>>) -> ObjectMeta {
+        ObjectMeta {
+            namespace: Some("ns1".into()),
+            name: Some(name.into()),
+            owner_references,
+            ..ObjectMeta::default()
+        }
+    }
+
     fn owner(uid: &str, controller: Option<bool>) -> OwnerReference {
         OwnerReference {
             api_version: "apps/v1".into(),
@@ -122,12 +132,7 @@ mod tests {
         ];
         for (name, owner_references, want) in cases {
             let pod = CachedPod {
-                metadata: ObjectMeta {
-                    namespace: Some("ns1".into()),
-                    name: Some("p".into()),
-                    owner_references,
-                    ..ObjectMeta::default()
-                },
+                metadata: in_ns1("p", owner_references),
                 ..CachedPod::default()
             };
             assert_eq!(pod_controller_index(&pod), vec![want.to_string()], "{name}");
@@ -152,12 +157,7 @@ mod tests {
         ];
         for (name, owner_references, want) in cases {
             let replica_set = ReplicaSet {
-                metadata: ObjectMeta {
-                    namespace: Some("ns1".into()),
-                    name: Some("rs".into()),
-                    owner_references,
-                    ..ObjectMeta::default()
-                },
+                metadata: in_ns1("rs", owner_references),
                 ..ReplicaSet::default()
             };
             assert_eq!(

@@ -153,15 +153,7 @@ impl<K: Resource> Store<K> {
         if inner.indexers.contains_key(name) {
             return;
         }
-        let mut index: HashMap<String, Bucket<K>> = HashMap::new();
-        for (key, obj) in &inner.items {
-            for value in index_fn(obj) {
-                index
-                    .entry(value)
-                    .or_default()
-                    .insert(key.clone(), obj.clone());
-            }
-        }
+        let index = build_index(&inner.items, &index_fn);
         inner.indexers.insert(name.to_string(), index_fn);
         inner.indices.insert(name.to_string(), index);
     }
@@ -188,12 +180,7 @@ impl<K> StoreInner<K> {
     fn index(&mut self, key: &str, obj: &Arc<K>) {
         for (name, index_fn) in &self.indexers {
             let index = self.indices.entry(name.clone()).or_default();
-            for value in index_fn(obj) {
-                index
-                    .entry(value)
-                    .or_default()
-                    .insert(key.to_string(), obj.clone());
-            }
+            insert_into_index(index, index_fn, key, obj);
         }
     }
 
@@ -214,19 +201,38 @@ impl<K> StoreInner<K> {
     }
 
     fn rebuild_indices(&mut self) {
-        let mut indices: HashMap<String, HashMap<String, Bucket<K>>> = HashMap::new();
-        for (name, index_fn) in &self.indexers {
-            let index = indices.entry(name.clone()).or_default();
-            for (key, obj) in &self.items {
-                for value in index_fn(obj) {
-                    index
-                        .entry(value)
-                        .or_default()
-                        .insert(key.clone(), obj.clone());
-                }
-            }
-        }
-        self.indices = indices;
+        self.indices = self
+            .indexers
+            .iter()
+            .map(|(name, index_fn)| (name.clone(), build_index(&self.items, index_fn)))
+            .collect();
+    }
+}
+
+/// The index `index_fn` gives `items`.
+fn build_index<K>(
+    items: &BTreeMap<String, Arc<K>>,
+    index_fn: &IndexFn<K>,
+) -> HashMap<String, Bucket<K>> {
+    let mut index = HashMap::new();
+    for (key, obj) in items {
+        insert_into_index(&mut index, index_fn, key, obj);
+    }
+    index
+}
+
+/// Files `obj` under `key` in `index` for every value `index_fn` gives it.
+fn insert_into_index<K>(
+    index: &mut HashMap<String, Bucket<K>>,
+    index_fn: &IndexFn<K>,
+    key: &str,
+    obj: &Arc<K>,
+) {
+    for value in index_fn(obj) {
+        index
+            .entry(value)
+            .or_default()
+            .insert(key.to_owned(), obj.clone());
     }
 }
 
@@ -257,6 +263,11 @@ pub(crate) mod tests {
 
     fn names(objects: &[Arc<Pod>]) -> Vec<String> {
         objects.iter().map(|p| object_key(p.as_ref())).collect()
+    }
+
+    /// The keys of the objects under `value` in index `index` (none for an unknown index).
+    fn indexed(store: &Store<Pod>, index: &str, value: &str) -> Vec<String> {
+        names(&store.by_index(index, value).unwrap_or_default())
     }
 
     fn app_index() -> IndexFn<Pod> {
@@ -307,14 +318,8 @@ pub(crate) mod tests {
         store.upsert(pod("a", "p1", &[("app", "web")], "1"));
         store.upsert(pod("a", "p2", &[("app", "web")], "1"));
         store.upsert(pod("a", "p1", &[("app", "db")], "2"));
-        assert_eq!(
-            names(&store.by_index("app", "web").unwrap_or_default()),
-            ["a/p2"]
-        );
-        assert_eq!(
-            names(&store.by_index("app", "db").unwrap_or_default()),
-            ["a/p1"]
-        );
+        assert_eq!(indexed(&store, "app", "web"), ["a/p2"]);
+        assert_eq!(indexed(&store, "app", "db"), ["a/p1"]);
         assert!(store.by_index("missing", "web").is_none());
     }
 
@@ -323,10 +328,7 @@ pub(crate) mod tests {
         let store = Store::new();
         store.upsert(pod("a", "p1", &[("app", "web")], "1"));
         store.add_indexer("app", app_index());
-        assert_eq!(
-            names(&store.by_index("app", "web").unwrap_or_default()),
-            ["a/p1"]
-        );
+        assert_eq!(indexed(&store, "app", "web"), ["a/p1"]);
     }
 
     #[test]
@@ -336,10 +338,7 @@ pub(crate) mod tests {
         store.add_indexer("app", app_index());
         let other: IndexFn<Pod> = Arc::new(|_: &Pod| vec!["other".to_string()]);
         store.add_indexer("app", other);
-        assert_eq!(
-            names(&store.by_index("app", "web").unwrap_or_default()),
-            ["a/p1"]
-        );
+        assert_eq!(indexed(&store, "app", "web"), ["a/p1"]);
         assert_eq!(store.by_index("app", "other"), Some(vec![]));
     }
 
@@ -354,10 +353,7 @@ pub(crate) mod tests {
             previous.keys().cloned().collect::<Vec<_>>(),
             ["a/p1", "a/p2"]
         );
-        assert_eq!(
-            names(&store.by_index("app", "web").unwrap_or_default()),
-            ["b/p3"]
-        );
+        assert_eq!(indexed(&store, "app", "web"), ["b/p3"]);
         assert_eq!(store.by_index(NAMESPACE_INDEX, "a"), Some(vec![]));
         assert_eq!(names(&store.list()), ["b/p3"]);
     }

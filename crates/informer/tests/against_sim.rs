@@ -18,10 +18,10 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams, PostParams},
     core::Selector,
 };
+use sim::testing::quiet_config;
 use support::{
-    eventually, pod,
+    RecordedPods, eventually, pod,
     proxy::Proxy,
-    quiet_sim_config,
     recorder::{Call, Recorder},
 };
 use tokio_util::sync::CancellationToken;
@@ -41,19 +41,17 @@ fn immediately() -> DeleteParams {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handlers_see_add_update_delete_in_order() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let sim = sim::SimCluster::start(quiet_config()).await?;
     let api = Api::<Pod>::namespaced(sim.client(), "default");
     let existing = api
         .create(&PostParams::default(), &pod("old-0", &[]))
         .await?;
 
-    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
-    let pods = factory.informer::<Pod>();
-    let recorder = Recorder::default();
-    let registration = pods.add_event_handler(recorder.clone());
-    let shutdown = CancellationToken::new();
-    factory.start(shutdown.clone());
-    assert!(wait_for_cache_sync(&shutdown, &[&pods, &registration]).await);
+    let RecordedPods {
+        pods,
+        recorder,
+        shutdown,
+    } = RecordedPods::start(sim.client(), FactoryConfig::default()).await;
     assert_eq!(
         recorder.calls(),
         [Call::Add {
@@ -126,7 +124,7 @@ async fn handlers_see_add_update_delete_in_order() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relist_after_lost_watch_delivers_missed_deletes_as_unknown() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let sim = sim::SimCluster::start(quiet_config()).await?;
     let api = Api::<Pod>::namespaced(sim.client(), "default");
     let a = api.create(&PostParams::default(), &pod("a", &[])).await?;
     let b = api.create(&PostParams::default(), &pod("b", &[])).await?;
@@ -134,13 +132,11 @@ async fn relist_after_lost_watch_delivers_missed_deletes_as_unknown() -> TestRes
         .await?;
 
     let proxy = Proxy::start(sim.addr()).await?;
-    let factory = SharedInformerFactory::new(proxy.client(), FactoryConfig::default());
-    let pods = factory.informer::<Pod>();
-    let recorder = Recorder::default();
-    let registration = pods.add_event_handler(recorder.clone());
-    let shutdown = CancellationToken::new();
-    factory.start(shutdown.clone());
-    assert!(wait_for_cache_sync(&shutdown, &[&registration]).await);
+    let RecordedPods {
+        pods,
+        recorder,
+        shutdown,
+    } = RecordedPods::start(proxy.client(), FactoryConfig::default()).await;
     assert_eq!(recorder.calls().len(), 3);
     recorder.clear();
 
@@ -201,7 +197,7 @@ async fn relist_after_lost_watch_delivers_missed_deletes_as_unknown() -> TestRes
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_redelivers_cached_objects_without_contacting_the_server() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let sim = sim::SimCluster::start(quiet_config()).await?;
     let api = Api::<Pod>::namespaced(sim.client(), "default");
     let a = api.create(&PostParams::default(), &pod("a", &[])).await?;
 
@@ -209,13 +205,9 @@ async fn resync_redelivers_cached_objects_without_contacting_the_server() -> Tes
         default_resync: Duration::from_millis(200),
         ..FactoryConfig::default()
     };
-    let factory = SharedInformerFactory::new(sim.client(), config);
-    let pods = factory.informer::<Pod>();
-    let recorder = Recorder::default();
-    let registration = pods.add_event_handler(recorder.clone());
-    let shutdown = CancellationToken::new();
-    factory.start(shutdown.clone());
-    assert!(wait_for_cache_sync(&shutdown, &[&registration]).await);
+    let RecordedPods {
+        recorder, shutdown, ..
+    } = RecordedPods::start(sim.client(), config).await;
 
     let resync = Call::Update {
         key: "default/a".into(),
@@ -238,7 +230,7 @@ async fn resync_redelivers_cached_objects_without_contacting_the_server() -> Tes
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_controllers_share_one_list_and_watch() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let sim = sim::SimCluster::start(quiet_config()).await?;
     let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
     // Two controllers each ask for the pod informer and register their handler.
     let first = Recorder::default();
@@ -287,7 +279,7 @@ async fn two_controllers_share_one_list_and_watch() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let sim = sim::SimCluster::start(quiet_config()).await?;
     let rs: ReplicaSet = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "web", "namespace": "default" },
         "spec": {
@@ -357,7 +349,7 @@ async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transform_drops_managed_fields_before_caching() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let sim = sim::SimCluster::start(quiet_config()).await?;
     let api = Api::<Pod>::namespaced(sim.client(), "default");
     let mut with_fields = pod("web-0", &[]);
     with_fields.metadata.managed_fields = Some(vec![
@@ -403,18 +395,14 @@ async fn transform_drops_managed_fields_before_caching() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_disconnects_resume_without_relist_or_duplicates() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let sim = sim::SimCluster::start(quiet_config()).await?;
     sim.set_faults(sim::FaultConfig {
         watch_disconnect_every: Some(Duration::from_millis(150)),
         ..sim::FaultConfig::default()
     });
-    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
-    let pods = factory.informer::<Pod>();
-    let recorder = Recorder::default();
-    let registration = pods.add_event_handler(recorder.clone());
-    let shutdown = CancellationToken::new();
-    factory.start(shutdown.clone());
-    assert!(wait_for_cache_sync(&shutdown, &[&registration]).await);
+    let RecordedPods {
+        recorder, shutdown, ..
+    } = RecordedPods::start(sim.client(), FactoryConfig::default()).await;
 
     let api = Api::<Pod>::namespaced(sim.client(), "default");
     let mut created = Vec::new();
@@ -453,20 +441,18 @@ async fn watch_disconnects_resume_without_relist_or_duplicates() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initial_list_is_paged_and_applied_as_one_list() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_sim_config()).await?;
+    let sim = sim::SimCluster::start(quiet_config()).await?;
     let api = Api::<Pod>::namespaced(sim.client(), "default");
     let count = informer::LIST_PAGE_SIZE as usize + 20;
     for i in 0..count {
         api.create(&PostParams::default(), &pod(&format!("p{i:04}"), &[]))
             .await?;
     }
-    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
-    let pods = factory.informer::<Pod>();
-    let recorder = Recorder::default();
-    let registration = pods.add_event_handler(recorder.clone());
-    let shutdown = CancellationToken::new();
-    factory.start(shutdown.clone());
-    assert!(wait_for_cache_sync(&shutdown, &[&registration]).await);
+    let RecordedPods {
+        pods,
+        recorder,
+        shutdown,
+    } = RecordedPods::start(sim.client(), FactoryConfig::default()).await;
 
     let calls = recorder.calls();
     assert_eq!(calls.len(), count);

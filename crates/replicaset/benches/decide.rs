@@ -13,10 +13,11 @@
 use std::{hint::black_box, sync::Arc, time::Duration};
 
 use controller_toolkit::ranking::{rank_by_related_pods_on_same_node, sort_for_deletion};
+use controller_toolkit::writes::slow_start_batches;
 use criterion::{Criterion, criterion_group, criterion_main};
 use informer::{CachedPod, CachedReplicaSet};
 use k8s_openapi::jiff::Timestamp;
-use replicaset::decide::{StatusInputs, calculate_status, plan_replicas, slow_start_batches};
+use replicaset::decide::{StatusInputs, calculate_status, plan_replicas};
 use serde_json::json;
 
 const PODS: usize = 500;
@@ -90,6 +91,9 @@ fn decide_benches(c: &mut Criterion) {
     let now = Timestamp::from_second(1_795_000_000 + 2_400).expect("valid time");
 
     let mut group = c.benchmark_group("replicaset_decide");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(2));
     group.bench_function("calculate_status_500_pods", |b| {
         b.iter(|| {
             calculate_status(&StatusInputs {
@@ -116,12 +120,5 @@ fn decide_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2));
-    targets = decide_benches
-}
+criterion_group!(benches, decide_benches);
 criterion_main!(benches);

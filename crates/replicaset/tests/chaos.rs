@@ -11,8 +11,11 @@ use std::{
 };
 
 use kube::api::{ListParams, PostParams};
-use sim::{FaultConfig, SimConfig};
-use support::{Harness, eventually};
+use sim::{
+    FaultConfig, SimConfig,
+    testing::{chaos_faults, eventually, retry_write},
+};
+use support::Harness;
 
 const SETS: usize = 100;
 const REPLICAS: i32 = 10;
@@ -20,36 +23,18 @@ const REPLICAS: i32 = 10;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn converges_under_faults_without_ever_overshooting() {
     let harness = Harness::start_with(SimConfig::default()).await;
-    harness.sim.set_faults(FaultConfig {
-        seed: 42,
-        write_500: 0.05,
-        write_409: 0.05,
-        watch_disconnect_every: Some(Duration::from_secs(3)),
-        ..FaultConfig::default()
-    });
+    harness
+        .sim
+        .set_faults(chaos_faults(42, Duration::from_secs(3)));
 
     // The test's own writes see the same faults: retry them.
+    let (replica_sets, post) = (harness.replica_sets(), PostParams::default());
     for index in 0..SETS {
         let rs = support::replica_set(&format!("chaos-{index}"), REPLICAS);
-        loop {
-            match harness
-                .replica_sets()
-                .create(&PostParams::default(), &rs)
-                .await
-            {
-                Ok(_) => break,
-                Err(kube::Error::Api(status))
-                    if status.code == 409 && status.reason == "AlreadyExists" =>
-                {
-                    break;
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
-        }
+        retry_write(|| replica_sets.create(&post, &rs)).await;
     }
 
     let pods = harness.pods();
-    let replica_sets = harness.replica_sets();
     let max_seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
     eventually(
         "every ReplicaSet to converge",

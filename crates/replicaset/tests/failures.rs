@@ -6,10 +6,10 @@ mod support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{Api, ListParams};
+use kube::api::ListParams;
 use prometheus::Registry;
-use sim::SimConfig;
-use support::{CONTROLLER_AGENT, Harness, eventually, set_pod_quota, wait_for_settled_status};
+use sim::{SimConfig, testing::eventually};
+use support::{CONTROLLER_AGENT, Harness, set_pod_quota, wait_for_settled_status};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_start_stops_after_the_first_failed_batch() {
@@ -68,19 +68,15 @@ async fn failed_creates_give_events_and_a_condition_that_recovery_clears() {
     set_pod_quota(&harness, 3).await;
     harness.create_replica_set("web", 5).await;
 
-    let api = harness.replica_sets();
     let condition = eventually(
         "the ReplicaFailure condition",
         Duration::from_secs(20),
-        || {
-            let api = api.clone();
-            async move {
-                let status = api.get("web").await.ok()?.status?;
-                status
-                    .conditions?
-                    .into_iter()
-                    .find(|condition| condition.type_ == "ReplicaFailure")
-            }
+        || async {
+            let status = harness.replica_sets().get("web").await.ok()?.status?;
+            status
+                .conditions?
+                .into_iter()
+                .find(|condition| condition.type_ == "ReplicaFailure")
         },
     )
     .await;
@@ -91,18 +87,15 @@ async fn failed_creates_give_events_and_a_condition_that_recovery_clears() {
     assert!(condition.last_transition_time.is_some());
     assert_eq!(harness.active_pods("web").await.len(), 3);
 
-    let events: Api<Event> = Api::namespaced(harness.client.clone(), "default");
-    let failed = eventually("a FailedCreate event", Duration::from_secs(20), || {
-        let events = events.clone();
-        async move {
-            events
-                .list(&ListParams::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|event| event.reason.as_deref() == Some("FailedCreate"))
-        }
+    let failed = eventually("a FailedCreate event", Duration::from_secs(20), || async {
+        harness
+            .api::<Event>()
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|event| event.reason.as_deref() == Some("FailedCreate"))
     })
     .await;
     assert_eq!(failed.type_.as_deref(), Some("Warning"));

@@ -5,29 +5,24 @@ mod support;
 
 use std::time::Duration;
 
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use support::{Harness, eventually, orphan_pod, wait_for_settled_status};
+use sim::testing::{controller_uid, eventually};
+use support::{Harness, orphan_pod, wait_for_settled_status};
 
-fn owner_uid(pod: &k8s_openapi::api::core::v1::Pod) -> Option<String> {
-    pod.metadata
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|owner| owner.controller == Some(true))
-        .map(|owner| owner.uid.clone())
-}
-
-async fn scale(harness: &Harness, name: &str, replicas: i32) {
-    harness
-        .replica_sets()
-        .patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
-        )
-        .await
-        .expect("scale");
+/// Starts the controller on a ReplicaSet `web` of `replicas`, waits for it to settle and
+/// returns the name of one of its pods.
+async fn settled_web_with_a_victim(replicas: i32) -> (Harness, String) {
+    let harness = Harness::start().await;
+    harness.create_replica_set("web", replicas).await;
+    wait_for_settled_status(&harness, "web", replicas).await;
+    let victim = harness.active_pods("web").await[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    (harness, victim)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,12 +33,12 @@ async fn scales_zero_to_five_to_two_to_zero_with_exact_status() {
     wait_for_settled_status(&harness, "web", 0).await;
 
     for replicas in [5, 2, 0] {
-        scale(&harness, "web", replicas).await;
+        harness.scale("web", replicas).await;
         let rs = wait_for_settled_status(&harness, "web", replicas).await;
         let pods = harness.active_pods("web").await;
         assert_eq!(pods.len(), replicas as usize);
         for pod in &pods {
-            assert_eq!(owner_uid(pod).as_deref(), Some(uid.as_str()));
+            assert_eq!(controller_uid(&pod.metadata).as_deref(), Some(uid.as_str()));
             assert!(pod.metadata.name.as_deref().unwrap().starts_with("web-"));
         }
         let status = rs.status.unwrap();
@@ -131,7 +126,7 @@ async fn adopts_orphans_instead_of_creating() {
     names.sort();
     assert_eq!(names, vec!["orphan-a", "orphan-b"]);
     for pod in &pods {
-        assert_eq!(owner_uid(pod).as_deref(), Some(uid.as_str()));
+        assert_eq!(controller_uid(&pod.metadata).as_deref(), Some(uid.as_str()));
         let owner = &pod.metadata.owner_references.as_ref().unwrap()[0];
         assert_eq!(owner.kind, "ReplicaSet");
         assert_eq!(owner.block_owner_deletion, Some(true));
@@ -148,23 +143,10 @@ async fn adopts_orphans_instead_of_creating() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn releases_a_relabelled_pod_and_replaces_it() {
-    let harness = Harness::start().await;
-    harness.create_replica_set("web", 2).await;
-    wait_for_settled_status(&harness, "web", 2).await;
-    let victim = harness.active_pods("web").await[0]
-        .metadata
-        .name
-        .clone()
-        .unwrap();
+    let (harness, victim) = settled_web_with_a_victim(2).await;
     harness
-        .pods()
-        .patch(
-            &victim,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"app": "debug"}}})),
-        )
-        .await
-        .expect("relabel");
+        .merge_patch::<Pod>(&victim, json!({"metadata": {"labels": {"app": "debug"}}}))
+        .await;
     eventually(
         "the relabelled pod to be released",
         Duration::from_secs(20),
@@ -173,7 +155,7 @@ async fn releases_a_relabelled_pod_and_replaces_it() {
             let victim = victim.clone();
             async move {
                 let pod = pods.get(&victim).await.ok()?;
-                owner_uid(&pod).is_none().then_some(())
+                controller_uid(&pod.metadata).is_none().then_some(())
             }
         },
     )
@@ -190,14 +172,7 @@ async fn releases_a_relabelled_pod_and_replaces_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replaces_a_deleted_pod() {
-    let harness = Harness::start().await;
-    harness.create_replica_set("web", 3).await;
-    wait_for_settled_status(&harness, "web", 3).await;
-    let victim = harness.active_pods("web").await[0]
-        .metadata
-        .name
-        .clone()
-        .unwrap();
+    let (harness, victim) = settled_web_with_a_victim(3).await;
     harness
         .pods()
         .delete(&victim, &DeleteParams::default())
@@ -226,17 +201,12 @@ async fn min_ready_seconds_holds_back_available_replicas() {
         .create(&PostParams::default(), &rs)
         .await
         .expect("create");
-    let api = harness.replica_sets();
     eventually(
         "ready but not yet available",
         Duration::from_secs(20),
-        || {
-            let api = api.clone();
-            async move {
-                let status = api.get("slow").await.ok()?.status?;
-                (status.ready_replicas == Some(2) && status.available_replicas == Some(0))
-                    .then_some(())
-            }
+        || async {
+            let status = harness.replica_sets().get("slow").await.ok()?.status?;
+            (status.ready_replicas == Some(2) && status.available_replicas == Some(0)).then_some(())
         },
     )
     .await;
@@ -273,7 +243,7 @@ async fn pods_naming_its_uid_from_another_namespace_name_or_kind_are_not_its_own
         pod
     };
     let client = harness.sim.client();
-    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+    Api::<Namespace>::all(client.clone())
         .create(
             &PostParams::default(),
             &serde_json::from_value(json!({"metadata": {"name": "elsewhere"}})).unwrap(),
@@ -287,7 +257,7 @@ async fn pods_naming_its_uid_from_another_namespace_name_or_kind_are_not_its_own
     ];
     for pod in &impostors {
         let namespace = pod.metadata.namespace.as_deref().unwrap();
-        kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), namespace)
+        Api::<Pod>::namespaced(client.clone(), namespace)
             .create(&PostParams::default(), pod)
             .await
             .expect("create impostor");
@@ -307,16 +277,15 @@ async fn pods_naming_its_uid_from_another_namespace_name_or_kind_are_not_its_own
     assert_eq!(settled.status.unwrap().replicas, 2);
 
     // Scaling to zero deletes its own pods only; the impostors keep their references.
-    scale(&harness, "web", 0).await;
+    harness.scale("web", 0).await;
     wait_for_settled_status(&harness, "web", 0).await;
     for pod in &impostors {
         let namespace = pod.metadata.namespace.as_deref().unwrap();
         let name = pod.metadata.name.as_deref().unwrap();
-        let now =
-            kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), namespace)
-                .get(name)
-                .await
-                .expect("impostor still exists");
+        let now = Api::<Pod>::namespaced(client.clone(), namespace)
+            .get(name)
+            .await
+            .expect("impostor still exists");
         assert!(now.metadata.deletion_timestamp.is_none(), "{name}");
         assert_eq!(
             now.metadata.owner_references, pod.metadata.owner_references,

@@ -213,17 +213,7 @@ pub(crate) fn initial_status(plural: &str, obj: &Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(name: &str) -> Value {
-        let path = format!(
-            "{}/{name}",
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/apiserver-v1.28"
-            )
-        );
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-    }
+    use crate::fixtures::fixture;
 
     #[test]
     fn deployment_defaults_match_the_fixture() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::server::Shared;
+use crate::server::{Shared, next_before_shutdown};
 
 /// Runs the collector until the cluster shuts down: each removed owner's dependents are
 /// collected `delay` after its removal.
@@ -24,11 +24,9 @@ pub(crate) async fn run(
 ) {
     let mut stop = shared.shutdown.subscribe();
     loop {
-        let owner_uid = tokio::select! {
-            owner_uid = removed_owners.recv() => owner_uid,
-            _ = stop.wait_for(|stopped| *stopped) => None,
+        let Some(owner_uid) = next_before_shutdown(&mut removed_owners, &mut stop).await else {
+            return;
         };
-        let Some(owner_uid) = owner_uid else { return };
         let shared = shared.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;

@@ -16,7 +16,7 @@ use crate::config::KubeletConfig;
 use crate::object::{meta, now_timestamp};
 use crate::ops::DeleteOptions;
 use crate::resources::PODS;
-use crate::server::Shared;
+use crate::server::{Shared, next_before_shutdown};
 use crate::store::{ObjectKey, PodChange};
 
 /// Annotation: `"true"` keeps the pod Running but never Ready.
@@ -82,11 +82,9 @@ pub(crate) async fn run(
     let ips = Arc::new(AtomicU32::new(0));
     let mut stop = shared.shutdown.subscribe();
     loop {
-        let change = tokio::select! {
-            change = changes.recv() => change,
-            _ = stop.wait_for(|stopped| *stopped) => None,
+        let Some(change) = next_before_shutdown(&mut changes, &mut stop).await else {
+            return;
         };
-        let Some(change) = change else { return };
         match change {
             PodChange::Created { key, uid } => {
                 let pod = shared.state.read().get(PODS, &key).map(|s| s.value());

@@ -7,6 +7,8 @@ mod defaults;
 mod discovery;
 mod error;
 mod faults;
+#[cfg(test)]
+mod fixtures;
 mod gc;
 mod kubelet;
 mod object;
@@ -22,6 +24,7 @@ mod server;
 mod status;
 mod store;
 mod table;
+pub mod testing;
 mod validation;
 mod watch;
 

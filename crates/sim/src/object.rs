@@ -69,40 +69,39 @@ pub(crate) fn labels_of(obj: &Value) -> Labels {
         .unwrap_or_default()
 }
 
+/// The array at `metadata.<field>`, empty when it is absent or not an array.
+fn meta_array<'a>(obj: &'a Value, field: &str) -> &'a [Value] {
+    meta(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
 /// `metadata.ownerReferences` reduced to what the garbage collector uses.
 pub(crate) fn owners_of(obj: &Value) -> Vec<OwnerLink> {
-    meta(obj)
-        .and_then(|m| m.get("ownerReferences"))
-        .and_then(Value::as_array)
-        .map(|refs| {
-            refs.iter()
-                .filter_map(|r| {
-                    let uid = r.get("uid")?.as_str()?;
-                    let block = r
-                        .get("blockOwnerDeletion")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
-                    Some(OwnerLink {
-                        uid: uid.into(),
-                        block,
-                    })
-                })
-                .collect()
+    meta_array(obj, "ownerReferences")
+        .iter()
+        .filter_map(|r| {
+            let uid = r.get("uid")?.as_str()?;
+            let block = r
+                .get("blockOwnerDeletion")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            Some(OwnerLink {
+                uid: uid.into(),
+                block,
+            })
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 /// `metadata.finalizers`.
 pub(crate) fn finalizers_of(obj: &Value) -> Vec<String> {
-    meta(obj)
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .map(|f| {
-            f.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    meta_array(obj, "finalizers")
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
 }
 
 /// Replaces `metadata.finalizers` (removing the field when empty, as upstream omits it).

@@ -15,7 +15,7 @@ use crate::object::{
 };
 use crate::resources::{NAMESPACES, PODS, RESOURCES};
 use crate::status::{ApiError, Cause};
-use crate::store::{ObjectKey, PodChange, State};
+use crate::store::{ObjectKey, ObjectRef, PodChange, State};
 use crate::{defaults, validation};
 
 /// The alphabet upstream draws generated-name suffixes from (no vowels, no look-alikes).
@@ -471,11 +471,7 @@ impl State {
     /// Background collection after `owner_uid` is gone: dependents with another live
     /// owner lose the dangling reference; the others are deleted.
     pub(crate) fn collect_dependents(&mut self, owner_uid: &str) {
-        let dependents: Vec<_> = self
-            .dependents
-            .get(owner_uid)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
+        let dependents = self.dependents_of(owner_uid);
         for (res, key) in dependents {
             let Some(stored) = self.get(res, &key) else {
                 continue;
@@ -493,13 +489,17 @@ impl State {
         }
     }
 
+    /// A snapshot of the objects whose ownerReferences name `owner_uid`.
+    fn dependents_of(&self, owner_uid: &str) -> Vec<ObjectRef> {
+        self.dependents
+            .get(owner_uid)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Orphan propagation: remove the ownerReference to `owner_uid` from every dependent.
     fn orphan_dependents(&mut self, owner_uid: &str) {
-        let dependents: Vec<_> = self
-            .dependents
-            .get(owner_uid)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
+        let dependents = self.dependents_of(owner_uid);
         for (res, key) in dependents {
             self.drop_owner_reference(res, &key, owner_uid);
         }
@@ -522,11 +522,7 @@ impl State {
 
     /// Deletes every dependent of `owner_uid` with `policy`.
     fn delete_dependents(&mut self, owner_uid: &str, policy: Propagation) {
-        let dependents: Vec<_> = self
-            .dependents
-            .get(owner_uid)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
+        let dependents = self.dependents_of(owner_uid);
         let opts = DeleteOptions {
             propagation: Some(policy),
             ..DeleteOptions::default()

@@ -31,19 +31,20 @@ impl ResourceInfo {
 
     /// `pods` or `deployments.apps`, as upstream names a resource in error messages.
     pub fn qualified_plural(&self) -> String {
-        if self.group.is_empty() {
-            self.plural.to_string()
-        } else {
-            format!("{}.{}", self.plural, self.group)
-        }
+        self.qualified(self.plural)
     }
 
     /// `Pod` or `Deployment.apps`, as upstream names a kind in validation messages.
     pub fn qualified_kind(&self) -> String {
+        self.qualified(self.kind)
+    }
+
+    /// `name`, followed by `.group` for a resource outside the core group.
+    fn qualified(&self, name: &str) -> String {
         if self.group.is_empty() {
-            self.kind.to_string()
+            name.to_string()
         } else {
-            format!("{}.{}", self.kind, self.group)
+            format!("{name}.{}", self.group)
         }
     }
 

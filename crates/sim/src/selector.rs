@@ -64,6 +64,18 @@ fn valid_key(key: &str) -> bool {
     !key.is_empty() && !key.contains(|c: char| c.is_whitespace() || "=!(),".contains(c))
 }
 
+/// Splits an equality term `k!=v`, `k==v` or `k=v` into key, value and whether it is negated
+/// (`!=`); None for a term with no equality operator.
+fn split_equality(term: &str) -> Option<(&str, &str, bool)> {
+    if let Some((k, v)) = term.split_once("!=") {
+        Some((k, v, true))
+    } else if let Some((k, v)) = term.split_once("==") {
+        Some((k, v, false))
+    } else {
+        term.split_once('=').map(|(k, v)| (k, v, false))
+    }
+}
+
 fn parse_term(term: &str) -> Result<Requirement, String> {
     let bad = || format!("unable to parse requirement: {term}");
     if let Some(rest) = term.strip_prefix('!') {
@@ -92,13 +104,7 @@ fn parse_term(term: &str) -> Result<Requirement, String> {
             _ => Err(bad()),
         };
     }
-    let (key, value, negate) = if let Some((k, v)) = term.split_once("!=") {
-        (k, v, true)
-    } else if let Some((k, v)) = term.split_once("==") {
-        (k, v, false)
-    } else if let Some((k, v)) = term.split_once('=') {
-        (k, v, false)
-    } else {
+    let Some((key, value, negate)) = split_equality(term) else {
         return if valid_key(term) {
             Ok(Requirement::Exists(term.to_string()))
         } else {
@@ -250,13 +256,7 @@ impl FieldSelector {
     pub fn parse(s: &str, plural: &str) -> Result<Self, String> {
         let mut reqs = Vec::new();
         for term in split_terms(s) {
-            let (field, value, negate) = if let Some((k, v)) = term.split_once("!=") {
-                (k, v, true)
-            } else if let Some((k, v)) = term.split_once("==") {
-                (k, v, false)
-            } else if let Some((k, v)) = term.split_once('=') {
-                (k, v, false)
-            } else {
+            let Some((field, value, negate)) = split_equality(term) else {
                 return Err(format!(
                     "invalid selector: '{s}'; can't understand '{term}'"
                 ));

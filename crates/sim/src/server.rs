@@ -45,6 +45,18 @@ pub(crate) struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
 }
 
+/// The next message on `messages`, or None once the channel closes or `shutdown` turns true:
+/// the receive step of the sim's background loops (kubelet, garbage collector).
+pub(crate) async fn next_before_shutdown<T>(
+    messages: &mut tokio::sync::mpsc::UnboundedReceiver<T>,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> Option<T> {
+    tokio::select! {
+        message = messages.recv() => message,
+        _ = shutdown.wait_for(|stopped| *stopped) => None,
+    }
+}
+
 /// The sim's router: `/metrics` plus the Kubernetes API under one fallback handler.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()

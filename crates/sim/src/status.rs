@@ -256,19 +256,8 @@ impl ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::fixture;
     use crate::resources::{RESOURCES, find};
-
-    fn fixture(name: &str) -> Value {
-        let path = format!(
-            "{}/{name}",
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/apiserver-v1.28"
-            )
-        );
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        serde_json::from_str(&text).unwrap()
-    }
 
     #[test]
     fn status_bodies_match_the_fixtures() {

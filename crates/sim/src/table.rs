@@ -45,48 +45,37 @@ pub(crate) fn human_duration(seconds: i64) -> String {
     }
     let minutes = seconds / 60;
     if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
+        return whole_and_rest(minutes, "m", seconds % 60, "s");
     }
     if minutes < 180 {
         return format!("{minutes}m");
     }
     let hours = seconds / 3600;
     if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
+        return whole_and_rest(hours, "h", minutes % 60, "m");
     }
     if hours < 48 {
         return format!("{hours}h");
     }
     if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{}d", hours / 24)
-        } else {
-            format!("{}d{h}h", hours / 24)
-        };
+        return whole_and_rest(hours / 24, "d", hours % 24, "h");
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
     }
     if hours < 24 * 365 * 8 {
-        let days = (hours / 24) % 365;
-        return if days == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{days}d", hours / 24 / 365)
-        };
+        return whole_and_rest(hours / 24 / 365, "y", (hours / 24) % 365, "d");
     }
     format!("{}y", hours / 24 / 365)
+}
+
+/// `{whole}{unit}`, followed by `{rest}{rest_unit}` unless `rest` is 0 (`3m`, `3m20s`).
+fn whole_and_rest(whole: i64, unit: &str, rest: i64, rest_unit: &str) -> String {
+    if rest == 0 {
+        format!("{whole}{unit}")
+    } else {
+        format!("{whole}{unit}{rest}{rest_unit}")
+    }
 }
 
 fn age_of(timestamp: Option<&str>) -> String {
@@ -369,12 +358,15 @@ mod tests {
             (119, "119s"),
             (120, "2m"),
             (150, "2m30s"),
+            (180, "3m"),
             (600, "10m"),
             (3 * 3600, "3h"),
             (3 * 3600 + 120, "3h2m"),
             (9 * 3600, "9h"),
             (50 * 3600, "2d2h"),
+            (72 * 3600, "3d"),
             (10 * 86400, "10d"),
+            (730 * 86400, "2y"),
             (800 * 86400, "2y70d"),
             (3000 * 86400, "8y"),
         ];

@@ -162,6 +162,25 @@ fn collect(state: &State, params: &WatchParams, cursor: &mut u64) -> Batch {
     Batch::Frames(frames)
 }
 
+/// Sends `batch` to the watcher: its frames rendered, or the expiry error as is. Returns
+/// whether the watch goes on (false after an expiry or once the watcher has gone).
+async fn send_batch(tx: &mpsc::Sender<Bytes>, renderer: &mut Renderer, batch: Batch) -> bool {
+    match batch {
+        Batch::Expired(frame) => {
+            let _ = tx.send(frame).await;
+            false
+        }
+        Batch::Frames(frames) => {
+            for frame in frames {
+                if tx.send(renderer.render(frame)).await.is_err() {
+                    return false;
+                }
+            }
+            true
+        }
+    }
+}
+
 /// The current state as synthetic ADDED events.
 fn initial_frames(state: &State, params: &WatchParams) -> Vec<Bytes> {
     let table = &state.tables[params.res];
@@ -214,18 +233,8 @@ pub(crate) fn start(
             };
             (notify, cursor, first)
         };
-        match first {
-            Batch::Expired(frame) => {
-                let _ = tx.send(frame).await;
-                return;
-            }
-            Batch::Frames(frames) => {
-                for frame in frames {
-                    if tx.send(renderer.render(frame)).await.is_err() {
-                        return;
-                    }
-                }
-            }
+        if !send_batch(&tx, &mut renderer, first).await {
+            return;
         }
         let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
         let deadline = params.timeout.map(|t| Instant::now() + t).unwrap_or(far);
@@ -255,18 +264,8 @@ pub(crate) fn start(
                 notify.borrow_and_update();
                 collect(&state, &params, &mut cursor)
             };
-            match batch {
-                Batch::Expired(frame) => {
-                    let _ = tx.send(frame).await;
-                    return;
-                }
-                Batch::Frames(frames) => {
-                    for frame in frames {
-                        if tx.send(renderer.render(frame)).await.is_err() {
-                            return;
-                        }
-                    }
-                }
+            if !send_batch(&tx, &mut renderer, batch).await {
+                return;
             }
             if bookmark_due && cursor > last_bookmark {
                 last_bookmark = cursor;
@@ -311,22 +310,12 @@ mod tests {
     #[test]
     fn selector_transitions() {
         let mut state = State::new(100, None);
+        // default/p moves out of app=a and back in.
         let key = ("default".to_string(), "p".to_string());
-        state.put(
-            PODS,
-            key.clone(),
-            json!({"metadata": {"uid": "u", "labels": {"app": "a"}}}),
-        );
-        state.put(
-            PODS,
-            key.clone(),
-            json!({"metadata": {"uid": "u", "labels": {"app": "b"}}}),
-        );
-        state.put(
-            PODS,
-            key.clone(),
-            json!({"metadata": {"uid": "u", "labels": {"app": "a"}}}),
-        );
+        for app in ["a", "b", "a"] {
+            let pod = json!({"metadata": {"uid": "u", "labels": {"app": app}}});
+            state.put(PODS, key.clone(), pod);
+        }
         state.put(
             PODS,
             ("other".to_string(), "p".to_string()),

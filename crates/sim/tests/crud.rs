@@ -113,25 +113,14 @@ async fn crud_on_every_namespaced_resource() {
 async fn namespaces_crud_and_initial_namespaces() {
     let cluster = common::cluster().await;
     let api: Api<Namespace> = Api::all(cluster.client());
-    let names: Vec<String> = api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect();
+    let names: Vec<String> = common::list_names(&api, &ListParams::default()).await;
     assert_eq!(names, vec!["default", "kube-system"]);
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team-a"}})).unwrap();
-    let created = api.create(&PostParams::default(), &ns).await.unwrap();
+    let created = common::create(&api, &ns).await;
     assert_eq!(created.status.unwrap().phase.as_deref(), Some("Active"));
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "team-a");
-    pods.create(&PostParams::default(), &common::pod("p", json!({"a": "b"})))
-        .await
-        .unwrap();
-    api.delete("team-a", &DeleteParams::default())
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("p", json!({"a": "b"}))).await;
+    common::delete(&api, "team-a", &DeleteParams::default()).await;
     assert!(api.get_opt("team-a").await.unwrap().is_none());
     assert!(
         Api::<Pod>::all(cluster.client())
@@ -147,11 +136,7 @@ async fn namespaces_crud_and_initial_namespaces() {
 async fn create_in_missing_namespace_is_404() {
     let cluster = common::cluster().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "nowhere");
-    let err = pods
-        .create(&PostParams::default(), &common::pod("p", json!({})))
-        .await
-        .unwrap_err();
-    let status = common::api_error(err);
+    let status = common::create_error(&pods, &common::pod("p", json!({}))).await;
     assert_eq!(status.code, 404);
     assert_eq!(status.reason, "NotFound");
     assert_eq!(status.message, "namespaces \"nowhere\" not found");
@@ -166,7 +151,7 @@ async fn generate_name_uses_five_characters_of_the_upstream_alphabet() {
     pod.metadata.generate_name = Some("web-896bb5df7-".into());
     let mut names = std::collections::BTreeSet::new();
     for _ in 0..20 {
-        let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+        let created = common::create(&pods, &pod).await;
         let name = created.metadata.name.unwrap();
         let suffix = name.strip_prefix("web-896bb5df7-").expect("prefix kept");
         assert_eq!(suffix.len(), 5, "{name}");
@@ -189,15 +174,8 @@ async fn generate_name_uses_five_characters_of_the_upstream_alphabet() {
 async fn status_bodies_for_404_and_409() {
     let cluster = common::cluster().await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    let created = deployments
-        .create(&PostParams::default(), &common::deployment("web", 2))
-        .await
-        .unwrap();
-    let err = deployments
-        .create(&PostParams::default(), &common::deployment("web", 2))
-        .await
-        .unwrap_err();
-    let exists = common::api_error(err);
+    let created = common::create(&deployments, &common::deployment("web", 2)).await;
+    let exists = common::create_error(&deployments, &common::deployment("web", 2)).await;
     assert_eq!(
         (exists.code, exists.reason.as_str()),
         (409, "AlreadyExists")
@@ -215,14 +193,7 @@ async fn status_bodies_for_404_and_409() {
 
     // The raw bodies are the fixtures' byte for byte (modulo names).
     let http = reqwest_like_get(&cluster, "/api/v1/namespaces/default/pods/nope").await;
-    let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/apiserver-v1.28/status-404.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let fixture: Value = common::fixture("status-404.json");
     assert_eq!(http, fixture);
 }
 
@@ -242,10 +213,7 @@ async fn reqwest_like_get(cluster: &sim::SimCluster, path: &str) -> Value {
 async fn objects_serialize_in_upstream_field_order() {
     let cluster = common::cluster_without_kubelet().await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    deployments
-        .create(&PostParams::default(), &common::deployment("web", 2))
-        .await
-        .unwrap();
+    common::create(&deployments, &common::deployment("web", 2)).await;
     let req = http::Request::get("/apis/apps/v1/namespaces/default/deployments/web")
         .body(Vec::new())
         .unwrap();
@@ -276,12 +244,7 @@ async fn metadata_only_lists_and_watches() {
     use kube::api::{WatchEvent, WatchParams};
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    pods.create(
-        &PostParams::default(),
-        &common::pod("p", json!({"app": "web"})),
-    )
-    .await
-    .unwrap();
+    common::create(&pods, &common::pod("p", json!({"app": "web"}))).await;
     let list = pods.list_metadata(&ListParams::default()).await.unwrap();
     assert_eq!(list.items.len(), 1);
     assert_eq!(

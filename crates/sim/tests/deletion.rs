@@ -3,11 +3,11 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, ListParams, Patch, Preconditions};
 use serde_json::json;
 use sim::{KubeletConfig, SimCluster, SimConfig};
 
@@ -16,18 +16,11 @@ async fn cluster_with_deletion_delay(delay: Duration) -> SimCluster {
         deletion_delay: delay,
         ..KubeletConfig::default()
     };
-    SimCluster::start(SimConfig {
-        kubelet,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap()
+    common::cluster_with_kubelet(kubelet).await
 }
 
 async fn running_pod(pods: &Api<Pod>, name: &str) -> Pod {
-    pods.create(&PostParams::default(), &common::pod(name, json!({})))
-        .await
-        .unwrap();
+    common::create(pods, &common::pod(name, json!({}))).await;
     common::eventually("pod running", || async {
         pods.get(name)
             .await
@@ -63,7 +56,7 @@ async fn zero_grace_deletion_is_immediate_and_unscheduled_pods_go_at_once() {
     let cluster = cluster_with_deletion_delay(Duration::from_secs(60)).await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     running_pod(&pods, "p").await;
-    pods.delete("p", &DeleteParams::default()).await.unwrap();
+    common::delete(&pods, "p", &DeleteParams::default()).await;
     assert!(pods.get_opt("p").await.unwrap().is_some());
     pods.delete(
         "p",
@@ -81,12 +74,8 @@ async fn zero_grace_deletion_is_immediate_and_unscheduled_pods_go_at_once() {
 
     let no_kubelet = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(no_kubelet.client(), "default");
-    pods.create(&PostParams::default(), &common::pod("pending", json!({})))
-        .await
-        .unwrap();
-    pods.delete("pending", &DeleteParams::default())
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("pending", json!({}))).await;
+    common::delete(&pods, "pending", &DeleteParams::default()).await;
     assert!(
         pods.get_opt("pending").await.unwrap().is_none(),
         "unscheduled pods need no grace"
@@ -99,14 +88,8 @@ async fn finalizers_hold_objects_until_cleared() {
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
     let mut d = common::deployment("web", 1);
     d.metadata.finalizers = Some(vec!["example.com/hold".into()]);
-    deployments
-        .create(&PostParams::default(), &d)
-        .await
-        .unwrap();
-    deployments
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    common::create(&deployments, &d).await;
+    common::delete(&deployments, "web", &DeleteParams::default()).await;
     let held = deployments.get("web").await.unwrap();
     assert!(held.metadata.deletion_timestamp.is_some());
     assert_eq!(
@@ -114,14 +97,12 @@ async fn finalizers_hold_objects_until_cleared() {
         Some(2),
         "setting deletionTimestamp bumps generation"
     );
-    deployments
-        .patch(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .unwrap();
+    common::patch(
+        &deployments,
+        "web",
+        Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await;
     assert!(deployments.get_opt("web").await.unwrap().is_none());
 }
 
@@ -129,10 +110,7 @@ async fn finalizers_hold_objects_until_cleared() {
 async fn delete_preconditions() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let p = pods
-        .create(&PostParams::default(), &common::pod("p", json!({})))
-        .await
-        .unwrap();
+    let p = common::create(&pods, &common::pod("p", json!({}))).await;
     let wrong_uid = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some("nope".into()),
@@ -167,7 +145,7 @@ async fn delete_preconditions() {
         }),
         ..DeleteParams::default()
     };
-    pods.delete("p", &right).await.unwrap();
+    common::delete(&pods, "p", &right).await;
     assert!(pods.get_opt("p").await.unwrap().is_none());
 }
 
@@ -176,12 +154,7 @@ async fn delete_collection_by_label() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     for (name, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
-        pods.create(
-            &PostParams::default(),
-            &common::pod(name, json!({"app": app})),
-        )
-        .await
-        .unwrap();
+        common::create(&pods, &common::pod(name, json!({"app": app}))).await;
     }
     let deleted = pods
         .delete_collection(
@@ -198,14 +171,7 @@ async fn delete_collection_by_label() {
         .filter_map(|p| p.metadata.name)
         .collect();
     assert_eq!(names, vec!["a", "b"]);
-    let left: Vec<String> = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|p| p.metadata.name)
-        .collect();
+    let left: Vec<String> = common::list_names(&pods, &ListParams::default()).await;
     assert_eq!(left, vec!["c"]);
     assert_eq!(cluster.accounting().count("deletecollection", "pods"), 1);
 }
@@ -215,17 +181,11 @@ async fn owner_chain(cluster: &SimCluster) -> (Api<Deployment>, Api<ReplicaSet>,
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
     let replicasets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let d = deployments
-        .create(&PostParams::default(), &common::deployment("web", 2))
-        .await
-        .unwrap();
+    let d = common::create(&deployments, &common::deployment("web", 2)).await;
     let owner = |kind: &str, name: &str, uid: &str| json!([{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": true, "blockOwnerDeletion": true}]);
     let rs: ReplicaSet = serde_json::from_value(json!({"metadata": {"name": "web-1", "labels": {"app": "web"}, "ownerReferences": owner("Deployment", "web", d.metadata.uid.as_deref().unwrap())},
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})).unwrap();
-    let rs = replicasets
-        .create(&PostParams::default(), &rs)
-        .await
-        .unwrap();
+    let rs = common::create(&replicasets, &rs).await;
     for name in ["web-1-a", "web-1-b"] {
         let mut pod = common::pod(name, json!({"app": "web"}));
         pod.metadata.owner_references = serde_json::from_value(owner(
@@ -234,7 +194,7 @@ async fn owner_chain(cluster: &SimCluster) -> (Api<Deployment>, Api<ReplicaSet>,
             rs.metadata.uid.as_deref().unwrap(),
         ))
         .unwrap();
-        pods.create(&PostParams::default(), &pod).await.unwrap();
+        common::create(&pods, &pod).await;
     }
     (deployments, replicasets, pods)
 }
@@ -246,14 +206,26 @@ where
     api.list(&ListParams::default()).await.unwrap().items.len()
 }
 
+/// Polls every 20 ms until `api` lists nothing, failing 10 s after `since`.
+async fn wait_until_collected<K>(api: &Api<K>, since: Instant)
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    while count(api).await > 0 {
+        assert!(
+            since.elapsed() < Duration::from_secs(10),
+            "{} collected",
+            std::any::type_name::<K>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn background_cascade_deletes_dependents() {
     let cluster = common::cluster_without_kubelet().await;
     let (deployments, replicasets, pods) = owner_chain(&cluster).await;
-    deployments
-        .delete("web", &DeleteParams::background())
-        .await
-        .unwrap();
+    common::delete(&deployments, "web", &DeleteParams::background()).await;
     assert!(
         deployments.get_opt("web").await.unwrap().is_none(),
         "owner goes first"
@@ -265,7 +237,7 @@ async fn background_cascade_deletes_dependents() {
 #[tokio::test]
 async fn a_gc_delay_collects_each_level_after_its_owner() {
     let gc_delay = Duration::from_millis(500);
-    let cluster = SimCluster::start(SimConfig {
+    let cluster = common::cluster_with(SimConfig {
         kubelet: KubeletConfig {
             enabled: false,
             ..KubeletConfig::default()
@@ -273,40 +245,24 @@ async fn a_gc_delay_collects_each_level_after_its_owner() {
         gc_delay,
         ..SimConfig::default()
     })
-    .await
-    .unwrap();
+    .await;
     let (deployments, replicasets, pods) = owner_chain(&cluster).await;
-    let deleted = std::time::Instant::now();
-    deployments
-        .delete("web", &DeleteParams::background())
-        .await
-        .unwrap();
+    let deleted = Instant::now();
+    common::delete(&deployments, "web", &DeleteParams::background()).await;
     assert!(deployments.get_opt("web").await.unwrap().is_none());
     assert_eq!(
         count(&replicasets).await,
         1,
         "the collector has not acted yet"
     );
-    while count(&replicasets).await > 0 {
-        assert!(
-            deleted.elapsed() < Duration::from_secs(10),
-            "ReplicaSet collected"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until_collected(&replicasets, deleted).await;
     assert!(deleted.elapsed() >= gc_delay);
     assert_eq!(
         count(&pods).await,
         2,
         "pods go one delay after their ReplicaSet"
     );
-    while count(&pods).await > 0 {
-        assert!(
-            deleted.elapsed() < Duration::from_secs(10),
-            "pods collected"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until_collected(&pods, deleted).await;
     assert!(deleted.elapsed() >= 2 * gc_delay);
 }
 
@@ -314,10 +270,7 @@ async fn a_gc_delay_collects_each_level_after_its_owner() {
 async fn background_is_the_default() {
     let cluster = common::cluster_without_kubelet().await;
     let (deployments, replicasets, pods) = owner_chain(&cluster).await;
-    deployments
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    common::delete(&deployments, "web", &DeleteParams::default()).await;
     assert_eq!(count(&replicasets).await, 0);
     assert_eq!(count(&pods).await, 0);
 }
@@ -326,10 +279,7 @@ async fn background_is_the_default() {
 async fn orphan_keeps_dependents_without_the_owner_reference() {
     let cluster = common::cluster_without_kubelet().await;
     let (deployments, replicasets, pods) = owner_chain(&cluster).await;
-    deployments
-        .delete("web", &DeleteParams::orphan())
-        .await
-        .unwrap();
+    common::delete(&deployments, "web", &DeleteParams::orphan()).await;
     assert!(deployments.get_opt("web").await.unwrap().is_none());
     let rs = replicasets.get("web-1").await.unwrap();
     assert!(
@@ -351,10 +301,7 @@ async fn foreground_waits_for_blocking_dependents() {
             .then_some(())
     })
     .await;
-    deployments
-        .delete("web", &DeleteParams::foreground())
-        .await
-        .unwrap();
+    common::delete(&deployments, "web", &DeleteParams::foreground()).await;
     let d = deployments.get("web").await.unwrap();
     assert!(d.metadata.deletion_timestamp.is_some());
     assert_eq!(
@@ -381,23 +328,15 @@ async fn foreground_waits_for_blocking_dependents() {
 async fn dependents_with_another_live_owner_survive() {
     let cluster = common::cluster_without_kubelet().await;
     let (deployments, replicasets, _pods) = owner_chain(&cluster).await;
-    let other = deployments
-        .create(&PostParams::default(), &common::deployment("other", 1))
-        .await
-        .unwrap();
+    let other = common::create(&deployments, &common::deployment("other", 1)).await;
     let extra = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "other", "uid": other.metadata.uid.unwrap()});
-    replicasets
-        .patch(
-            "web-1",
-            &PatchParams::default(),
-            &Patch::Strategic(json!({"metadata": {"ownerReferences": [extra]}})),
-        )
-        .await
-        .unwrap();
-    deployments
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    common::patch(
+        &replicasets,
+        "web-1",
+        Patch::Strategic(json!({"metadata": {"ownerReferences": [extra]}})),
+    )
+    .await;
+    common::delete(&deployments, "web", &DeleteParams::default()).await;
     let rs = replicasets.get("web-1").await.unwrap();
     let owners: Vec<String> = rs
         .metadata
@@ -433,14 +372,8 @@ async fn a_dependent_created_after_its_owner_was_deleted_is_collected() {
     let cluster = common::cluster_without_kubelet().await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
     let replicasets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
-    let owner = deployments
-        .create(&PostParams::default(), &common::deployment("gone", 1))
-        .await
-        .unwrap();
-    deployments
-        .delete("gone", &DeleteParams::default())
-        .await
-        .unwrap();
+    let owner = common::create(&deployments, &common::deployment("gone", 1)).await;
+    common::delete(&deployments, "gone", &DeleteParams::default()).await;
     // A controller with a stale cache creates a ReplicaSet for the deleted Deployment.
     let owned = |name: &str, uid: &str| -> ReplicaSet {
         serde_json::from_value(json!({
@@ -453,18 +386,12 @@ async fn a_dependent_created_after_its_owner_was_deleted_is_collected() {
         .unwrap()
     };
     let uid = owner.metadata.uid.unwrap();
-    replicasets
-        .create(&PostParams::default(), &owned("late", &uid))
-        .await
-        .unwrap();
+    common::create(&replicasets, &owned("late", &uid)).await;
     assert!(
         replicasets.get_opt("late").await.unwrap().is_none(),
         "dangling dependent kept"
     );
     // An owner uid that never existed is left alone.
-    replicasets
-        .create(&PostParams::default(), &owned("never", "no-such-uid"))
-        .await
-        .unwrap();
+    common::create(&replicasets, &owned("never", "no-such-uid")).await;
     assert!(replicasets.get_opt("never").await.unwrap().is_some());
 }

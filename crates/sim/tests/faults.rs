@@ -70,11 +70,7 @@ async fn each_write_fault_kind_is_injected() {
         let cluster = common::cluster_without_kubelet().await;
         cluster.set_faults(faults);
         let pods: Api<Pod> = Api::namespaced(raw_client(&cluster, "chaos"), "default");
-        let status = common::api_error(
-            pods.create(&PostParams::default(), &common::pod("p", json!({})))
-                .await
-                .unwrap_err(),
-        );
+        let status = common::create_error(&pods, &common::pod("p", json!({}))).await;
         assert_eq!((status.code, status.reason.as_str()), (code, reason));
         assert!(
             pods.list(&ListParams::default()).await.is_ok(),
@@ -151,9 +147,7 @@ async fn accounting_by_verb_resource_and_agent_and_metrics() {
     let cluster = common::cluster_without_kubelet().await;
     let a: Api<Pod> = Api::namespaced(cluster.client_with_user_agent("kcm/replicaset"), "default");
     let b: Api<Pod> = Api::namespaced(cluster.client_with_user_agent("kubectl/v1.32"), "default");
-    a.create(&PostParams::default(), &common::pod("x", json!({})))
-        .await
-        .unwrap();
+    common::create(&a, &common::pod("x", json!({}))).await;
     a.get("x").await.unwrap();
     a.list(&ListParams::default()).await.unwrap();
     b.list(&ListParams::default()).await.unwrap();

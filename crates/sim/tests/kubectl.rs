@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -171,15 +171,29 @@ async fn kubectl_drives_a_deployment() {
             .unwrap()
     };
     assert_eq!(next_line().await, "1");
+    // kubectl prints the object it GETs, then watches from resourceVersion 0 and skips the
+    // watch's first (initial) event: a change made before the watch is open would come as
+    // that initial event and never be printed. Change it only once kubectl is watching.
+    let watching = || {
+        cluster
+            .accounting()
+            .count_for_agent("kubectl", "watch", "deployments")
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while watching() == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kubectl never opened its watch"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     for replicas in [4, 5] {
-        deployments
-            .patch(
-                "web",
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"replicas": replicas}})),
-            )
-            .await
-            .unwrap();
+        common::patch(
+            &deployments,
+            "web",
+            Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await;
         assert_eq!(next_line().await, replicas.to_string());
     }
     watch.kill().await.unwrap();

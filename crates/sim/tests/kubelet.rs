@@ -6,9 +6,9 @@ mod common;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::json;
-use sim::{KubeletConfig, SimCluster, SimConfig};
+use sim::KubeletConfig;
 
 fn is_ready(pod: &Pod) -> bool {
     pod.status
@@ -27,16 +27,14 @@ fn phase(pod: &Pod) -> String {
 async fn create_annotated(pods: &Api<Pod>, name: &str, annotations: serde_json::Value) {
     let mut pod = common::pod(name, json!({}));
     pod.metadata.annotations = serde_json::from_value(annotations).unwrap();
-    pods.create(&PostParams::default(), &pod).await.unwrap();
+    common::create(pods, &pod).await;
 }
 
 #[tokio::test]
 async fn pods_become_running_and_ready() {
     let cluster = common::cluster().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    pods.create(&PostParams::default(), &common::pod("p", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("p", json!({}))).await;
     let pod = common::eventually("ready", || async {
         pods.get("p").await.ok().filter(is_ready)
     })
@@ -66,16 +64,9 @@ async fn ready_delay_is_honoured() {
         ready_delay: Duration::from_millis(400),
         ..KubeletConfig::default()
     };
-    let cluster = SimCluster::start(SimConfig {
-        kubelet,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let cluster = common::cluster_with_kubelet(kubelet).await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    pods.create(&PostParams::default(), &common::pod("p", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("p", json!({}))).await;
     let running = common::eventually("running", || async {
         pods.get("p").await.ok().filter(|p| phase(p) == "Running")
     })
@@ -136,9 +127,7 @@ async fn annotations_steer_the_kubelet() {
 async fn a_disabled_kubelet_leaves_pods_pending() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    pods.create(&PostParams::default(), &common::pod("p", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("p", json!({}))).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let pod = pods.get("p").await.unwrap();
     assert_eq!(phase(&pod), "Pending");

@@ -7,38 +7,32 @@ mod common;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn generation_bumps_on_spec_changes_of_apps_objects_only() {
     let cluster = common::cluster_without_kubelet().await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    let d = deployments
-        .create(&PostParams::default(), &common::deployment("web", 1))
-        .await
-        .unwrap();
+    let d = common::create(&deployments, &common::deployment("web", 1)).await;
     assert_eq!(d.metadata.generation, Some(1));
-    let labelled = deployments
-        .patch(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
-        )
-        .await
-        .unwrap();
+    let labelled = common::patch(
+        &deployments,
+        "web",
+        Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+    )
+    .await;
     assert_eq!(
         labelled.metadata.generation,
         Some(1),
         "metadata change keeps generation"
     );
-    let scaled = deployments
-        .patch(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 3}})),
-        )
-        .await
-        .unwrap();
+    let scaled = common::patch(
+        &deployments,
+        "web",
+        Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await;
     assert_eq!(
         scaled.metadata.generation,
         Some(2),
@@ -59,22 +53,17 @@ async fn generation_bumps_on_spec_changes_of_apps_objects_only() {
     );
 
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let p = pods
-        .create(&PostParams::default(), &common::pod("p", json!({})))
-        .await
-        .unwrap();
+    let p = common::create(&pods, &common::pod("p", json!({}))).await;
     assert_eq!(
         p.metadata.generation, None,
         "pods have no generation (v1.28)"
     );
-    let p = pods
-        .patch(
-            "p",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"activeDeadlineSeconds": 5}})),
-        )
-        .await
-        .unwrap();
+    let p = common::patch(
+        &pods,
+        "p",
+        Patch::Merge(json!({"spec": {"activeDeadlineSeconds": 5}})),
+    )
+    .await;
     assert_eq!(p.metadata.generation, None);
 }
 
@@ -86,21 +75,22 @@ async fn status_subresource_changes_only_status_and_main_resource_never_status()
         "selector": {"matchLabels": {"app": "x"}}, "template": {"metadata": {"labels": {"app": "x"}},
         "spec": {"containers": [{"name": "c", "image": "i"}]}}}, "status": {"replicas": 99}}))
     .unwrap();
-    let created = replicasets
-        .create(&PostParams::default(), &rs)
-        .await
-        .unwrap();
+    let created = common::create(&replicasets, &rs).await;
     assert_eq!(
         created.status.as_ref().map(|s| s.replicas),
         Some(0),
         "create resets status"
     );
 
-    let mut through_main = created.clone();
-    through_main.status.as_mut().unwrap().replicas = 5;
-    through_main.spec.as_mut().unwrap().replicas = Some(4);
+    // `rs` with status.replicas and spec.replicas set, to write through one endpoint or the other.
+    let with_replicas = |rs: &ReplicaSet, status: i32, spec: i32| {
+        let mut changed = rs.clone();
+        changed.status.as_mut().unwrap().replicas = status;
+        changed.spec.as_mut().unwrap().replicas = Some(spec);
+        changed
+    };
     let after_main = replicasets
-        .replace("rs", &PostParams::default(), &through_main)
+        .replace("rs", &PostParams::default(), &with_replicas(&created, 5, 4))
         .await
         .unwrap();
     assert_eq!(
@@ -110,11 +100,12 @@ async fn status_subresource_changes_only_status_and_main_resource_never_status()
     );
     assert_eq!(after_main.spec.as_ref().unwrap().replicas, Some(4));
 
-    let mut through_status = after_main.clone();
-    through_status.status.as_mut().unwrap().replicas = 7;
-    through_status.spec.as_mut().unwrap().replicas = Some(1);
     let after_status = replicasets
-        .replace_status("rs", &PostParams::default(), &through_status)
+        .replace_status(
+            "rs",
+            &PostParams::default(),
+            &with_replicas(&after_main, 7, 1),
+        )
         .await
         .unwrap();
     assert_eq!(after_status.status.as_ref().unwrap().replicas, 7);
@@ -125,17 +116,13 @@ async fn status_subresource_changes_only_status_and_main_resource_never_status()
     );
 
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    pods.create(&PostParams::default(), &common::pod("p", json!({})))
-        .await
-        .unwrap();
-    let p = pods
-        .patch(
-            "p",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"phase": "Running"}})),
-        )
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("p", json!({}))).await;
+    let p = common::patch(
+        &pods,
+        "p",
+        Patch::Merge(json!({"status": {"phase": "Running"}})),
+    )
+    .await;
     assert_eq!(p.status.unwrap().phase.as_deref(), Some("Pending"));
     let p = pods
         .patch_status(
@@ -152,10 +139,7 @@ async fn status_subresource_changes_only_status_and_main_resource_never_status()
 async fn a_no_op_update_keeps_the_resource_version() {
     let cluster = common::cluster_without_kubelet().await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    let d = deployments
-        .create(&PostParams::default(), &common::deployment("web", 1))
-        .await
-        .unwrap();
+    let d = common::create(&deployments, &common::deployment("web", 1)).await;
     let again = deployments
         .replace("web", &PostParams::default(), &d)
         .await
@@ -163,23 +147,21 @@ async fn a_no_op_update_keeps_the_resource_version() {
     assert_eq!(again.metadata.resource_version, d.metadata.resource_version);
 }
 
+/// A merge patch of a Scale's `spec.replicas`.
+fn replicas_patch(replicas: i32) -> Patch<Value> {
+    Patch::Merge(json!({"spec": {"replicas": replicas}}))
+}
+
 #[tokio::test]
 async fn scale_subresource_of_each_workload() {
     let cluster = common::cluster_without_kubelet().await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    deployments
-        .create(&PostParams::default(), &common::deployment("web", 2))
-        .await
-        .unwrap();
+    common::create(&deployments, &common::deployment("web", 2)).await;
     let scale = deployments.get_scale("web").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(2));
     assert_eq!(scale.status.unwrap().selector.as_deref(), Some("app=web"));
     let scaled = deployments
-        .patch_scale(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 5}})),
-        )
+        .patch_scale("web", &PatchParams::default(), &replicas_patch(5))
         .await
         .unwrap();
     assert_eq!(scaled.spec.unwrap().replicas, Some(5));
@@ -199,16 +181,9 @@ async fn scale_subresource_of_each_workload() {
     let sts: StatefulSet = serde_json::from_value(json!({"metadata": {"name": "db"}, "spec": {"serviceName": "db",
         "selector": {"matchLabels": {"app": "db"}}, "template": {"metadata": {"labels": {"app": "db"}},
         "spec": {"containers": [{"name": "c", "image": "i"}]}}}})).unwrap();
-    statefulsets
-        .create(&PostParams::default(), &sts)
-        .await
-        .unwrap();
+    common::create(&statefulsets, &sts).await;
     let scaled = statefulsets
-        .patch_scale(
-            "db",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 3}})),
-        )
+        .patch_scale("db", &PatchParams::default(), &replicas_patch(3))
         .await
         .unwrap();
     assert_eq!(scaled.spec.unwrap().replicas, Some(3));
@@ -216,10 +191,7 @@ async fn scale_subresource_of_each_workload() {
     let replicasets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
     let rs: ReplicaSet = serde_json::from_value(json!({"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": {"app": "r"}},
         "template": {"metadata": {"labels": {"app": "r"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})).unwrap();
-    replicasets
-        .create(&PostParams::default(), &rs)
-        .await
-        .unwrap();
+    common::create(&replicasets, &rs).await;
     let scale = replicasets.get_scale("rs").await.unwrap();
     assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(1));
     let mut body = scale.clone();
@@ -237,19 +209,14 @@ async fn scale_subresource_of_each_workload() {
 async fn stale_resource_version_conflicts_through_patch_and_update() {
     let cluster = common::cluster_without_kubelet().await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    let d = deployments
-        .create(&PostParams::default(), &common::deployment("web", 1))
-        .await
-        .unwrap();
+    let d = common::create(&deployments, &common::deployment("web", 1)).await;
     let rv = d.metadata.resource_version.clone().unwrap();
-    deployments
-        .patch(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 2}})),
-        )
-        .await
-        .unwrap();
+    common::patch(
+        &deployments,
+        "web",
+        Patch::Merge(json!({"spec": {"replicas": 2}})),
+    )
+    .await;
     let err = deployments
         .patch(
             "web",
@@ -271,6 +238,12 @@ async fn stale_resource_version_conflicts_through_patch_and_update() {
     assert_eq!(common::api_error(err).code, 409);
 }
 
+/// The uids of `pod`'s owner references, in order.
+fn owner_uids(pod: &Pod) -> Vec<&str> {
+    let owners = pod.metadata.owner_references.as_deref().unwrap_or_default();
+    owners.iter().map(|owner| owner.uid.as_str()).collect()
+}
+
 #[tokio::test]
 async fn patch_types() {
     let cluster = common::cluster_without_kubelet().await;
@@ -278,51 +251,28 @@ async fn patch_types() {
     let owner = |uid: &str| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("rs-{uid}"), "uid": uid, "controller": uid == "u1", "blockOwnerDeletion": true});
     let mut pod = common::pod("p", json!({"app": "web"}));
     pod.metadata.owner_references = Some(vec![serde_json::from_value(owner("u1")).unwrap()]);
-    pods.create(&PostParams::default(), &pod).await.unwrap();
+    common::create(&pods, &pod).await;
 
     // Strategic merge: ownerReferences merged by uid, then one deleted with $patch: delete.
-    let p = pods
-        .patch(
-            "p",
-            &PatchParams::default(),
-            &Patch::Strategic(
-                json!({"metadata": {"ownerReferences": [owner("u2")], "labels": {"extra": "1"}}}),
-            ),
-        )
-        .await
-        .unwrap();
-    let uids: Vec<String> = p
-        .metadata
-        .owner_references
-        .unwrap()
-        .into_iter()
-        .map(|o| o.uid)
-        .collect();
-    assert_eq!(uids, vec!["u1", "u2"]);
+    let p = common::patch(
+        &pods,
+        "p",
+        Patch::Strategic(
+            json!({"metadata": {"ownerReferences": [owner("u2")], "labels": {"extra": "1"}}}),
+        ),
+    )
+    .await;
+    assert_eq!(owner_uids(&p), vec!["u1", "u2"]);
     assert_eq!(p.metadata.labels.unwrap().len(), 2, "labels merged");
-    let p = pods
-        .patch("p", &PatchParams::default(), &Patch::Strategic(json!({"metadata": {"ownerReferences": [{"$patch": "delete", "uid": "u1"}], "uid": p.metadata.uid}})))
-        .await
-        .unwrap();
-    let uids: Vec<String> = p
-        .metadata
-        .owner_references
-        .unwrap()
-        .into_iter()
-        .map(|o| o.uid)
-        .collect();
-    assert_eq!(uids, vec!["u2"]);
+    let p = common::patch(&pods, "p", Patch::Strategic(json!({"metadata": {"ownerReferences": [{"$patch": "delete", "uid": "u1"}], "uid": p.metadata.uid}}))).await;
+    assert_eq!(owner_uids(&p), vec!["u2"]);
     // Strategic merge: containers merged by name.
-    let p = pods
-        .patch(
-            "p",
-            &PatchParams::default(),
-            &Patch::Strategic(
-                json!({"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}),
-            ),
-        )
-        .await
-        .unwrap();
+    let p = common::patch(
+        &pods,
+        "p",
+        Patch::Strategic(json!({"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}})),
+    )
+    .await;
     let containers = p.spec.unwrap().containers;
     assert_eq!(containers.len(), 1);
     assert_eq!(containers[0].image.as_deref(), Some("nginx:1.26"));
@@ -333,14 +283,12 @@ async fn patch_types() {
     );
 
     // JSON merge patch: null deletes.
-    let p = pods
-        .patch(
-            "p",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"extra": null}}})),
-        )
-        .await
-        .unwrap();
+    let p = common::patch(
+        &pods,
+        "p",
+        Patch::Merge(json!({"metadata": {"labels": {"extra": null}}})),
+    )
+    .await;
     assert_eq!(
         p.metadata.labels.unwrap().keys().collect::<Vec<_>>(),
         vec!["app"]
@@ -369,16 +317,8 @@ async fn label_and_field_selectors_on_list_and_watch() {
         ("db-1", json!({"app": "db"})),
         ("none", json!({})),
     ] {
-        pods.create(&PostParams::default(), &common::pod(name, labels))
-            .await
-            .unwrap();
+        common::create(&pods, &common::pod(name, labels)).await;
     }
-    let names = |list: kube::core::ObjectList<Pod>| -> Vec<String> {
-        list.items
-            .into_iter()
-            .filter_map(|p| p.metadata.name)
-            .collect()
-    };
     let cases = [
         ("app=web", vec!["web-1", "web-2"]),
         ("app==web", vec!["web-1", "web-2"]),
@@ -389,25 +329,17 @@ async fn label_and_field_selectors_on_list_and_watch() {
         ("!tier", vec!["db-1", "none", "web-2"]),
     ];
     for (selector, expected) in cases {
-        let got = names(
-            pods.list(&ListParams::default().labels(selector))
-                .await
-                .unwrap(),
-        );
+        let got = common::list_names(&pods, &ListParams::default().labels(selector)).await;
         assert_eq!(got, expected, "{selector}");
     }
-    let got = names(
-        pods.list(&ListParams::default().fields("metadata.name=db-1"))
-            .await
-            .unwrap(),
-    );
+    let got = common::list_names(&pods, &ListParams::default().fields("metadata.name=db-1")).await;
     assert_eq!(got, vec!["db-1"]);
     let all: Api<Pod> = Api::all(cluster.client());
-    let got = names(
-        all.list(&ListParams::default().fields("metadata.namespace!=default"))
-            .await
-            .unwrap(),
-    );
+    let got = common::list_names(
+        &all,
+        &ListParams::default().fields("metadata.namespace!=default"),
+    )
+    .await;
     assert!(got.is_empty());
     let err = pods
         .list(&ListParams::default().fields("spec.bogus=1"))
@@ -418,13 +350,7 @@ async fn label_and_field_selectors_on_list_and_watch() {
     // Watch with a selector: a label change moving an object out is a DELETED for the watcher.
     use futures::{StreamExt, TryStreamExt};
     use kube::api::{WatchEvent, WatchParams};
-    let rv = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = common::list_resource_version(&pods).await;
     let mut stream = pods
         .watch(
             &WatchParams::default()
@@ -436,27 +362,24 @@ async fn label_and_field_selectors_on_list_and_watch() {
         .await
         .unwrap()
         .boxed();
-    pods.patch(
+    common::patch(
+        &pods,
         "web-2",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"app": "other"}}})),
+        Patch::Merge(json!({"metadata": {"labels": {"app": "other"}}})),
     )
-    .await
-    .unwrap();
-    pods.patch(
+    .await;
+    common::patch(
+        &pods,
         "db-1",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
     )
-    .await
-    .unwrap();
-    pods.patch(
+    .await;
+    common::patch(
+        &pods,
         "none",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})),
+        Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})),
     )
-    .await
-    .unwrap();
+    .await;
     let mut events = Vec::new();
     while let Some(event) = stream.try_next().await.unwrap() {
         events.push(match event {
@@ -498,17 +421,11 @@ async fn event_field_selectors_for_kubectl_describe() {
         let ev: Event = serde_json::from_value(json!({"metadata": {"name": name},
             "involvedObject": {"kind": kind, "name": target, "namespace": "default", "uid": uid},
             "reason": "SuccessfulCreate", "message": "m", "type": "Normal", "source": {"component": "replicaset-controller"}})).unwrap();
-        events.create(&PostParams::default(), &ev).await.unwrap();
+        common::create(&events, &ev).await;
     }
     let selector = "involvedObject.name=web-1,involvedObject.namespace=default,involvedObject.kind=ReplicaSet,involvedObject.uid=u1";
-    let got: Vec<String> = events
-        .list(&ListParams::default().fields(selector))
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|e| e.metadata.name)
-        .collect();
+    let got: Vec<String> =
+        common::list_names(&events, &ListParams::default().fields(selector)).await;
     assert_eq!(got, vec!["a.1"]);
     let got = events
         .list(&ListParams::default().fields("involvedObject.kind=ReplicaSet"))
@@ -524,15 +441,14 @@ async fn pagination_with_limit_and_continue() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     for i in 0..7 {
-        pods.create(
-            &PostParams::default(),
+        common::create(
+            &pods,
             &common::pod(
                 &format!("p{i}"),
                 json!({"app": if i % 2 == 0 { "even" } else { "odd" }}),
             ),
         )
-        .await
-        .unwrap();
+        .await;
     }
     let mut names = Vec::new();
     let mut params = ListParams::default().limit(3);
@@ -568,31 +484,21 @@ async fn pagination_with_limit_and_continue() {
     assert_eq!(page.metadata.remaining_item_count, Some(2));
 }
 
+/// The spec of the upstream object recorded in fixture `file`, as JSON after a round trip
+/// through `K` (so both sides of a comparison carry the same fields).
+fn fixture_spec<K: DeserializeOwned + Serialize>(file: &str) -> Value {
+    let object: K = serde_json::from_value(common::fixture(file)).unwrap();
+    serde_json::to_value(object).unwrap()["spec"].take()
+}
+
 #[tokio::test]
 async fn defaulting_matches_upstream() {
     let cluster = common::cluster_without_kubelet().await;
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    let d = deployments
-        .create(&PostParams::default(), &common::deployment("web", 2))
-        .await
-        .unwrap();
-    let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/apiserver-v1.28/deployment.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let d = common::create(&deployments, &common::deployment("web", 2)).await;
     assert_eq!(
         serde_json::to_value(d.spec.unwrap()).unwrap(),
-        serde_json::to_value(
-            serde_json::from_value::<Deployment>(fixture)
-                .unwrap()
-                .spec
-                .unwrap()
-        )
-        .unwrap()
+        fixture_spec::<Deployment>("deployment.json")
     );
 
     let statefulsets: Api<StatefulSet> = Api::namespaced(cluster.client(), "default");
@@ -600,34 +506,14 @@ async fn defaulting_matches_upstream() {
         "selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}, "annotations": {"note": "a<b & c>d"}},
         "spec": {"containers": [{"name": "c", "image": "nginx:1.25", "env": [{"name": "X", "value": "1"}],
             "resources": {"requests": {"cpu": "500m", "memory": "1536Mi"}}}]}}}})).unwrap();
-    let created = statefulsets
-        .create(&PostParams::default(), &sts)
-        .await
-        .unwrap();
-    let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/apiserver-v1.28/statefulset.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let created = common::create(&statefulsets, &sts).await;
     assert_eq!(
         serde_json::to_value(created.spec.unwrap()).unwrap(),
-        serde_json::to_value(
-            serde_json::from_value::<StatefulSet>(fixture)
-                .unwrap()
-                .spec
-                .unwrap()
-        )
-        .unwrap()
+        fixture_spec::<StatefulSet>("statefulset.json")
     );
 
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let p = pods
-        .create(&PostParams::default(), &common::pod("p", json!({})))
-        .await
-        .unwrap();
+    let p = common::create(&pods, &common::pod("p", json!({}))).await;
     let spec = p.spec.unwrap();
     assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
     assert_eq!(spec.dns_policy.as_deref(), Some("ClusterFirst"));
@@ -655,20 +541,8 @@ async fn validation_errors_are_422_with_causes() {
         .as_mut()
         .unwrap()
         .labels = Some([("app".to_string(), "web".to_string())].into());
-    let status = common::api_error(
-        deployments
-            .create(&PostParams::default(), &bad)
-            .await
-            .unwrap_err(),
-    );
-    let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/apiserver-v1.28/status-422-invalid.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let status = common::create_error(&deployments, &bad).await;
+    let fixture: Value = common::fixture("status-422-invalid.json");
     assert_eq!(
         serde_json::to_value(&status).unwrap(),
         serde_json::to_value(serde_json::from_value::<kube::core::Status>(fixture).unwrap())
@@ -677,38 +551,20 @@ async fn validation_errors_are_422_with_causes() {
 
     let mut negative = common::deployment("neg", -1);
     negative.metadata.name = Some("neg".into());
-    let status = common::api_error(
-        deployments
-            .create(&PostParams::default(), &negative)
-            .await
-            .unwrap_err(),
-    );
+    let status = common::create_error(&deployments, &negative).await;
     assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
     assert_eq!(status.details.unwrap().causes[0].field, "spec.replicas");
 
     let mut empty = common::deployment("empty", 1);
     empty.spec.as_mut().unwrap().selector = Default::default();
-    let status = common::api_error(
-        deployments
-            .create(&PostParams::default(), &empty)
-            .await
-            .unwrap_err(),
-    );
+    let status = common::create_error(&deployments, &empty).await;
     assert_eq!(status.code, 422);
 
     let bad_name = common::deployment("Not_A_Name", 1);
-    let status = common::api_error(
-        deployments
-            .create(&PostParams::default(), &bad_name)
-            .await
-            .unwrap_err(),
-    );
+    let status = common::create_error(&deployments, &bad_name).await;
     assert_eq!(status.details.unwrap().causes[0].field, "metadata.name");
 
-    deployments
-        .create(&PostParams::default(), &common::deployment("web", 1))
-        .await
-        .unwrap();
+    common::create(&deployments, &common::deployment("web", 1)).await;
     let status = common::api_error(
         deployments
             .patch(
@@ -748,20 +604,11 @@ async fn dry_run_is_refused_rather_than_applied() {
 async fn adopt_and_release_patches_as_controllers_send_them() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let pod = pods
-        .create(
-            &PostParams::default(),
-            &common::pod("p", json!({"app": "web"})),
-        )
-        .await
-        .unwrap();
+    let pod = common::create(&pods, &common::pod("p", json!({"app": "web"}))).await;
     let uid = pod.metadata.uid.clone().unwrap();
     let owner = |name: &str, owner_uid: &str| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": owner_uid, "controller": true, "blockOwnerDeletion": true});
     let adopt = json!({"metadata": {"ownerReferences": [owner("rs-a", "a")], "uid": uid}});
-    let adopted = pods
-        .patch("p", &PatchParams::default(), &Patch::Strategic(adopt))
-        .await
-        .unwrap();
+    let adopted = common::patch(&pods, "p", Patch::Strategic(adopt)).await;
     assert_eq!(adopted.metadata.owner_references.unwrap()[0].uid, "a");
 
     // A second controller reference is refused.
@@ -792,10 +639,7 @@ async fn adopt_and_release_patches_as_controllers_send_them() {
 
     let release =
         json!({"metadata": {"uid": uid, "ownerReferences": [{"$patch": "delete", "uid": "a"}]}});
-    let released = pods
-        .patch("p", &PatchParams::default(), &Patch::Strategic(release))
-        .await
-        .unwrap();
+    let released = common::patch(&pods, "p", Patch::Strategic(release)).await;
     assert!(
         released
             .metadata
@@ -810,10 +654,7 @@ async fn deployment_status_writes_keep_annotation_changes_but_not_labels_or_spec
     let cluster = common::cluster_without_kubelet().await;
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(cluster.client(), "default");
-    let created = deployments
-        .create(&PostParams::default(), &common::deployment("web", 2))
-        .await
-        .unwrap();
+    let created = common::create(&deployments, &common::deployment("web", 2)).await;
     let mut through_status = created.clone();
     through_status.metadata.annotations = Some(
         [(

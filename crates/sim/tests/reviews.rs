@@ -1,9 +1,11 @@
 //! TokenReview and SubjectAccessReview through `kube::Client` over real HTTP: answered from the
 //! configured token table and allow rules, discoverable, and counted by request accounting.
 
+mod common;
+
 use k8s_openapi::api::authentication::v1::TokenReview;
 use k8s_openapi::api::authorization::v1::SubjectAccessReview;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use kube::discovery::Discovery;
 use serde_json::json;
 use sim::{AuthConfig, SimCluster, SimConfig};
@@ -13,17 +15,16 @@ async fn cluster() -> SimCluster {
     auth.add_token("T=alice:ops,dev").unwrap();
     auth.allow.push("alice:get:/metrics".parse().unwrap());
     auth.allow.push("group:ops:*:/debug/*".parse().unwrap());
-    SimCluster::start(SimConfig {
+    common::cluster_with(SimConfig {
         auth,
         ..SimConfig::default()
     })
     .await
-    .unwrap()
 }
 
 async fn token_review(api: &Api<TokenReview>, token: &str) -> TokenReview {
     let review: TokenReview = serde_json::from_value(json!({"spec": {"token": token}})).unwrap();
-    api.create(&PostParams::default(), &review).await.unwrap()
+    common::create(api, &review).await
 }
 
 async fn allowed(api: &Api<SubjectAccessReview>, user: &str, verb: &str, path: &str) -> bool {
@@ -32,7 +33,7 @@ async fn allowed(api: &Api<SubjectAccessReview>, user: &str, verb: &str, path: &
         "nonResourceAttributes": {"path": path, "verb": verb}
     }}))
     .unwrap();
-    let answer = api.create(&PostParams::default(), &review).await.unwrap();
+    let answer = common::create(api, &review).await;
     answer.status.unwrap().allowed
 }
 

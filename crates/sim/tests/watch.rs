@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, WatchEvent, WatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use sim::{FaultConfig, SimCluster, SimConfig};
@@ -51,17 +51,25 @@ where
     }
 }
 
+/// A cluster that ends every watch after `period`.
+async fn cluster_disconnecting_watches_every(period: Duration) -> SimCluster {
+    let faults = FaultConfig {
+        watch_disconnect_every: Some(period),
+        ..FaultConfig::default()
+    };
+    common::cluster_with(SimConfig {
+        faults,
+        ..SimConfig::default()
+    })
+    .await
+}
+
 #[tokio::test]
 async fn watcher_lists_in_pages_and_watches() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     for i in 0..5 {
-        pods.create(
-            &PostParams::default(),
-            &common::pod(&format!("p{i}"), json!({"app": "web"})),
-        )
-        .await
-        .unwrap();
+        common::create(&pods, &common::pod(&format!("p{i}"), json!({"app": "web"}))).await;
     }
     let config = watcher::Config::default().page_size(2);
     let mut stream = watcher(pods.clone(), config).boxed();
@@ -82,14 +90,12 @@ async fn watcher_lists_in_pages_and_watches() {
         cluster.accounting().count("list", "pods") >= 3,
         "paged list"
     );
-    pods.create(&PostParams::default(), &common::pod("late", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("late", json!({}))).await;
     match next_event(&mut stream).await {
         watcher::Event::Apply(p) => assert_eq!(name_of(&p), "late"),
         other => panic!("unexpected {other:?}"),
     }
-    pods.delete("late", &Default::default()).await.unwrap();
+    common::delete(&pods, "late", &Default::default()).await;
     match next_event(&mut stream).await {
         watcher::Event::Delete(p) => assert_eq!(name_of(&p), "late"),
         other => panic!("unexpected {other:?}"),
@@ -100,17 +106,10 @@ async fn watcher_lists_in_pages_and_watches() {
 async fn watch_resumes_from_a_resource_version() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let a = pods
-        .create(&PostParams::default(), &common::pod("a", json!({})))
-        .await
-        .unwrap();
+    let a = common::create(&pods, &common::pod("a", json!({}))).await;
     let rv_a = a.metadata.resource_version.unwrap();
-    pods.create(&PostParams::default(), &common::pod("b", json!({})))
-        .await
-        .unwrap();
-    pods.create(&PostParams::default(), &common::pod("c", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("b", json!({}))).await;
+    common::create(&pods, &common::pod("c", json!({}))).await;
     let mut stream = pods
         .watch(&WatchParams::default().timeout(2), &rv_a)
         .await
@@ -134,13 +133,8 @@ async fn watch_resumes_from_a_resource_version() {
 async fn watch_from_an_expired_version_gets_410() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let a = pods
-        .create(&PostParams::default(), &common::pod("a", json!({})))
-        .await
-        .unwrap();
-    pods.create(&PostParams::default(), &common::pod("b", json!({})))
-        .await
-        .unwrap();
+    let a = common::create(&pods, &common::pod("a", json!({}))).await;
+    common::create(&pods, &common::pod("b", json!({}))).await;
     cluster.compact();
     let rv = a.metadata.resource_version.unwrap();
     let mut stream = pods
@@ -174,16 +168,11 @@ async fn a_small_watch_window_expires_old_versions() {
         watch_window: 2,
         ..SimConfig::default()
     };
-    let cluster = SimCluster::start(config).await.unwrap();
+    let cluster = common::cluster_with(config).await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let first = pods
-        .create(&PostParams::default(), &common::pod("a", json!({})))
-        .await
-        .unwrap();
+    let first = common::create(&pods, &common::pod("a", json!({}))).await;
     for name in ["b", "c", "d"] {
-        pods.create(&PostParams::default(), &common::pod(name, json!({})))
-            .await
-            .unwrap();
+        common::create(&pods, &common::pod(name, json!({}))).await;
     }
     let mut stream = pods
         .watch(
@@ -202,8 +191,7 @@ async fn a_small_watch_window_expires_old_versions() {
 async fn bookmarks_carry_progress_and_end_on_timeout() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let list = pods.list(&Default::default()).await.unwrap();
-    let rv = list.metadata.resource_version.unwrap();
+    let rv = common::list_resource_version(&pods).await;
     let started = std::time::Instant::now();
     let mut stream = pods
         .watch(&WatchParams::default().timeout(2), &rv)
@@ -212,10 +200,7 @@ async fn bookmarks_carry_progress_and_end_on_timeout() {
         .boxed();
     // A write to another resource moves the global version; the bookmark reports it.
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    let d = deployments
-        .create(&PostParams::default(), &common::deployment("web", 1))
-        .await
-        .unwrap();
+    let d = common::create(&deployments, &common::deployment("web", 1)).await;
     let d_rv: u64 = d.metadata.resource_version.unwrap().parse().unwrap();
     let mut bookmarks = Vec::new();
     while let Some(event) = stream.try_next().await.unwrap() {
@@ -247,29 +232,17 @@ async fn bookmarks_carry_progress_and_end_on_timeout() {
 
 #[tokio::test]
 async fn watcher_survives_forced_disconnects() {
-    let faults = FaultConfig {
-        watch_disconnect_every: Some(Duration::from_millis(150)),
-        ..FaultConfig::default()
-    };
-    let config = SimConfig {
-        faults,
-        ..SimConfig::default()
-    };
-    let cluster = SimCluster::start(config).await.unwrap();
+    let cluster = cluster_disconnecting_watches_every(Duration::from_millis(150)).await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     let mut stream = watcher(pods.clone(), watcher::Config::default())
         .default_backoff()
         .boxed();
-    pods.create(&PostParams::default(), &common::pod("first", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("first", json!({}))).await;
     until_applied(&mut stream, "first").await;
     for i in 0..3 {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let name = format!("after-{i}");
-        pods.create(&PostParams::default(), &common::pod(&name, json!({})))
-            .await
-            .unwrap();
+        common::create(&pods, &common::pod(&name, json!({}))).await;
         until_applied(&mut stream, &name).await;
     }
     assert!(
@@ -280,19 +253,9 @@ async fn watcher_survives_forced_disconnects() {
 
 #[tokio::test]
 async fn watcher_relists_after_410() {
-    let faults = FaultConfig {
-        watch_disconnect_every: Some(Duration::from_millis(200)),
-        ..FaultConfig::default()
-    };
-    let config = SimConfig {
-        faults,
-        ..SimConfig::default()
-    };
-    let cluster = SimCluster::start(config).await.unwrap();
+    let cluster = cluster_disconnecting_watches_every(Duration::from_millis(200)).await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    pods.create(&PostParams::default(), &common::pod("first", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("first", json!({}))).await;
     let mut stream = watcher(pods.clone(), watcher::Config::default())
         .default_backoff()
         .boxed();
@@ -300,14 +263,9 @@ async fn watcher_relists_after_410() {
     // Move the global version past the watcher's and forget the window: its next
     // re-watch is too old, gets 410, and it must list again.
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
-    deployments
-        .create(&PostParams::default(), &common::deployment("web", 1))
-        .await
-        .unwrap();
+    common::create(&deployments, &common::deployment("web", 1)).await;
     cluster.compact();
-    pods.create(&PostParams::default(), &common::pod("second", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("second", json!({}))).await;
     let reinits = until_applied(&mut stream, "second").await;
     assert!(reinits >= 1, "the watcher restarted with Init after 410");
     assert!(
@@ -321,9 +279,7 @@ async fn watcher_with_streaming_lists() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     for name in ["a", "b"] {
-        pods.create(&PostParams::default(), &common::pod(name, json!({})))
-            .await
-            .unwrap();
+        common::create(&pods, &common::pod(name, json!({}))).await;
     }
     let mut stream = watcher(pods.clone(), watcher::Config::default().streaming_lists()).boxed();
     let mut listed = Vec::new();
@@ -341,9 +297,7 @@ async fn watcher_with_streaming_lists() {
         0,
         "no list with streaming lists"
     );
-    pods.create(&PostParams::default(), &common::pod("c", json!({})))
-        .await
-        .unwrap();
+    common::create(&pods, &common::pod("c", json!({}))).await;
     assert!(
         matches!(next_event(&mut stream).await, watcher::Event::Apply(p) if name_of(&p) == "c")
     );
@@ -353,20 +307,9 @@ async fn watcher_with_streaming_lists() {
 async fn raw_watch_frames_have_upstream_shapes() {
     let cluster = common::cluster_without_kubelet().await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
-    let a = pods
-        .create(
-            &PostParams::default(),
-            &common::pod("a", json!({"app": "web"})),
-        )
-        .await
-        .unwrap();
+    let a = common::create(&pods, &common::pod("a", json!({"app": "web"}))).await;
     let rv = a.metadata.resource_version.unwrap();
-    pods.create(
-        &PostParams::default(),
-        &common::pod("b", json!({"app": "web"})),
-    )
-    .await
-    .unwrap();
+    common::create(&pods, &common::pod("b", json!({"app": "web"}))).await;
     let client = cluster.client();
     let get = |path: String| http::Request::get(path).body(Vec::new()).unwrap();
 
@@ -398,13 +341,7 @@ async fn raw_watch_frames_have_upstream_shapes() {
 
     // 410: exactly the event the README of the fixtures shows, then the stream closes.
     cluster.compact();
-    let current = pods
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let current = common::list_resource_version(&pods).await;
     let text = client
         .request_text(get(format!(
             "/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"

@@ -133,6 +133,8 @@ fn decide_benches(c: &mut Criterion) {
         controller_ref: &controller_ref,
         now,
         gates: FeatureGates::default(),
+        recovery: None,
+        update_equivalents: &[],
     };
     let planned = plan(&input);
     assert_eq!(
@@ -143,6 +145,9 @@ fn decide_benches(c: &mut Criterion) {
     );
 
     let mut group = c.benchmark_group("statefulset_decide");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(2));
     group.bench_function("plan_100_replicas_mid_rolling_update", |b| {
         b.iter(|| plan(black_box(&input)))
     });
@@ -152,12 +157,5 @@ fn decide_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2));
-    targets = decide_benches
-}
+criterion_group!(benches, decide_benches);
 criterion_main!(benches);

@@ -14,29 +14,20 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::{
+    apps::v1::{ControllerRevision, StatefulSet},
+    core::v1::Pod,
+};
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
-use sim::{FaultConfig, SimConfig};
-use support::{Harness, eventually, stateful_set};
+use sim::{
+    FaultConfig, SimConfig,
+    testing::{chaos_faults, eventually, retry_write},
+};
+use support::{Harness, stateful_set};
 
 const SETS: usize = 50;
 const REPLICAS: i32 = 3;
-
-/// Retries a write of the test itself, which sees the same faults as the controller.
-async fn retry<T, F, Fut>(mut write: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, kube::Error>>,
-{
-    for _ in 0..50 {
-        if let Ok(value) = write().await {
-            return value;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("test write kept failing");
-}
 
 async fn all_settled(harness: &Harness) -> bool {
     let Ok(list) = harness.sets().list(&Default::default()).await else {
@@ -71,13 +62,9 @@ async fn injected_failures(harness: &Harness) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn converges_under_faults_without_duplicated_ordinals_or_extra_revisions() {
     let harness = Harness::start_with(SimConfig::default()).await;
-    harness.sim.set_faults(FaultConfig {
-        seed: 7,
-        write_500: 0.05,
-        write_409: 0.05,
-        watch_disconnect_every: Some(Duration::from_secs(2)),
-        ..FaultConfig::default()
-    });
+    harness
+        .sim
+        .set_faults(chaos_faults(7, Duration::from_secs(2)));
 
     // The checker: while sets are being created, pods of a set always form a prefix of the
     // ordinals (OrderedReady), and never an ordinal out of range.
@@ -114,6 +101,11 @@ async fn converges_under_faults_without_duplicated_ordinals_or_extra_revisions()
         })
     };
 
+    let (sets, post, patch_params) = (
+        harness.sets(),
+        PostParams::default(),
+        PatchParams::default(),
+    );
     for index in 0..SETS {
         let set: StatefulSet = serde_json::from_value(stateful_set(
             &format!("chaos{index}"),
@@ -122,11 +114,7 @@ async fn converges_under_faults_without_duplicated_ordinals_or_extra_revisions()
             json!({}),
         ))
         .unwrap();
-        retry(|| {
-            let (api, set) = (harness.sets(), set.clone());
-            async move { api.create(&PostParams::default(), &set).await }
-        })
-        .await;
+        retry_write(|| sets.create(&post, &set)).await;
     }
     eventually("all sets settled", Duration::from_secs(60), || async {
         all_settled(&harness).await.then_some(())
@@ -134,20 +122,12 @@ async fn converges_under_faults_without_duplicated_ordinals_or_extra_revisions()
     .await;
     creating.store(false, Ordering::Relaxed);
 
+    let patch = Patch::Merge(
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}}),
+    );
     for index in 0..SETS {
-        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}});
-        retry(|| {
-            let (api, patch) = (harness.sets(), patch.clone());
-            async move {
-                api.patch(
-                    &format!("chaos{index}"),
-                    &PatchParams::default(),
-                    &Patch::Merge(patch),
-                )
-                .await
-            }
-        })
-        .await;
+        let name = format!("chaos{index}");
+        retry_write(|| sets.patch(&name, &patch_params, &patch)).await;
     }
     eventually("all sets rolled", Duration::from_secs(90), || async {
         all_settled(&harness).await.then_some(())
@@ -162,12 +142,7 @@ async fn converges_under_faults_without_duplicated_ordinals_or_extra_revisions()
         injected_failures(&harness).await > 0,
         "the controller did see injected failures"
     );
-    let revisions = harness
-        .revisions()
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items;
+    let revisions = harness.list::<ControllerRevision>().await;
     let mut per_set: BTreeMap<String, usize> = BTreeMap::new();
     for revision in &revisions {
         let owner = revision
@@ -183,12 +158,7 @@ async fn converges_under_faults_without_duplicated_ordinals_or_extra_revisions()
         per_set.values().all(|count| *count == 2),
         "one revision per template: {per_set:?}"
     );
-    let pods = harness
-        .pods()
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items;
+    let pods = harness.list::<Pod>().await;
     assert_eq!(pods.len(), SETS * usize::try_from(REPLICAS).unwrap());
     harness.stop().await;
 }

@@ -6,7 +6,8 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{Harness, eventually, name, stateful_set, wait_for_settled};
+use sim::testing::eventually;
+use support::{Harness, name, stateful_set, wait_for_settled};
 
 fn claim_templates() -> serde_json::Value {
     json!([{
@@ -43,7 +44,7 @@ async fn claims_are_named_per_ordinal_and_mounted() {
         .await;
     wait_for_settled(&harness, "db", 2).await;
     assert_eq!(claim_names(&harness).await, vec!["data-db-0", "data-db-1"]);
-    for pod in harness.pods_of("db").await {
+    for pod in harness.pods_labelled("db").await {
         let volume = pod
             .spec
             .as_ref()

@@ -9,18 +9,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sim::SimConfig;
-use support::{Harness, eventually, name, stateful_set, wait_for_settled};
-
-fn controller_uid(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<String> {
-    meta.owner_references
-        .as_ref()?
-        .iter()
-        .find(|owner| owner.controller == Some(true))
-        .map(|owner| owner.uid.clone())
-}
+use sim::{
+    SimConfig,
+    testing::{controller_uid, eventually},
+};
+use support::{Harness, name, stateful_set, wait_for_settled};
 
 fn orphan_pod(pod_name: &str) -> Pod {
     serde_json::from_value(json!({

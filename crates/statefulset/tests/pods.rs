@@ -6,10 +6,11 @@ mod support;
 use std::{collections::BTreeSet, time::Duration};
 
 use serde_json::json;
-use sim::{KubeletConfig, SimConfig};
-use support::{
-    Harness, eventually, is_ready, is_serving, label, name, stateful_set, wait_for_settled,
+use sim::{
+    KubeletConfig, SimConfig,
+    testing::{eventually, is_ready, is_serving},
 };
+use support::{Harness, label, name, stateful_set, wait_for_settled};
 
 fn slow_deletions() -> SimConfig {
     SimConfig {
@@ -37,7 +38,7 @@ async fn ordered_creation_waits_for_each_pod_to_be_running_and_ready() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut seen_counts = BTreeSet::new();
     loop {
-        let pods = harness.pods_of("web").await;
+        let pods = harness.pods_labelled("web").await;
         seen_counts.insert(pods.len());
         for (index, pod) in pods.iter().enumerate() {
             assert_eq!(name(pod), format!("web-{index}"), "no gaps in ordinals");
@@ -67,7 +68,7 @@ async fn ordered_creation_waits_for_each_pod_to_be_running_and_ready() {
     let revision = status.update_revision.unwrap();
     assert!(revision.starts_with("web-"));
 
-    for pod in harness.pods_of("web").await {
+    for pod in harness.pods_labelled("web").await {
         let ordinal = name(&pod).trim_start_matches("web-").to_owned();
         assert_eq!(
             label(&pod, "statefulset.kubernetes.io/pod-name"),
@@ -98,7 +99,7 @@ async fn scale_down_removes_the_highest_ordinal_first_one_at_a_time() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut terminating_seen = Vec::new();
     loop {
-        let pods = harness.pods_of("web").await;
+        let pods = harness.pods_labelled("web").await;
         for (index, pod) in pods.iter().enumerate() {
             assert_eq!(name(pod), format!("web-{index}"), "pods leave from the top");
         }
@@ -139,7 +140,7 @@ async fn parallel_creates_every_pod_without_waiting() {
         ))
         .await;
     let pods = eventually("three unready pods", Duration::from_secs(10), || async {
-        let pods = harness.pods_of("par").await;
+        let pods = harness.pods_labelled("par").await;
         (pods.len() == 3).then_some(pods)
     })
     .await;
@@ -194,7 +195,7 @@ async fn ordinals_start_at_the_configured_start() {
         ))
         .await;
     wait_for_settled(&harness, "five", 3).await;
-    let pods = harness.pods_of("five").await;
+    let pods = harness.pods_labelled("five").await;
     let names: Vec<String> = pods.iter().map(name).collect();
     assert_eq!(names, vec!["five-5", "five-6", "five-7"]);
     let indexes: Vec<Option<String>> = pods
@@ -211,7 +212,7 @@ async fn ordinals_start_at_the_configured_start() {
         .await;
     wait_for_settled(&harness, "five", 2).await;
     let names: Vec<String> = harness
-        .pods_of("five")
+        .pods_labelled("five")
         .await
         .iter()
         .filter(|p| is_serving(p))

@@ -6,9 +6,10 @@ mod support;
 
 use std::time::Duration;
 
+use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::Pod};
 use serde_json::{Value, json};
-use sim::SimConfig;
-use support::{CONTROLLER_AGENT, Harness, eventually};
+use sim::{SimConfig, testing::eventually};
+use support::{CONTROLLER_AGENT, Harness};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -125,15 +126,10 @@ async fn assert_takeover_without_restart(
     revision_name: &str,
     replicas: i32,
 ) {
-    let pod_uids_before: Vec<Option<String>> = harness
-        .pods()
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|pod| pod.metadata.uid)
-        .collect();
+    let pod_uids = |pods: Vec<Pod>| -> Vec<Option<String>> {
+        pods.into_iter().map(|pod| pod.metadata.uid).collect()
+    };
+    let pod_uids_before = pod_uids(harness.list().await);
     harness.start_controller();
     let status = eventually(
         "the controller reports the pods ready",
@@ -164,27 +160,14 @@ async fn assert_takeover_without_restart(
             "{verb} {resource}"
         );
     }
-    let revisions = harness
-        .revisions()
-        .list(&Default::default())
+    let names: Vec<String> = harness
+        .list::<ControllerRevision>()
         .await
-        .unwrap()
-        .items;
-    let names: Vec<String> = revisions
         .into_iter()
         .filter_map(|r| r.metadata.name)
         .collect();
     assert_eq!(names, vec![revision_name.to_owned()]);
-    let pod_uids_after: Vec<Option<String>> = harness
-        .pods()
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|pod| pod.metadata.uid)
-        .collect();
-    assert_eq!(pod_uids_before, pod_uids_after);
+    assert_eq!(pod_uids_before, pod_uids(harness.list().await));
     harness.stop().await;
 }
 
@@ -258,36 +241,32 @@ fn example_pods(revision_name: &str) -> Vec<Value> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn takes_over_a_pre_v1_34_revision_example_a_without_restarting() {
-    for with_null in [true, false] {
+/// Takes over the A/B set at the revision with `data` and `hash`, its template written with
+/// and without a null `creationTimestamp` in the order of `with_null`.
+async fn assert_example_takeover(data: &str, hash: &str, with_null: [bool; 2]) {
+    let revision_name = format!("test-{hash}");
+    for with_null in with_null {
         let harness = Harness::without_controller(SimConfig::default()).await;
         build_scene(
             &harness,
             example_set(with_null),
-            example_revision(EXAMPLE_A, "c77f6d978"),
-            example_pods("test-c77f6d978"),
-            "test-c77f6d978",
+            example_revision(data, hash),
+            example_pods(&revision_name),
+            &revision_name,
         )
         .await;
-        assert_takeover_without_restart(harness, "test", "test-c77f6d978", 2).await;
+        assert_takeover_without_restart(harness, "test", &revision_name, 2).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takes_over_a_pre_v1_34_revision_example_a_without_restarting() {
+    assert_example_takeover(EXAMPLE_A, "c77f6d978", [true, false]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn takes_over_a_current_revision_example_b_without_restarting() {
-    for with_null in [false, true] {
-        let harness = Harness::without_controller(SimConfig::default()).await;
-        build_scene(
-            &harness,
-            example_set(with_null),
-            example_revision(EXAMPLE_B, "776999688b"),
-            example_pods("test-776999688b"),
-            "test-776999688b",
-        )
-        .await;
-        assert_takeover_without_restart(harness, "test", "test-776999688b", 2).await;
-    }
+    assert_example_takeover(EXAMPLE_B, "776999688b", [false, true]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,11 +6,14 @@ mod support;
 
 use std::{collections::BTreeMap, time::Duration};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::Pod};
 use serde_json::json;
-use sim::{KubeletConfig, SimConfig};
+use sim::{
+    KubeletConfig, SimConfig,
+    testing::{eventually, is_serving},
+};
 use statefulset::FeatureGates;
-use support::{Harness, eventually, is_serving, label, name, stateful_set, wait_for_settled};
+use support::{Harness, label, name, stateful_set, wait_for_settled};
 
 const REVISION: &str = "controller-revision-hash";
 const MAX_UNAVAILABLE_GAUGE: &str = "statefulset_controller_statefulset_max_unavailable";
@@ -30,30 +33,35 @@ fn slow_sim() -> SimConfig {
     }
 }
 
-async fn change_image(harness: &Harness, name: &str, image: &str) {
+/// Waits for the set `web` to settle at `replicas`, changes its image and returns its update
+/// revisions before and after the change.
+async fn change_image_of_settled_web(harness: &Harness, replicas: i32) -> (String, String) {
+    let old = wait_for_settled(harness, "web", replicas)
+        .await
+        .status
+        .unwrap()
+        .update_revision
+        .unwrap();
     harness
         .patch_set(
-            name,
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}),
+            "web",
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}}),
         )
         .await;
+    let new = update_revision(harness, "web", &old).await;
+    (old, new)
 }
 
-/// Watches an update until every pod of `set` has `revision` (or `until` holds), and returns
+/// Watches the update of `web` until all its `replicas` pods serve at `revision`, and returns
 /// the order in which pods first showed the revision and the most pods seen out of service
 /// at once.
-async fn watch_update(
-    harness: &Harness,
-    set: &str,
-    replicas: usize,
-    revision: &str,
-    until: impl Fn(&[Pod]) -> bool,
-) -> (Vec<String>, usize) {
+async fn watch_update(harness: &Harness, replicas: i32, revision: &str) -> (Vec<String>, usize) {
+    let replicas = usize::try_from(replicas).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let mut order = Vec::new();
     let mut max_down = 0;
     loop {
-        let pods = harness.pods_of(set).await;
+        let pods = harness.pods_labelled("web").await;
         let serving = pods.iter().filter(|pod| is_serving(pod)).count();
         max_down = max_down.max(replicas.saturating_sub(serving));
         for pod in &pods {
@@ -61,7 +69,11 @@ async fn watch_update(
                 order.push(name(pod));
             }
         }
-        if until(&pods) {
+        let updated = pods.len() == replicas
+            && pods
+                .iter()
+                .all(|pod| is_serving(pod) && label(pod, REVISION).as_deref() == Some(revision));
+        if updated {
             return (order, max_down);
         }
         assert!(
@@ -93,32 +105,14 @@ async fn rolling_update_replaces_pods_in_reverse_ordinal_order_one_at_a_time() {
     harness
         .create_set(stateful_set("web", 3, json!({}), json!({})))
         .await;
-    let before = wait_for_settled(&harness, "web", 3).await.status.unwrap();
-    let old = before.update_revision.unwrap();
-    change_image(&harness, "web", "nginx:1.27").await;
-    let new = update_revision(&harness, "web", &old).await;
-    let (order, max_down) = watch_update(&harness, "web", 3, &new, |pods| {
-        pods.len() == 3
-            && pods
-                .iter()
-                .all(|pod| is_serving(pod) && label(pod, REVISION).as_deref() == Some(&new))
-    })
-    .await;
+    let (_, new) = change_image_of_settled_web(&harness, 3).await;
+    let (order, max_down) = watch_update(&harness, 3, &new).await;
     assert_eq!(order, vec!["web-2", "web-1", "web-0"]);
     assert_eq!(max_down, 1, "one pod out of service at a time");
     let status = wait_for_settled(&harness, "web", 3).await.status.unwrap();
     assert_eq!(status.current_revision.as_deref(), Some(new.as_str()));
     assert_eq!(status.update_revision.as_deref(), Some(new.as_str()));
-    assert_eq!(
-        harness
-            .revisions()
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .len(),
-        2
-    );
+    assert_eq!(harness.list::<ControllerRevision>().await.len(), 2);
     harness.stop().await;
 }
 
@@ -133,14 +127,7 @@ async fn partition_keeps_lower_ordinals_at_the_current_revision() {
             json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
         ))
         .await;
-    let old = wait_for_settled(&harness, "web", 3)
-        .await
-        .status
-        .unwrap()
-        .update_revision
-        .unwrap();
-    change_image(&harness, "web", "nginx:1.27").await;
-    let new = update_revision(&harness, "web", &old).await;
+    let (old, new) = change_image_of_settled_web(&harness, 3).await;
     let status = eventually(
         "web-2 updated and the status counted",
         Duration::from_secs(10),
@@ -154,7 +141,7 @@ async fn partition_keeps_lower_ordinals_at_the_current_revision() {
     .await;
     assert_eq!(status.current_revision.as_deref(), Some(old.as_str()));
     assert_eq!(status.current_replicas, Some(2));
-    let pods = harness.pods_of("web").await;
+    let pods = harness.pods_labelled("web").await;
     assert_eq!(
         revisions(&pods),
         BTreeMap::from([
@@ -176,8 +163,12 @@ async fn partition_keeps_lower_ordinals_at_the_current_revision() {
 }
 
 /// Rolls a Parallel set with `maxUnavailable: 2` to a new image under `gates`; returns the
-/// harness (for the gauges) and the most pods seen out of service at once.
-async fn roll_with_max_unavailable_two(replicas: i32, gates: FeatureGates) -> (Harness, usize) {
+/// harness (for the gauges), the order in which pods were updated and the most pods seen out
+/// of service at once.
+async fn roll_with_max_unavailable_two(
+    replicas: i32,
+    gates: FeatureGates,
+) -> (Harness, Vec<String>, usize) {
     let harness = Harness::start_with_gates(slow_sim(), gates).await;
     harness
         .create_set(stateful_set(
@@ -190,29 +181,15 @@ async fn roll_with_max_unavailable_two(replicas: i32, gates: FeatureGates) -> (H
             }),
         ))
         .await;
-    let old = wait_for_settled(&harness, "web", replicas)
-        .await
-        .status
-        .unwrap()
-        .update_revision
-        .unwrap();
-    change_image(&harness, "web", "nginx:1.27").await;
-    let new = update_revision(&harness, "web", &old).await;
-    let count = usize::try_from(replicas).unwrap();
-    let (_, max_down) = watch_update(&harness, "web", count, &new, |pods| {
-        pods.len() == count
-            && pods
-                .iter()
-                .all(|pod| is_serving(pod) && label(pod, REVISION).as_deref() == Some(&new))
-    })
-    .await;
+    let (_, new) = change_image_of_settled_web(&harness, replicas).await;
+    let (order, max_down) = watch_update(&harness, replicas, &new).await;
     wait_for_settled(&harness, "web", replicas).await;
-    (harness, max_down)
+    (harness, order, max_down)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gate_off_max_unavailable_two_still_updates_one_pod_at_a_time() {
-    let (harness, max_down) = roll_with_max_unavailable_two(3, FeatureGates::default()).await;
+    let (harness, _, max_down) = roll_with_max_unavailable_two(3, FeatureGates::default()).await;
     assert_eq!(max_down, 1, "never two pods down for update at once");
     assert_eq!(
         harness
@@ -229,7 +206,7 @@ async fn gate_off_max_unavailable_two_still_updates_one_pod_at_a_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gate_on_max_unavailable_two_takes_two_pods_down_at_once() {
-    let (harness, max_down) = roll_with_max_unavailable_two(3, GATE_ON).await;
+    let (harness, _, max_down) = roll_with_max_unavailable_two(3, GATE_ON).await;
     assert_eq!(max_down, 2, "two pods out of service at once, never more");
     assert_eq!(
         support::gauge(&harness, MAX_UNAVAILABLE_GAUGE, "web"),
@@ -240,38 +217,11 @@ async fn gate_on_max_unavailable_two_takes_two_pods_down_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_unavailable_two_updates_two_pods_at_a_time() {
-    let harness = Harness::start_with_gates(slow_sim(), GATE_ON).await;
-    harness
-        .create_set(stateful_set(
-            "web",
-            4,
-            json!({}),
-            json!({
-                "podManagementPolicy": "Parallel",
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
-            }),
-        ))
-        .await;
-    let old = wait_for_settled(&harness, "web", 4)
-        .await
-        .status
-        .unwrap()
-        .update_revision
-        .unwrap();
-    change_image(&harness, "web", "nginx:1.27").await;
-    let new = update_revision(&harness, "web", &old).await;
-    let (order, max_down) = watch_update(&harness, "web", 4, &new, |pods| {
-        pods.len() == 4
-            && pods
-                .iter()
-                .all(|pod| is_serving(pod) && label(pod, REVISION).as_deref() == Some(&new))
-    })
-    .await;
+    let (harness, order, max_down) = roll_with_max_unavailable_two(4, GATE_ON).await;
     assert_eq!(max_down, 2, "two pods out of service at once, never more");
     let first_two: std::collections::BTreeSet<&str> =
         order.iter().take(2).map(String::as_str).collect();
     assert_eq!(first_two, ["web-2", "web-3"].into_iter().collect());
-    wait_for_settled(&harness, "web", 4).await;
     assert_eq!(
         support::gauge(&harness, MAX_UNAVAILABLE_GAUGE, "web"),
         Some(2.0)
@@ -298,17 +248,10 @@ async fn on_delete_only_replaces_pods_the_user_deletes() {
             json!({"updateStrategy": {"type": "OnDelete"}}),
         ))
         .await;
-    let old = wait_for_settled(&harness, "web", 3)
-        .await
-        .status
-        .unwrap()
-        .update_revision
-        .unwrap();
-    change_image(&harness, "web", "nginx:1.27").await;
-    let new = update_revision(&harness, "web", &old).await;
+    let (old, new) = change_image_of_settled_web(&harness, 3).await;
     // Give the controller time to (not) act, then check nothing was replaced.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let pods = harness.pods_of("web").await;
+    let pods = harness.pods_labelled("web").await;
     assert!(
         pods.iter()
             .all(|pod| label(pod, REVISION).as_deref() == Some(old.as_str()))
@@ -348,7 +291,7 @@ async fn on_delete_only_replaces_pods_the_user_deletes() {
     .await;
     assert_eq!(status.current_replicas, Some(2));
     assert_eq!(status.current_revision.as_deref(), Some(old.as_str()));
-    let pods = harness.pods_of("web").await;
+    let pods = harness.pods_labelled("web").await;
     assert_eq!(label(&pods[0], REVISION).as_deref(), Some(old.as_str()));
     assert_eq!(label(&pods[2], REVISION).as_deref(), Some(old.as_str()));
     harness.stop().await;

@@ -48,6 +48,13 @@ pub trait SyncFailure: std::fmt::Display {
     fn retryable(&self) -> bool {
         true
     }
+
+    /// Whether the sync was put off on purpose (its caches have not caught up with the
+    /// controller's own writes yet): retried like a failure, but logged at debug, since it is
+    /// routine and says nothing is wrong.
+    fn deferred(&self) -> bool {
+        false
+    }
 }
 
 /// What happens to a key after its sync (upstream's `handleErr`).
@@ -128,8 +135,14 @@ impl<T: WorkItem> WorkerPool<T> {
                 match after_sync(failure, queue.num_requeues(&key), max_retries) {
                     AfterSync::Forget => queue.forget(&key),
                     AfterSync::Retry => {
-                        if let Err(error) = &result {
-                            tracing::warn!(controller, key = %key, %error, "sync failed; retrying");
+                        match &result {
+                            Err(error) if error.deferred() => {
+                                tracing::debug!(controller, key = %key, %error, "sync deferred; retrying");
+                            }
+                            Err(error) => {
+                                tracing::warn!(controller, key = %key, %error, "sync failed; retrying");
+                            }
+                            Ok(()) => {}
                         }
                         queue.add_rate_limited(key);
                     }
@@ -222,6 +235,18 @@ mod tests {
         }
     }
 
+    /// A pool of `workers` on `queue` for controller "test", without metrics or a retry
+    /// ceiling.
+    fn test_pool(queue: &RateLimitingQueue<String>, workers: usize) -> WorkerPool<String> {
+        WorkerPool {
+            queue: queue.clone(),
+            workers,
+            controller: "test",
+            metrics: None,
+            max_retries: None,
+        }
+    }
+
     struct Failed(bool);
 
     impl std::fmt::Display for Failed {
@@ -244,11 +269,8 @@ mod tests {
         queue.add("ns/flaky".to_string());
         queue.add("ns/hopeless".to_string());
         let pool = WorkerPool {
-            queue: queue.clone(),
-            workers: 1,
-            controller: "test",
-            metrics: None,
             max_retries: Some(3),
+            ..test_pool(&queue, 1)
         };
         let counts = attempts.clone();
         let run = tokio::spawn(pool.run_syncs(shutdown.clone(), move |key: String| {
@@ -285,11 +307,8 @@ mod tests {
             queue.add(format!("ns/{key}"));
         }
         let pool = WorkerPool {
-            queue: queue.clone(),
-            workers: 3,
-            controller: "test",
             metrics: Some(metrics),
-            max_retries: None,
+            ..test_pool(&queue, 3)
         };
         let (seen, busy) = (processed.clone(), in_flight.clone());
         let run = tokio::spawn(pool.run(shutdown.clone(), move |key: String| {
@@ -328,13 +347,7 @@ mod tests {
         let max_concurrent = Arc::new(AtomicUsize::new(0));
         let shutdown = CancellationToken::new();
         queue.add("ns/a".to_string());
-        let pool = WorkerPool {
-            queue: queue.clone(),
-            workers: 4,
-            controller: "test",
-            metrics: None,
-            max_retries: None,
-        };
+        let pool = test_pool(&queue, 4);
         let (r, c, m, q) = (
             runs.clone(),
             concurrent.clone(),

@@ -14,6 +14,13 @@ fn named_queue(name: &str, metrics: &WorkqueueMetrics) -> RateLimitingQueue<Stri
     RateLimitingQueue::new(QueueConfig::new(name).with_metrics(metrics.clone())).expect("runtime")
 }
 
+/// A fresh registry with the workqueue metrics, and queue `name` reporting to it.
+fn registered_queue(name: &str) -> (Registry, RateLimitingQueue<String>) {
+    let registry = Registry::new();
+    let metrics = WorkqueueMetrics::register(&registry).expect("register");
+    (registry, named_queue(name, &metrics))
+}
+
 fn family(registry: &Registry, name: &str) -> Option<MetricFamily> {
     registry
         .gather()
@@ -50,6 +57,13 @@ fn histogram(registry: &Registry, metric: &str, queue: &str) -> (u64, f64) {
     })
 }
 
+/// Asserts the (sample count, sample sum) of histogram `metric` of queue "q".
+fn assert_histogram(registry: &Registry, metric: &str, (count, sum): (u64, f64), what: &str) {
+    let (actual_count, actual_sum) = histogram(registry, metric, "q");
+    assert_eq!(actual_count, count, "{what} count");
+    assert_close(actual_sum, sum, what);
+}
+
 fn assert_close(actual: f64, expected: f64, what: &str) {
     assert!(
         (actual - expected).abs() < 1e-9,
@@ -59,9 +73,7 @@ fn assert_close(actual: f64, expected: f64, what: &str) {
 
 #[tokio::test]
 async fn families_have_upstream_names_types_help_and_buckets() {
-    let registry = Registry::new();
-    let metrics = WorkqueueMetrics::register(&registry).expect("register");
-    let queue = named_queue("deployment", &metrics);
+    let (registry, queue) = registered_queue("deployment");
     queue.add("a".to_owned());
     queue.add_after("b".to_owned(), Duration::ZERO);
     let item = queue.get().await.expect("a");
@@ -135,9 +147,7 @@ async fn families_have_upstream_names_types_help_and_buckets() {
 
 #[tokio::test(start_paused = true)]
 async fn depth_and_adds_follow_effective_adds() {
-    let registry = Registry::new();
-    let metrics = WorkqueueMetrics::register(&registry).expect("register");
-    let queue = named_queue("q", &metrics);
+    let (registry, queue) = registered_queue("q");
     let depth = || gauge(&registry, "workqueue_depth", "q");
     let adds = || counter(&registry, "workqueue_adds_total", "q");
 
@@ -169,24 +179,28 @@ async fn depth_and_adds_follow_effective_adds() {
 
 #[tokio::test(start_paused = true)]
 async fn queue_duration_measures_from_the_first_add_and_work_duration_from_get() {
-    let registry = Registry::new();
-    let metrics = WorkqueueMetrics::register(&registry).expect("register");
-    let queue = named_queue("q", &metrics);
+    let (registry, queue) = registered_queue("q");
 
     queue.add("a".to_owned());
     tokio::time::sleep(300 * MS).await;
     queue.add("a".to_owned()); // re-add while waiting does not reset the latency clock
     tokio::time::sleep(200 * MS).await;
     let a = queue.get().await.expect("a");
-    let (count, sum) = histogram(&registry, "workqueue_queue_duration_seconds", "q");
-    assert_eq!(count, 1);
-    assert_close(sum, 0.5, "queue duration");
+    assert_histogram(
+        &registry,
+        "workqueue_queue_duration_seconds",
+        (1, 0.5),
+        "queue duration",
+    );
 
     tokio::time::sleep(Duration::from_secs(2)).await;
     queue.done(&a);
-    let (count, sum) = histogram(&registry, "workqueue_work_duration_seconds", "q");
-    assert_eq!(count, 1);
-    assert_close(sum, 2.0, "work duration");
+    assert_histogram(
+        &registry,
+        "workqueue_work_duration_seconds",
+        (1, 2.0),
+        "work duration",
+    );
 
     // A second cycle adds to both histograms.
     queue.add("a".to_owned());
@@ -194,19 +208,23 @@ async fn queue_duration_measures_from_the_first_add_and_work_duration_from_get()
     let a = queue.get().await.expect("a");
     tokio::time::sleep(50 * MS).await;
     queue.done(&a);
-    let (count, sum) = histogram(&registry, "workqueue_queue_duration_seconds", "q");
-    assert_eq!(count, 2);
-    assert_close(sum, 0.6, "queue duration");
-    let (count, sum) = histogram(&registry, "workqueue_work_duration_seconds", "q");
-    assert_eq!(count, 2);
-    assert_close(sum, 2.05, "work duration");
+    assert_histogram(
+        &registry,
+        "workqueue_queue_duration_seconds",
+        (2, 0.6),
+        "queue duration",
+    );
+    assert_histogram(
+        &registry,
+        "workqueue_work_duration_seconds",
+        (2, 2.05),
+        "work duration",
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn queue_duration_of_an_item_readded_during_processing_starts_at_that_add() {
-    let registry = Registry::new();
-    let metrics = WorkqueueMetrics::register(&registry).expect("register");
-    let queue = named_queue("q", &metrics);
+    let (registry, queue) = registered_queue("q");
     queue.add("a".to_owned());
     let a = queue.get().await.expect("a");
     tokio::time::sleep(100 * MS).await;
@@ -214,16 +232,17 @@ async fn queue_duration_of_an_item_readded_during_processing_starts_at_that_add(
     tokio::time::sleep(400 * MS).await;
     queue.done(&a);
     queue.get().await.expect("a again");
-    let (count, sum) = histogram(&registry, "workqueue_queue_duration_seconds", "q");
-    assert_eq!(count, 2);
-    assert_close(sum, 0.4, "queue duration");
+    assert_histogram(
+        &registry,
+        "workqueue_queue_duration_seconds",
+        (2, 0.4),
+        "queue duration",
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn retries_count_every_add_after_call() {
-    let registry = Registry::new();
-    let metrics = WorkqueueMetrics::register(&registry).expect("register");
-    let queue = named_queue("q", &metrics);
+    let (registry, queue) = registered_queue("q");
     let retries = || counter(&registry, "workqueue_retries_total", "q");
 
     queue.add("plain".to_owned());
@@ -244,9 +263,7 @@ async fn retries_count_every_add_after_call() {
 
 #[tokio::test(start_paused = true)]
 async fn ticker_updates_unfinished_work_every_500ms_and_stops_on_shutdown() {
-    let registry = Registry::new();
-    let metrics = WorkqueueMetrics::register(&registry).expect("register");
-    let queue = named_queue("q", &metrics);
+    let (registry, queue) = registered_queue("q");
     let unfinished = || gauge(&registry, "workqueue_unfinished_work_seconds", "q");
     let longest = || {
         gauge(
@@ -314,9 +331,7 @@ async fn queues_sharing_a_registry_have_their_own_series() {
 
 #[tokio::test(start_paused = true)]
 async fn unnamed_queue_reports_nothing() {
-    let registry = Registry::new();
-    let metrics = WorkqueueMetrics::register(&registry).expect("register");
-    let queue = named_queue("", &metrics);
+    let (registry, queue) = registered_queue("");
     queue.add("a".to_owned());
     queue.add_after("b".to_owned(), MS);
     let a = queue.get().await.expect("a");

@@ -35,6 +35,12 @@ async fn get_blocks(queue: &RateLimitingQueue<String>) -> bool {
     timeout(10 * MS, queue.get()).await.is_err()
 }
 
+/// Asserts nothing is queued and `get` would block.
+async fn assert_idle(queue: &RateLimitingQueue<String>) {
+    assert!(queue.is_empty());
+    assert!(get_blocks(queue).await);
+}
+
 #[tokio::test]
 async fn hands_out_items_in_fifo_order() {
     let queue = queue();
@@ -69,8 +75,7 @@ async fn item_added_while_processing_is_requeued_once_after_done() {
     assert_eq!(queue.len(), 1);
     assert_eq!(queue.get().await.as_deref(), Some("a"));
     queue.done(&key("a"));
-    assert!(queue.is_empty());
-    assert!(get_blocks(&queue).await);
+    assert_idle(&queue).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -79,8 +84,7 @@ async fn done_without_readd_does_not_requeue() {
     queue.add(key("a"));
     let item = queue.get().await.expect("item");
     queue.done(&item);
-    assert!(queue.is_empty());
-    assert!(get_blocks(&queue).await);
+    assert_idle(&queue).await;
 }
 
 #[tokio::test(start_paused = true)]

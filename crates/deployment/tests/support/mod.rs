@@ -1,33 +1,31 @@
-//! Test harness: a sim cluster with the ReplicaSet controller and the Deployment controller
-//! running against it through real clients (each with its own user agent, for the sim's
-//! accounting), a pod-watching bounds checker, and polling helpers.
+//! Test harness: a sim cluster ([`sim::testing::TestCluster`]) with the ReplicaSet controller
+//! and the Deployment controller running against it through real clients (each with its own
+//! user agent, for the sim's accounting), a pod-watching bounds checker, builders and waits.
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of the helpers
 
 use std::{
     collections::HashMap,
-    future::Future,
+    ops::Deref,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
-use deployment::{ControllerMetrics, DeploymentController};
+use deployment::DeploymentController;
 use futures::StreamExt;
 use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{
     apps::v1::{Deployment, DeploymentCondition, ReplicaSet},
     core::v1::{Event, Pod},
 };
-use kube::{
-    Api, Client,
-    api::{ListParams, Patch, PatchParams, PostParams},
-    runtime::watcher,
-};
+use kube::{Api, Client, runtime::watcher};
 use replicaset::ReplicaSetController;
 use serde_json::json;
-use sim::{SimCluster, SimConfig};
+use sim::{
+    SimConfig,
+    testing::{TestCluster, eventually, is_active, is_serving},
+};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 /// The user agent of the Deployment controller's requests.
 pub const DEPLOYMENT_AGENT: &str = "deployment-controller";
@@ -35,10 +33,7 @@ pub const DEPLOYMENT_AGENT: &str = "deployment-controller";
 pub const REPLICASET_AGENT: &str = "replicaset-controller";
 
 pub struct Harness {
-    pub sim: SimCluster,
-    pub client: Client,
-    shutdown: CancellationToken,
-    controllers: Vec<JoinHandle<()>>,
+    cluster: TestCluster,
 }
 
 impl Harness {
@@ -47,15 +42,7 @@ impl Harness {
     }
 
     pub async fn start_with(config: SimConfig) -> Self {
-        let sim = SimCluster::start(config).await.expect("sim starts");
-        let client = sim.client();
-        let mut harness = Self {
-            sim,
-            client,
-            shutdown: CancellationToken::new(),
-            controllers: Vec::new(),
-        };
-        harness.start_replica_set_controller();
+        let mut harness = Self::without_deployment_controller(config).await;
         harness.start_deployment_controller();
         harness
     }
@@ -63,65 +50,43 @@ impl Harness {
     /// A sim with only the ReplicaSet controller; start the Deployment controller later with
     /// [`Harness::start_deployment_controller`].
     pub async fn start_without_deployment_controller() -> Self {
-        let sim = SimCluster::start(SimConfig::default())
-            .await
-            .expect("sim starts");
-        let client = sim.client();
-        let mut harness = Self {
-            sim,
-            client,
-            shutdown: CancellationToken::new(),
-            controllers: Vec::new(),
-        };
-        harness.start_replica_set_controller();
-        harness
+        Self::without_deployment_controller(SimConfig::default()).await
     }
 
-    fn start_replica_set_controller(&mut self) {
-        let client = self.sim.client_with_user_agent(REPLICASET_AGENT);
-        let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
-        let controller = ReplicaSetController::new(client, &informers, Default::default())
-            .expect("ReplicaSet controller builds");
-        informers.start(self.shutdown.clone());
-        self.controllers
-            .push(tokio::spawn(controller.run(2, self.shutdown.clone())));
+    async fn without_deployment_controller(config: SimConfig) -> Self {
+        let mut cluster = TestCluster::start(config).await;
+        cluster.spawn_controller(REPLICASET_AGENT, |client, shutdown| {
+            let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+            let controller = ReplicaSetController::new(client, &informers, Default::default())
+                .expect("ReplicaSet controller builds");
+            informers.start(shutdown.clone());
+            controller.run(2, shutdown)
+        });
+        Self { cluster }
     }
 
     pub fn start_deployment_controller(&mut self) {
-        let client = self.sim.client_with_user_agent(DEPLOYMENT_AGENT);
-        let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
-        let controller =
-            DeploymentController::new(client, &informers, ControllerMetrics::default())
-                .expect("Deployment controller builds");
-        informers.start(self.shutdown.clone());
-        self.controllers
-            .push(tokio::spawn(controller.run(2, self.shutdown.clone())));
+        self.cluster
+            .spawn_controller(DEPLOYMENT_AGENT, |client, shutdown| {
+                let informers =
+                    SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+                let controller = DeploymentController::new(client, &informers, Default::default())
+                    .expect("Deployment controller builds");
+                informers.start(shutdown.clone());
+                controller.run(2, shutdown)
+            });
     }
 
     pub fn deployments(&self) -> Api<Deployment> {
-        Api::namespaced(self.client.clone(), "default")
+        self.api()
     }
 
     pub fn replica_sets(&self) -> Api<ReplicaSet> {
-        Api::namespaced(self.client.clone(), "default")
-    }
-
-    pub fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.client.clone(), "default")
-    }
-
-    pub async fn create(&self, d: &Deployment) -> Deployment {
-        self.deployments()
-            .create(&PostParams::default(), d)
-            .await
-            .expect("create Deployment")
+        self.api()
     }
 
     pub async fn patch(&self, name: &str, patch: serde_json::Value) -> Deployment {
-        self.deployments()
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .expect("patch Deployment")
+        self.merge_patch(name, patch).await
     }
 
     /// Changes the image of the single container `c` (a new template).
@@ -135,12 +100,7 @@ impl Harness {
 
     /// The ReplicaSets labelled `app=<name>`, oldest first.
     pub async fn replica_sets_of(&self, name: &str) -> Vec<ReplicaSet> {
-        let mut list = self
-            .replica_sets()
-            .list(&ListParams::default().labels(&format!("app={name}")))
-            .await
-            .expect("list ReplicaSets")
-            .items;
+        let mut list: Vec<ReplicaSet> = self.labelled(name).await;
         list.sort_by(|a, b| {
             revision_of(a)
                 .cmp(&revision_of(b))
@@ -160,19 +120,11 @@ impl Harness {
 
     /// Events recorded about the Deployment `name` by the deployment controller.
     pub async fn events_of(&self, name: &str) -> Vec<Event> {
-        Api::<Event>::namespaced(self.client.clone(), "default")
-            .list(&ListParams::default())
-            .await
-            .expect("list events")
-            .items
-            .into_iter()
-            .filter(|event| {
-                event.involved_object.kind.as_deref() == Some("Deployment")
-                    && event.involved_object.name.as_deref() == Some(name)
-                    && event.source.as_ref().and_then(|s| s.component.as_deref())
-                        == Some(DEPLOYMENT_AGENT)
-            })
-            .collect()
+        let mut events = self.events_about("Deployment", name).await;
+        events.retain(|event| {
+            event.source.as_ref().and_then(|s| s.component.as_deref()) == Some(DEPLOYMENT_AGENT)
+        });
+        events
     }
 
     /// Waits until an event with this reason and message exists for the Deployment.
@@ -195,23 +147,28 @@ impl Harness {
 
     /// Waits until the Deployment is complete (spec §10.1) and Progressing says so.
     pub async fn wait_complete(&self, name: &str) -> Deployment {
-        let api = self.deployments();
-        eventually(&format!("{name} complete"), Duration::from_secs(40), || {
-            let api = api.clone();
-            async move {
-                let d = api.get(name).await.ok()?;
+        eventually(
+            &format!("{name} complete"),
+            Duration::from_secs(40),
+            || async {
+                let d = self.deployments().get(name).await.ok()?;
                 is_complete(&d).then_some(d)
-            }
-        })
+            },
+        )
         .await
     }
 
     pub async fn stop(self) {
-        self.shutdown.cancel();
-        for controller in self.controllers {
-            let _ = controller.await;
-        }
-        self.sim.shutdown().await;
+        self.cluster.stop().await;
+    }
+}
+
+/// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
+impl Deref for Harness {
+    type Target = TestCluster;
+
+    fn deref(&self) -> &TestCluster {
+        &self.cluster
     }
 }
 
@@ -306,46 +263,6 @@ pub fn rolling_deployment(
     d
 }
 
-/// Polls `check` every 50 ms until it returns `Some`, failing the test after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Whether a pod counts as available for the bounds (Ready, not terminating; the tests use
-/// minReadySeconds 0).
-fn pod_available(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_none()
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|conditions| {
-                conditions
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.status == "True")
-            })
-}
-
-/// Whether a pod counts towards the total (not terminating, not finished).
-fn pod_counts(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
-}
-
 /// Bounds observed on every pod event of a watch, per Deployment (pods grouped by the `app`
 /// label).
 #[derive(Debug, Default, Clone)]
@@ -433,10 +350,11 @@ fn record(report: &Mutex<BoundsReport>, pods: &HashMap<String, Pod>) {
             continue;
         };
         let entry = totals.entry(app.clone()).or_default();
-        if pod_counts(pod) {
+        if is_active(pod) {
             entry.0 += 1;
         }
-        if pod_available(pod) {
+        // Available: serving, as the tests use minReadySeconds 0.
+        if is_serving(pod) {
             entry.1 += 1;
         }
     }

@@ -54,25 +54,7 @@ pub struct CachedDeploymentSpec {
 }
 
 super::cached_resource!(CachedDeployment, Deployment);
-super::serialize_as_api_object!(CachedDeployment, Deployment);
-
-/// The cached form of a full Deployment (one built in a test or a fixture). Fails only where
-/// the template cannot be kept ([`CompactPodTemplate::encode`]).
-impl TryFrom<&Deployment> for CachedDeployment {
-    type Error = serde_json::Error;
-
-    fn try_from(d: &Deployment) -> Result<Self, Self::Error> {
-        let spec = match &d.spec {
-            Some(spec) => Some(CachedDeploymentSpec::try_from(spec)?),
-            None => None,
-        };
-        Ok(CachedDeployment {
-            metadata: d.metadata.clone(),
-            spec,
-            status: d.status.clone(),
-        })
-    }
-}
+super::whole_api_object!(CachedDeployment, Deployment, CachedDeploymentSpec);
 
 impl TryFrom<&DeploymentSpec> for CachedDeploymentSpec {
     type Error = serde_json::Error;

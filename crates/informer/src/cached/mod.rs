@@ -51,10 +51,14 @@ macro_rules! cached_resource {
 }
 pub(crate) use cached_resource;
 
-/// Implements `Serialize` for a cached type that keeps its whole object: the body a PUT of the
-/// k8s-openapi type it stands for would send ([`WireObject`]).
-macro_rules! serialize_as_api_object {
-    ($cached:ty, $api:ty) => {
+/// For a cached type that keeps its whole object, with spec type `$spec`:
+/// * `Serialize`: the body a PUT of the k8s-openapi type it stands for would send
+///   ([`WireObject`]);
+/// * `TryFrom<&$api>`: the cached form of a full object (one just written, or built in a test
+///   or a fixture), failing only where `$spec`'s own `TryFrom` fails (the template cannot be
+///   kept, [`CompactPodTemplate::encode`]).
+macro_rules! whole_api_object {
+    ($cached:ident, $api:ty, $spec:ty) => {
         impl serde::Serialize for $cached {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 let wire = super::WireObject {
@@ -67,9 +71,21 @@ macro_rules! serialize_as_api_object {
                 serde::Serialize::serialize(&wire, serializer)
             }
         }
+
+        impl TryFrom<&$api> for $cached {
+            type Error = serde_json::Error;
+
+            fn try_from(object: &$api) -> Result<Self, Self::Error> {
+                Ok($cached {
+                    metadata: object.metadata.clone(),
+                    spec: object.spec.as_ref().map(<$spec>::try_from).transpose()?,
+                    status: object.status.clone(),
+                })
+            }
+        }
     };
 }
-pub(crate) use serialize_as_api_object;
+pub(crate) use whole_api_object;
 
 /// An object as the API server takes it in a request body: `apiVersion` and `kind` first, as
 /// k8s-openapi writes them, then metadata, spec and status.

@@ -48,25 +48,7 @@ pub struct CachedReplicaSetSpec {
 }
 
 super::cached_resource!(CachedReplicaSet, ReplicaSet);
-super::serialize_as_api_object!(CachedReplicaSet, ReplicaSet);
-
-/// The cached form of a full ReplicaSet (one just written, or built in a test). Fails only
-/// where the template cannot be kept ([`CompactPodTemplate::encode`]).
-impl TryFrom<&ReplicaSet> for CachedReplicaSet {
-    type Error = serde_json::Error;
-
-    fn try_from(rs: &ReplicaSet) -> Result<Self, Self::Error> {
-        let spec = match &rs.spec {
-            Some(spec) => Some(CachedReplicaSetSpec::try_from(spec)?),
-            None => None,
-        };
-        Ok(CachedReplicaSet {
-            metadata: rs.metadata.clone(),
-            spec,
-            status: rs.status.clone(),
-        })
-    }
-}
+super::whole_api_object!(CachedReplicaSet, ReplicaSet, CachedReplicaSetSpec);
 
 impl TryFrom<&ReplicaSetSpec> for CachedReplicaSetSpec {
     type Error = serde_json::Error;

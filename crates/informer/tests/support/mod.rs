@@ -1,22 +1,51 @@
 //! Helpers shared by the integration tests: a handler that records calls, a pausable TCP
-//! proxy to cut the informer off the sim, and object builders.
+//! proxy to cut the informer off the sim, a recorded pod informer and object builders.
 
 pub mod proxy;
 pub mod recorder;
 
 use std::time::Duration;
 
+use informer::{FactoryConfig, SharedInformer, SharedInformerFactory, wait_for_cache_sync};
 use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use recorder::Recorder;
+use tokio_util::sync::CancellationToken;
 
-/// Polls `condition` every 10 ms; fails the test after 10 s.
+/// Waits until `condition` holds (checked at [`sim::testing::POLL_INTERVAL`]); fails the test
+/// after 10 s.
 pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !condition() {
+    sim::testing::eventually(what, Duration::from_secs(10), || {
+        std::future::ready(condition().then_some(()))
+    })
+    .await;
+}
+
+/// A pod informer of its own factory with a [`Recorder`] registered, started and synced.
+pub struct RecordedPods {
+    pub pods: SharedInformer<Pod>,
+    pub recorder: Recorder,
+    /// Stops the factory's informers.
+    pub shutdown: CancellationToken,
+}
+
+impl RecordedPods {
+    pub async fn start(client: Client, config: FactoryConfig) -> Self {
+        let factory = SharedInformerFactory::new(client, config);
+        let pods = factory.informer::<Pod>();
+        let recorder = Recorder::default();
+        let registration = pods.add_event_handler(recorder.clone());
+        let shutdown = CancellationToken::new();
+        factory.start(shutdown.clone());
         assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
+            wait_for_cache_sync(&shutdown, &[&pods, &registration]).await,
+            "the pod informer and its handler sync"
         );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        Self {
+            pods,
+            recorder,
+            shutdown,
+        }
     }
 }
 
@@ -31,15 +60,4 @@ pub fn pod(name: &str, labels: &[(&str, &str)]) -> Pod {
         "spec": { "containers": [{ "name": "c", "image": "busybox" }] }
     }))
     .expect("valid pod")
-}
-
-/// The sim without its kubelet, so pods change only when the test changes them.
-pub fn quiet_sim_config() -> sim::SimConfig {
-    sim::SimConfig {
-        kubelet: sim::KubeletConfig {
-            enabled: false,
-            ..sim::KubeletConfig::default()
-        },
-        ..sim::SimConfig::default()
-    }
 }

@@ -1,32 +1,33 @@
-//! Test harness: a sim cluster with the ReplicaSet controller running against it through a real
-//! client, plus polling helpers.
+//! Test harness: a sim cluster ([`sim::testing::TestCluster`]) with the ReplicaSet controller
+//! running against it through a real client, plus builders and waits.
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of the helpers
 
-use std::{future::Future, time::Duration};
+use std::{ops::Deref, time::Duration};
 
 use controller_toolkit::stale_reads::StaleSyncSkips;
 use informer::{FactoryConfig, SharedInformerFactory};
-use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+use k8s_openapi::api::{
+    apps::v1::ReplicaSet,
+    core::v1::{Namespace, Pod},
+};
 use kube::{
-    Api, Client,
-    api::{ListParams, PostParams},
+    Api,
+    api::{Patch, PatchParams},
 };
 use prometheus::Registry;
-use replicaset::{ControllerMetrics, ReplicaSetController};
+use replicaset::{ControllerMetrics, ReplicaSetController, ReplicaSetOptions};
 use serde_json::json;
-use sim::{SimCluster, SimConfig};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use sim::{
+    SimConfig,
+    testing::{TestCluster, eventually, is_active},
+};
 
 /// The user agent the controller's requests carry, for the sim's accounting.
 pub const CONTROLLER_AGENT: &str = "replicaset-controller";
 
 pub struct Harness {
-    pub sim: SimCluster,
-    pub client: Client,
-    shutdown: CancellationToken,
-    controller: Option<JoinHandle<()>>,
+    cluster: TestCluster,
 }
 
 impl Harness {
@@ -42,92 +43,80 @@ impl Harness {
 
     /// A sim cluster only; call [`Harness::start_controller`] once the scene is set.
     pub async fn without_controller(config: SimConfig) -> Self {
-        let sim = SimCluster::start(config).await.expect("sim starts");
-        let client = sim.client();
         Self {
-            sim,
-            client,
-            shutdown: CancellationToken::new(),
-            controller: None,
+            cluster: TestCluster::start(config).await,
         }
     }
 
     pub fn start_controller(&mut self) {
-        let controller_client = self.sim.client_with_user_agent(CONTROLLER_AGENT);
-        let informers =
-            SharedInformerFactory::new(controller_client.clone(), FactoryConfig::default());
-        let controller =
-            ReplicaSetController::new(controller_client, &informers, ControllerMetrics::default())
-                .expect("controller builds");
-        informers.start(self.shutdown.clone());
-        self.controller = Some(tokio::spawn(controller.run(2, self.shutdown.clone())));
+        self.start_controller_with_options(ReplicaSetOptions::default());
     }
 
     /// Starts the controller with its workqueue, sync and stale-sync-skip metrics in `registry`.
     pub fn start_controller_with(&mut self, registry: &Registry) {
-        let controller_client = self.sim.client_with_user_agent(CONTROLLER_AGENT);
-        let informers =
-            SharedInformerFactory::new(controller_client.clone(), FactoryConfig::default());
-        let metrics = ControllerMetrics::register(registry).expect("metrics");
-        let skips =
-            StaleSyncSkips::register(registry, "replicaset_controller").expect("skips metric");
-        let controller = ReplicaSetController::new(controller_client, &informers, metrics)
-            .expect("controller builds")
-            .with_stale_sync_skips(skips);
-        informers.start(self.shutdown.clone());
-        self.controller = Some(tokio::spawn(controller.run(2, self.shutdown.clone())));
+        self.start_controller_with_options(ReplicaSetOptions {
+            metrics: ControllerMetrics::register(registry).expect("metrics register"),
+            stale_sync_skips: Some(
+                StaleSyncSkips::register(registry, "replicaset_controller")
+                    .expect("skips metric registers"),
+            ),
+        });
+    }
+
+    fn start_controller_with_options(&mut self, options: ReplicaSetOptions) {
+        self.cluster
+            .spawn_controller(CONTROLLER_AGENT, |client, shutdown| {
+                let informers =
+                    SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+                let controller = ReplicaSetController::new(client, &informers, options)
+                    .expect("controller builds");
+                informers.start(shutdown.clone());
+                controller.run(2, shutdown)
+            });
     }
 
     pub fn replica_sets(&self) -> Api<ReplicaSet> {
-        Api::namespaced(self.client.clone(), "default")
-    }
-
-    pub fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.client.clone(), "default")
+        self.api()
     }
 
     pub async fn create_replica_set(&self, name: &str, replicas: i32) -> ReplicaSet {
-        self.replica_sets()
-            .create(&PostParams::default(), &replica_set(name, replicas))
-            .await
-            .expect("create ReplicaSet")
+        self.create(&replica_set(name, replicas)).await
     }
 
-    /// Active (not terminating, not finished) pods labelled `app=<name>`.
+    /// Sets the ReplicaSet's `spec.replicas`.
+    pub async fn scale(&self, name: &str, replicas: i32) {
+        self.merge_patch::<ReplicaSet>(name, json!({"spec": {"replicas": replicas}}))
+            .await;
+    }
+
+    /// Active (not terminating, not finished) pods labelled `app=<name>`, sorted by name.
     pub async fn active_pods(&self, name: &str) -> Vec<Pod> {
-        self.pods()
-            .list(&ListParams::default().labels(&format!("app={name}")))
-            .await
-            .expect("list pods")
-            .items
-            .into_iter()
-            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-            .filter(|pod| {
-                let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-                phase != Some("Succeeded") && phase != Some("Failed")
-            })
-            .collect()
+        let mut pods = self.pods_labelled(name).await;
+        pods.retain(is_active);
+        pods
     }
 
     pub async fn stop(self) {
-        self.shutdown.cancel();
-        if let Some(controller) = self.controller {
-            let _ = controller.await;
-        }
-        self.sim.shutdown().await;
+        self.cluster.stop().await;
+    }
+}
+
+/// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
+impl Deref for Harness {
+    type Target = TestCluster;
+
+    fn deref(&self) -> &TestCluster {
+        &self.cluster
     }
 }
 
 /// Limits the `default` namespace to `pods` unfinished pods (the sim's quota admission).
 pub async fn set_pod_quota(harness: &Harness, pods: u32) {
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(harness.client.clone());
-    namespaces
+    Api::<Namespace>::all(harness.client.clone())
         .patch(
             "default",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(
-                json!({"metadata": {"annotations": {sim::POD_QUOTA: pods.to_string()}}}),
-            ),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {sim::POD_QUOTA: pods.to_string()}}})),
         )
         .await
         .expect("set quota");
@@ -160,44 +149,21 @@ pub fn orphan_pod(name: &str, labels: serde_json::Value, annotations: serde_json
     .expect("valid pod")
 }
 
-/// Polls `check` every 50 ms until it returns `Some`, failing the test after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Waits until the ReplicaSet's status reports `replicas` pods, all ready and available,
 /// for its current generation.
 pub async fn wait_for_settled_status(harness: &Harness, name: &str, replicas: i32) -> ReplicaSet {
-    let api = harness.replica_sets();
     eventually(
         &format!("{name} settled at {replicas}"),
         Duration::from_secs(20),
-        || {
-            let api = api.clone();
-            async move {
-                let rs = api.get(name).await.ok()?;
-                let status = rs.status.as_ref()?;
-                let settled = status.replicas == replicas
-                    && status.ready_replicas.unwrap_or(0) == replicas
-                    && status.available_replicas.unwrap_or(0) == replicas
-                    && status.fully_labeled_replicas.unwrap_or(0) == replicas
-                    && status.observed_generation == rs.metadata.generation;
-                settled.then_some(rs)
-            }
+        || async {
+            let rs = harness.replica_sets().get(name).await.ok()?;
+            let status = rs.status.as_ref()?;
+            let settled = status.replicas == replicas
+                && status.ready_replicas.unwrap_or(0) == replicas
+                && status.available_replicas.unwrap_or(0) == replicas
+                && status.fully_labeled_replicas.unwrap_or(0) == replicas
+                && status.observed_generation == rs.metadata.generation;
+            settled.then_some(rs)
         },
     )
     .await

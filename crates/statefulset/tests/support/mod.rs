@@ -1,35 +1,33 @@
-//! Test harness: a sim cluster with the StatefulSet controller running against it through a
-//! real client, plus builders and polling helpers.
+//! Test harness: a sim cluster ([`sim::testing::TestCluster`]) with the StatefulSet controller
+//! running against it through a real client, plus builders and waits.
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of the helpers
 
-use std::{future::Future, time::Duration};
+use std::{ops::Deref, time::Duration};
 
 use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, StatefulSet},
     core::v1::{PersistentVolumeClaim, Pod},
 };
-use kube::{
-    Api, Client,
-    api::{ListParams, Patch, PatchParams, PostParams},
-};
+use kube::Api;
 use serde_json::{Value, json};
-use sim::{SimCluster, SimConfig};
-use statefulset::{ControllerMetrics, FeatureGates, StatefulSetController, StatefulSetMetrics};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use sim::{
+    SimConfig,
+    testing::{TestCluster, eventually},
+};
+use statefulset::{
+    BrokenRolloutRecovery, FeatureGates, StatefulSetController, StatefulSetMetrics,
+    StatefulSetOptions,
+};
 
 /// The user agent the controller's requests carry, for the sim's accounting.
 pub const CONTROLLER_AGENT: &str = "statefulset-controller";
 
 pub struct Harness {
-    pub sim: SimCluster,
-    pub client: Client,
+    cluster: TestCluster,
     /// Where the controller's own gauges are registered.
     pub registry: prometheus::Registry,
-    shutdown: CancellationToken,
-    controller: Option<JoinHandle<()>>,
 }
 
 impl Harness {
@@ -50,14 +48,9 @@ impl Harness {
 
     /// A sim cluster only; call [`Harness::start_controller`] once the scene is set.
     pub async fn without_controller(config: SimConfig) -> Self {
-        let sim = SimCluster::start(config).await.expect("sim starts");
-        let client = sim.client();
         Self {
-            sim,
-            client,
+            cluster: TestCluster::start(config).await,
             registry: prometheus::Registry::new(),
-            shutdown: CancellationToken::new(),
-            controller: None,
         }
     }
 
@@ -66,69 +59,66 @@ impl Harness {
     }
 
     pub fn start_controller_with_gates(&mut self, gates: FeatureGates) {
-        let controller_client = self.sim.client_with_user_agent(CONTROLLER_AGENT);
-        let informers =
-            SharedInformerFactory::new(controller_client.clone(), FactoryConfig::default());
-        let controller =
-            StatefulSetController::new(controller_client, &informers, ControllerMetrics::default())
-                .expect("controller builds")
-                .with_statefulset_metrics(
-                    StatefulSetMetrics::register(&self.registry).expect("gauges register"),
-                )
-                .with_feature_gates(gates);
-        informers.start(self.shutdown.clone());
-        self.controller = Some(tokio::spawn(controller.run(2, self.shutdown.clone())));
+        self.start_controller_with(gates, BrokenRolloutRecovery::default());
+    }
+
+    /// A sim cluster and a controller with the broken-rollout `recovery` options.
+    pub async fn start_with_recovery(config: SimConfig, recovery: BrokenRolloutRecovery) -> Self {
+        let mut harness = Self::without_controller(config).await;
+        harness.start_controller_with(FeatureGates::default(), recovery);
+        harness
+    }
+
+    pub fn start_controller_with(&mut self, gates: FeatureGates, recovery: BrokenRolloutRecovery) {
+        let options = StatefulSetOptions {
+            gauges: Some(StatefulSetMetrics::register(&self.registry).expect("gauges register")),
+            gates,
+            recovery,
+            ..StatefulSetOptions::default()
+        };
+        self.cluster
+            .spawn_controller(CONTROLLER_AGENT, |client, shutdown| {
+                let informers =
+                    SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+                let controller = StatefulSetController::new(client, &informers, options)
+                    .expect("controller builds");
+                informers.start(shutdown.clone());
+                controller.run(2, shutdown)
+            });
     }
 
     pub fn sets(&self) -> Api<StatefulSet> {
-        Api::namespaced(self.client.clone(), "default")
-    }
-
-    pub fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.client.clone(), "default")
+        self.api()
     }
 
     pub fn claims(&self) -> Api<PersistentVolumeClaim> {
-        Api::namespaced(self.client.clone(), "default")
+        self.api()
     }
 
     pub fn revisions(&self) -> Api<ControllerRevision> {
-        Api::namespaced(self.client.clone(), "default")
+        self.api()
     }
 
     pub async fn create_set(&self, set: Value) -> StatefulSet {
-        let set: StatefulSet = serde_json::from_value(set).expect("valid StatefulSet");
-        self.sets()
-            .create(&PostParams::default(), &set)
+        self.create(&serde_json::from_value(set).expect("valid StatefulSet"))
             .await
-            .expect("create StatefulSet")
     }
 
     pub async fn patch_set(&self, name: &str, patch: Value) {
-        self.sets()
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .expect("patch StatefulSet");
-    }
-
-    /// Pods labelled `app=<name>`, sorted by name.
-    pub async fn pods_of(&self, name: &str) -> Vec<Pod> {
-        let mut pods = self
-            .pods()
-            .list(&ListParams::default().labels(&format!("app={name}")))
-            .await
-            .expect("list pods")
-            .items;
-        pods.sort_by_key(|pod| pod.metadata.name.clone());
-        pods
+        self.merge_patch::<StatefulSet>(name, patch).await;
     }
 
     pub async fn stop(self) {
-        self.shutdown.cancel();
-        if let Some(controller) = self.controller {
-            let _ = controller.await;
-        }
-        self.sim.shutdown().await;
+        self.cluster.stop().await;
+    }
+}
+
+/// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
+impl Deref for Harness {
+    type Target = TestCluster;
+
+    fn deref(&self) -> &TestCluster {
+        &self.cluster
     }
 }
 
@@ -174,6 +164,22 @@ pub fn gauge(harness: &Harness, family: &str, name: &str) -> Option<f64> {
         .map(|metric| metric.get_gauge().value())
 }
 
+/// The value of the unlabelled counter `family`, 0 when not registered.
+pub fn counter(harness: &Harness, family: &str) -> f64 {
+    harness
+        .registry
+        .gather()
+        .into_iter()
+        .find(|metrics| metrics.name() == family)
+        .and_then(|metrics| {
+            metrics
+                .get_metric()
+                .first()
+                .map(|m| m.get_counter().value())
+        })
+        .unwrap_or(0.0)
+}
+
 pub fn name(pod: &Pod) -> String {
     pod.metadata.name.clone().unwrap_or_default()
 }
@@ -182,61 +188,22 @@ pub fn label(pod: &Pod, key: &str) -> Option<String> {
     pod.metadata.labels.as_ref()?.get(key).cloned()
 }
 
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
-}
-
-/// Pod present, not terminating and ready.
-pub fn is_serving(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_none() && is_ready(pod)
-}
-
-/// Polls `check` every 20 ms until it returns `Some`, failing the test after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Waits until the set's status reports `replicas` pods, all ready and updated, for its
 /// current generation, with the rolling update complete.
 pub async fn wait_for_settled(harness: &Harness, name: &str, replicas: i32) -> StatefulSet {
-    let api = harness.sets();
     eventually(
         &format!("{name} settled at {replicas}"),
         Duration::from_secs(20),
-        || {
-            let api = api.clone();
-            async move {
-                let set = api.get(name).await.ok()?;
-                let status = set.status.as_ref()?;
-                let settled = status.replicas == replicas
-                    && status.ready_replicas.unwrap_or(0) == replicas
-                    && status.updated_replicas.unwrap_or(0) == replicas
-                    && status.current_replicas.unwrap_or(0) == replicas
-                    && status.current_revision == status.update_revision
-                    && status.observed_generation == set.metadata.generation;
-                settled.then_some(set)
-            }
+        || async {
+            let set = harness.sets().get(name).await.ok()?;
+            let status = set.status.as_ref()?;
+            let settled = status.replicas == replicas
+                && status.ready_replicas.unwrap_or(0) == replicas
+                && status.updated_replicas.unwrap_or(0) == replicas
+                && status.current_replicas.unwrap_or(0) == replicas
+                && status.current_revision == status.update_revision
+                && status.observed_generation == set.metadata.generation;
+            settled.then_some(set)
         },
     )
     .await

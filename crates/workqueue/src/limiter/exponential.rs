@@ -1,18 +1,16 @@
 //! Per-item exponential backoff: the n-th consecutive failure of an item waits base * 2^n.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
 use super::RateLimiter;
+use super::failures::FailureCounts;
 use crate::WorkItem;
 
 /// Upstream's `ItemExponentialFailureRateLimiter`: `when` returns `min(base * 2^n, max)` where `n`
 /// is the number of earlier failures of that item, so a persistently failing key backs off
 /// while other keys are unaffected.
 pub struct ItemExponentialFailureRateLimiter<T> {
-    failures: Mutex<HashMap<T, usize>>,
+    failures: FailureCounts<T>,
     base_delay: Duration,
     max_delay: Duration,
 }
@@ -21,7 +19,7 @@ impl<T: WorkItem> ItemExponentialFailureRateLimiter<T> {
     /// Backoff starting at `base_delay`, doubling per failure, never above `max_delay`.
     pub fn new(base_delay: Duration, max_delay: Duration) -> Self {
         Self {
-            failures: Mutex::new(HashMap::new()),
+            failures: FailureCounts::new(),
             base_delay,
             max_delay,
         }
@@ -44,22 +42,15 @@ impl<T: WorkItem> ItemExponentialFailureRateLimiter<T> {
 
 impl<T: WorkItem> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        let exponent = {
-            let mut failures = self.failures.lock();
-            let count = failures.entry(item.clone()).or_insert(0);
-            let exponent = *count;
-            *count += 1;
-            exponent
-        };
-        self.backoff(exponent)
+        self.backoff(self.failures.record(item))
     }
 
     fn forget(&self, item: &T) {
-        self.failures.lock().remove(item);
+        self.failures.forget(item);
     }
 
     fn num_requeues(&self, item: &T) -> usize {
-        self.failures.lock().get(item).copied().unwrap_or(0)
+        self.failures.count(item)
     }
 }
 
@@ -123,12 +114,12 @@ mod tests {
     fn overflowing_exponent_returns_the_cap() {
         let max = Duration::from_secs(1000);
         let limiter = ItemExponentialFailureRateLimiter::new(MS, max);
-        limiter.failures.lock().insert("a", 5000);
+        limiter.failures.counts.lock().insert("a", 5000);
         assert_eq!(limiter.when(&"a"), max);
         // 2^62 ms overflows int64 nanoseconds even with a cap above it.
         let huge_cap = Duration::from_secs(u64::MAX / 2);
         let uncapped = ItemExponentialFailureRateLimiter::new(MS, huge_cap);
-        uncapped.failures.lock().insert("a", 62);
+        uncapped.failures.counts.lock().insert("a", 62);
         assert_eq!(uncapped.when(&"a"), huge_cap);
     }
 }

@@ -1,17 +1,15 @@
 //! Per-item two-speed retry: a few quick attempts, then a slow steady pace.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
 use super::RateLimiter;
+use super::failures::FailureCounts;
 use crate::WorkItem;
 
 /// Upstream's `ItemFastSlowRateLimiter`: the first `max_fast_attempts` failures of an item wait
 /// `fast_delay`, later ones `slow_delay`.
 pub struct ItemFastSlowRateLimiter<T> {
-    failures: Mutex<HashMap<T, usize>>,
+    failures: FailureCounts<T>,
     fast_delay: Duration,
     slow_delay: Duration,
     max_fast_attempts: usize,
@@ -21,7 +19,7 @@ impl<T: WorkItem> ItemFastSlowRateLimiter<T> {
     /// `max_fast_attempts` retries after `fast_delay`, then `slow_delay` for every retry.
     pub fn new(fast_delay: Duration, slow_delay: Duration, max_fast_attempts: usize) -> Self {
         Self {
-            failures: Mutex::new(HashMap::new()),
+            failures: FailureCounts::new(),
             fast_delay,
             slow_delay,
             max_fast_attempts,
@@ -31,10 +29,8 @@ impl<T: WorkItem> ItemFastSlowRateLimiter<T> {
 
 impl<T: WorkItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        let mut failures = self.failures.lock();
-        let count = failures.entry(item.clone()).or_insert(0);
-        *count += 1;
-        if *count <= self.max_fast_attempts {
+        let failures = self.failures.record(item) + 1;
+        if failures <= self.max_fast_attempts {
             self.fast_delay
         } else {
             self.slow_delay
@@ -42,11 +38,11 @@ impl<T: WorkItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
     }
 
     fn forget(&self, item: &T) {
-        self.failures.lock().remove(item);
+        self.failures.forget(item);
     }
 
     fn num_requeues(&self, item: &T) -> usize {
-        self.failures.lock().get(item).copied().unwrap_or(0)
+        self.failures.count(item)
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod bucket;
 mod exponential;
+mod failures;
 mod fast_slow;
 mod max_of;
 mod max_wait;
@@ -28,35 +29,29 @@ pub trait RateLimiter<T>: Send + Sync {
     fn num_requeues(&self, item: &T) -> usize;
 }
 
-/// A shared limiter is still a limiter, so one limiter can be observed (or shared between
-/// queues) while a [`MaxOfRateLimiter`] consults it.
-impl<T, L: RateLimiter<T> + ?Sized> RateLimiter<T> for Arc<L> {
-    fn when(&self, item: &T) -> Duration {
-        (**self).when(item)
-    }
+/// Implements [`RateLimiter`] for a pointer to a limiter by delegating to the pointee.
+macro_rules! delegate_through_pointer {
+    ($($pointer:ident),+) => {$(
+        impl<T, L: RateLimiter<T> + ?Sized> RateLimiter<T> for $pointer<L> {
+            fn when(&self, item: &T) -> Duration {
+                (**self).when(item)
+            }
 
-    fn forget(&self, item: &T) {
-        (**self).forget(item);
-    }
+            fn forget(&self, item: &T) {
+                (**self).forget(item);
+            }
 
-    fn num_requeues(&self, item: &T) -> usize {
-        (**self).num_requeues(item)
-    }
+            fn num_requeues(&self, item: &T) -> usize {
+                (**self).num_requeues(item)
+            }
+        }
+    )+};
 }
 
-impl<T, L: RateLimiter<T> + ?Sized> RateLimiter<T> for Box<L> {
-    fn when(&self, item: &T) -> Duration {
-        (**self).when(item)
-    }
-
-    fn forget(&self, item: &T) {
-        (**self).forget(item);
-    }
-
-    fn num_requeues(&self, item: &T) -> usize {
-        (**self).num_requeues(item)
-    }
-}
+// A shared limiter is still a limiter, so one limiter can be observed (or shared between
+// queues) while a [`MaxOfRateLimiter`] consults it; a boxed one is how `MaxOfRateLimiter`
+// holds its parts.
+delegate_through_pointer!(Arc, Box);
 
 /// Upstream's `DefaultControllerRateLimiter`: the larger of a per-item exponential backoff
 /// (5 ms doubling up to 1000 s) and a queue-wide token bucket (10 qps, burst 100).

@@ -1,0 +1,40 @@
+//! Questions about objects that more than one controller's tests ask.
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// Whether the pod's `Ready` condition is `True`.
+pub fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+        })
+}
+
+/// Whether the pod serves: ready and not terminating.
+pub fn is_serving(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none() && is_ready(pod)
+}
+
+/// Whether the pod counts as active for a controller: not terminating and not finished
+/// (phase neither `Succeeded` nor `Failed`).
+pub fn is_active(pod: &Pod) -> bool {
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|status| status.phase.as_deref());
+    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+/// The UID in the object's controller reference, if it has one.
+pub fn controller_uid(meta: &ObjectMeta) -> Option<String> {
+    meta.owner_references
+        .as_ref()?
+        .iter()
+        .find(|owner| owner.controller == Some(true))
+        .map(|owner| owner.uid.clone())
+}
