@@ -56,6 +56,12 @@ pub fn is_invalid(err: &kube::Error) -> bool {
     reason_or_code(err, "Invalid", 422)
 }
 
+/// Whether the server answered Conflict: the object changed since it was read (reason
+/// `Conflict`, or code 409 without a known reason).
+pub fn is_conflict(err: &kube::Error) -> bool {
+    reason_or_code(err, "Conflict", 409)
+}
+
 /// Whether the server answered AlreadyExists (by reason only, as apimachinery).
 pub fn is_already_exists(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.reason == "AlreadyExists")

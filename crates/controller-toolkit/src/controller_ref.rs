@@ -1,5 +1,5 @@
 //! Claiming dependents for an owner: adopt orphans, release what no longer matches
-//! (upstream `ControllerRefManager`, controller-ref.md §1).
+//! (upstream `ControllerRefManager`).
 //!
 //! A controller lists candidate dependents (pods, ReplicaSets, ControllerRevisions) from its
 //! cache and claims them once per sync. The decision for each dependent is a pure function
@@ -15,17 +15,15 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use informer::{CachedPod, CachedReplicaSet};
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::serde::de::DeserializeOwned;
-use kube::api::{Patch, PatchParams};
 use kube::core::{GroupVersionKind, NamespaceResourceScope, Selector, SelectorExt};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::api_errors::{error_message, is_invalid, is_not_found};
+use crate::writes::Writer;
 
 /// The reference a controller puts on the objects it creates or adopts (upstream
 /// `NewControllerRef`): `controller` and `blockOwnerDeletion` set, so the garbage collector
@@ -280,10 +278,33 @@ impl<T> ClaimResult<T> {
     }
 }
 
+/// A namespaced kind a controller claims (pods, ReplicaSets, ControllerRevisions).
+pub trait Claimable:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + fmt::Debug
+{
+}
+
+impl<D> Claimable for D where
+    D: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + fmt::Debug
+{
+}
+
+/// `(namespace, name, uid)` of a dependent, empty where missing.
+fn identity(meta: &ObjectMeta) -> (String, String, String) {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+        meta.uid.clone().unwrap_or_default(),
+    )
+}
+
 /// Claims dependents for one owner during one sync. Create a new one per sync: the
 /// pre-adoption check result is cached for the manager's lifetime.
 pub struct ControllerRefManager {
-    client: Client,
+    writer: Writer,
     owner: ClaimOwner,
     owner_key: String,
     controller_ref: OwnerReference,
@@ -296,7 +317,7 @@ impl ControllerRefManager {
     /// A manager for `owner` (whose kind is `gvk`) claiming dependents that match `selector`;
     /// `can_adopt` is usually [`recheck_deletion`].
     pub fn new<O: Resource>(
-        client: Client,
+        writer: Writer,
         owner: &O,
         gvk: &GroupVersionKind,
         selector: Selector,
@@ -304,7 +325,7 @@ impl ControllerRefManager {
     ) -> Self {
         let meta = owner.meta();
         ControllerRefManager {
-            client,
+            writer,
             owner: ClaimOwner::of(owner),
             owner_key: format!(
                 "{}/{}",
@@ -318,36 +339,24 @@ impl ControllerRefManager {
         }
     }
 
-    /// Claims pods matching the selector (upstream `ClaimPods` without filters).
-    pub async fn claim_pods(&self, pods: &[Arc<CachedPod>]) -> ClaimResult<CachedPod> {
-        self.claim_pods_with_filter(pods, |_| true).await
+    /// Claims the dependents matching the selector (upstream `ClaimPods`, `ClaimReplicaSets`,
+    /// `ClaimControllerRevisions`): adopts matching orphans, releases owned non-matching ones.
+    pub async fn claim<D: Claimable>(&self, dependents: &[Arc<D>]) -> ClaimResult<D> {
+        self.claim_with_filter(dependents, |_| true).await
     }
 
-    /// Claims pods matching the selector and `filter` (the StatefulSet controller passes
-    /// "name and ordinal belong to this set"). The filter runs only on selector matches.
-    pub async fn claim_pods_with_filter(
+    /// [`claim`](Self::claim) of the dependents matching the selector and `filter` (the
+    /// StatefulSet controller passes "name and ordinal belong to this set"). The filter runs
+    /// only on selector matches.
+    pub async fn claim_with_filter<D: Claimable>(
         &self,
-        pods: &[Arc<CachedPod>],
-        filter: impl Fn(&CachedPod) -> bool,
-    ) -> ClaimResult<CachedPod> {
-        self.claim_all(pods, |pod| self.selects(pod) && filter(pod))
-            .await
-    }
-
-    /// Claims ReplicaSets matching the selector (used by the Deployment controller).
-    pub async fn claim_replica_sets(
-        &self,
-        sets: &[Arc<CachedReplicaSet>],
-    ) -> ClaimResult<CachedReplicaSet> {
-        self.claim_all(sets, |rs| self.selects(rs)).await
-    }
-
-    /// Claims ControllerRevisions matching the selector (used by the StatefulSet controller).
-    pub async fn claim_controller_revisions(
-        &self,
-        revisions: &[Arc<ControllerRevision>],
-    ) -> ClaimResult<ControllerRevision> {
-        self.claim_all(revisions, |rev| self.selects(rev)).await
+        dependents: &[Arc<D>],
+        filter: impl Fn(&D) -> bool,
+    ) -> ClaimResult<D> {
+        self.claim_all(dependents, |dependent| {
+            self.selects(dependent) && filter(dependent)
+        })
+        .await
     }
 
     fn selects<D: Resource>(&self, dependent: &D) -> bool {
@@ -363,10 +372,7 @@ impl ControllerRefManager {
         matches: impl Fn(&D) -> bool,
     ) -> ClaimResult<D>
     where
-        D: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + fmt::Debug,
+        D: Claimable,
     {
         let mut result = ClaimResult {
             claimed: Vec::new(),
@@ -384,10 +390,7 @@ impl ControllerRefManager {
 
     async fn claim_one<D>(&self, dependent: &D, matches: bool) -> Result<bool, ControllerRefError>
     where
-        D: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + fmt::Debug,
+        D: Claimable,
     {
         match claim_decision(&self.owner, dependent.meta(), matches) {
             ClaimDecision::Ignore | ClaimDecision::Skip => Ok(false),
@@ -405,15 +408,9 @@ impl ControllerRefManager {
     /// The server rejects the patch if another controller ref exists.
     pub async fn adopt<D>(&self, dependent: &D) -> Result<(), ControllerRefError>
     where
-        D: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + fmt::Debug,
+        D: Claimable,
     {
-        let meta = dependent.meta();
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        let name = meta.name.clone().unwrap_or_default();
-        let uid = meta.uid.clone().unwrap_or_default();
+        let (namespace, name, uid) = identity(dependent.meta());
         if let Err(reason) = self.can_adopt().await {
             return Err(ControllerRefError::CannotAdopt {
                 kind: D::kind(&()).into_owned(),
@@ -429,23 +426,22 @@ impl ControllerRefManager {
             kind = %D::kind(&()),
             "adopting orphan"
         );
-        self.patch::<D>(&namespace, &name, adopt_patch(&self.controller_ref, &uid))
-            .await
+        self.patch::<D>(
+            &namespace,
+            &name,
+            adopt_patch(&self.controller_ref, &uid),
+            "adopt",
+        )
+        .await
     }
 
     /// Removes this owner's controller ref from `dependent`. NotFound and Invalid (no such
     /// owner ref, or the object was recreated) count as success, as upstream.
     pub async fn release<D>(&self, dependent: &D) -> Result<(), ControllerRefError>
     where
-        D: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + fmt::Debug,
+        D: Claimable,
     {
-        let meta = dependent.meta();
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        let name = meta.name.clone().unwrap_or_default();
-        let uid = meta.uid.clone().unwrap_or_default();
+        let (namespace, name, uid) = identity(dependent.meta());
         tracing::info!(
             owner = %self.owner_key,
             dependent = %format!("{namespace}/{name}"),
@@ -453,7 +449,12 @@ impl ControllerRefManager {
             "releasing dependent that no longer matches"
         );
         match self
-            .patch::<D>(&namespace, &name, release_patch(&self.owner.uid, &uid))
+            .patch::<D>(
+                &namespace,
+                &name,
+                release_patch(&self.owner.uid, &uid),
+                "release",
+            )
             .await
         {
             Err(ControllerRefError::Patch { source, .. }) if release_failure_is_moot(&source) => {
@@ -475,15 +476,13 @@ impl ControllerRefManager {
         namespace: &str,
         name: &str,
         body: Value,
+        reason: &'static str,
     ) -> Result<(), ControllerRefError>
     where
-        D: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + fmt::Debug,
+        D: Claimable,
     {
-        let api: Api<D> = Api::namespaced(self.client.clone(), namespace);
-        api.patch(name, &PatchParams::default(), &Patch::Strategic(body))
+        self.writer
+            .strategic_patch::<D>(namespace, name, body, reason)
             .await
             .map(drop)
             .map_err(|source| ControllerRefError::Patch {
@@ -531,121 +530,64 @@ mod tests {
         }
     }
 
+    /// The controller reference a dependent in the decision table carries.
+    #[derive(Clone, Copy)]
+    enum Refs {
+        /// Controlled by the owner.
+        Ours,
+        /// Controlled by another owner.
+        Theirs,
+        /// A non-controller reference to the owner (an orphan).
+        PlainOurs,
+        /// No reference (an orphan).
+        None,
+    }
+
     #[test]
     fn decision_table() {
         use ClaimDecision::*;
-        let ours = || vec![owner_ref(OWNER_UID, Some(true))];
-        let theirs = || vec![owner_ref("other", Some(true))];
-        let orphan_with_plain_ref = || vec![owner_ref(OWNER_UID, Some(false))];
-        // (case, owner, dependent, matches, decision)
-        let cases = [
-            (
-                "other controller",
-                owner(Some("ns"), false),
-                dependent("ns", theirs(), false),
-                true,
-                Ignore,
-            ),
-            (
-                "other controller, owner dying",
-                owner(Some("ns"), true),
-                dependent("ns", theirs(), false),
-                false,
-                Ignore,
-            ),
-            (
-                "ours and matching",
-                owner(Some("ns"), false),
-                dependent("ns", ours(), false),
-                true,
-                Claimed,
-            ),
-            (
-                "ours and matching while owner dying",
-                owner(Some("ns"), true),
-                dependent("ns", ours(), false),
-                true,
-                Claimed,
-            ),
-            (
-                "ours and matching while dependent dying",
-                owner(Some("ns"), false),
-                dependent("ns", ours(), true),
-                true,
-                Claimed,
-            ),
-            (
-                "ours, no match",
-                owner(Some("ns"), false),
-                dependent("ns", ours(), false),
-                false,
-                Release,
-            ),
-            (
-                "ours, no match, owner dying",
-                owner(Some("ns"), true),
-                dependent("ns", ours(), false),
-                false,
-                Skip,
-            ),
-            (
-                "orphan matching",
-                owner(Some("ns"), false),
-                dependent("ns", vec![], false),
-                true,
-                Adopt,
-            ),
-            (
-                "orphan with non-controller ref of ours",
-                owner(Some("ns"), false),
-                dependent("ns", orphan_with_plain_ref(), false),
-                true,
-                Adopt,
-            ),
-            (
-                "orphan, owner dying",
-                owner(Some("ns"), true),
-                dependent("ns", vec![], false),
-                true,
-                Skip,
-            ),
-            (
-                "orphan, no match",
-                owner(Some("ns"), false),
-                dependent("ns", vec![], false),
-                false,
-                Skip,
-            ),
-            (
-                "orphan dying",
-                owner(Some("ns"), false),
-                dependent("ns", vec![], true),
-                true,
-                Skip,
-            ),
-            (
-                "orphan in other namespace",
-                owner(Some("ns"), false),
-                dependent("other", vec![], false),
-                true,
-                Skip,
-            ),
-            (
-                "cluster-scoped owner adopts across namespaces",
-                owner(None, false),
-                dependent("other", vec![], false),
-                true,
-                Adopt,
-            ),
-            (
-                "empty owner namespace counts as cluster-scoped",
-                owner(Some(""), false),
-                dependent("other", vec![], false),
-                true,
-                Adopt,
-            ),
+        use Refs::{Ours, PlainOurs, Theirs};
+        // (case, owner namespace, owner dying, dependent namespace, refs, dependent dying,
+        // selector matches, decision)
+        type Row = (
+            &'static str,
+            Option<&'static str>,
+            bool,
+            &'static str,
+            Refs,
+            bool,
+            bool,
+            ClaimDecision,
+        );
+        #[rustfmt::skip]
+        let cases: [Row; 15] = [
+            ("other controller", Some("ns"), false, "ns", Theirs, false, true, Ignore),
+            ("other controller, owner dying", Some("ns"), true, "ns", Theirs, false, false, Ignore),
+            ("ours and matching", Some("ns"), false, "ns", Ours, false, true, Claimed),
+            ("ours, matching, owner dying", Some("ns"), true, "ns", Ours, false, true, Claimed),
+            ("ours, matching, dependent dying", Some("ns"), false, "ns", Ours, true, true, Claimed),
+            ("ours, no match", Some("ns"), false, "ns", Ours, false, false, Release),
+            ("ours, no match, owner dying", Some("ns"), true, "ns", Ours, false, false, Skip),
+            ("orphan matching", Some("ns"), false, "ns", Refs::None, false, true, Adopt),
+            ("orphan with a plain ref of ours", Some("ns"), false, "ns", PlainOurs, false, true, Adopt),
+            ("orphan, owner dying", Some("ns"), true, "ns", Refs::None, false, true, Skip),
+            ("orphan, no match", Some("ns"), false, "ns", Refs::None, false, false, Skip),
+            ("orphan dying", Some("ns"), false, "ns", Refs::None, true, true, Skip),
+            ("orphan in other namespace", Some("ns"), false, "other", Refs::None, false, true, Skip),
+            ("cluster-scoped owner adopts anywhere", None, false, "other", Refs::None, false, true, Adopt),
+            ("empty owner namespace is cluster-scoped", Some(""), false, "other", Refs::None, false, true, Adopt),
         ];
-        for (case, owner, dependent, matches, want) in cases {
+        for (case, owner_ns, owner_dying, dependent_ns, refs, dependent_dying, matches, want) in
+            cases
+        {
+            let refs = match refs {
+                Ours => vec![owner_ref(OWNER_UID, Some(true))],
+                Theirs => vec![owner_ref("other", Some(true))],
+                PlainOurs => vec![owner_ref(OWNER_UID, Some(false))],
+                Refs::None => vec![],
+            };
+            let owner = owner(owner_ns, owner_dying);
+            let dependent = dependent(dependent_ns, refs, dependent_dying);
             assert_eq!(claim_decision(&owner, &dependent, matches), want, "{case}");
         }
     }

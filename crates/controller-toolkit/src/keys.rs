@@ -2,7 +2,7 @@
 //!
 //! Controller keys (`namespace/name` of the owner, tombstone tolerant) come from the informer
 //! crate's `object_key`; this module only holds the pod key, which upstream uses as the "UID" in
-//! UID-tracking expectations (controller-ref.md §2). It is *not* the object UID: a pod deleted and
+//! UID-tracking expectations. It is *not* the object UID: a pod deleted and
 //! recreated under the same name has the same key, which is what the expectations want.
 
 use informer::CachedPod;

@@ -9,7 +9,9 @@ pub mod keys;
 pub mod pod_control;
 pub mod pod_predicates;
 pub mod ranking;
+pub mod runtime;
 pub mod stale_reads;
+pub mod writes;
 
 pub use controller_ref::{
     ClaimDecision, ClaimResult, ControllerRefError, ControllerRefManager, new_controller_ref,

@@ -1,5 +1,5 @@
 //! Creating and deleting pods for a controller (upstream `GetPodFromTemplate` and
-//! `RealPodControl`, controller-ref.md §4).
+//! `RealPodControl`).
 //!
 //! The pod built from a template carries exactly what upstream copies (labels, annotations,
 //! finalizers, spec, the controller ref) and a `generateName` derived from the owner, so pods
@@ -9,13 +9,13 @@
 use informer::CachedPod;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{DeleteParams, PostParams, Preconditions};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 
 use crate::api_errors::{
     NAMESPACE_TERMINATING_CAUSE, error_message, has_status_cause, is_not_found,
 };
 use crate::events::{EventRecorder, EventType};
+use crate::writes::Writer;
 
 /// Event reason of a successful pod create.
 pub const SUCCESSFUL_CREATE_POD_REASON: &str = "SuccessfulCreate";
@@ -158,14 +158,14 @@ fn failed_create_event_message(err: &PodControlError) -> Option<String> {
 /// Creates and deletes pods on behalf of an owner, recording upstream's events on the owner.
 #[derive(Clone)]
 pub struct PodControl {
-    client: Client,
+    writer: Writer,
     recorder: EventRecorder,
 }
 
 impl PodControl {
-    /// Pod control writing through `client` and recording events with `recorder`.
-    pub fn new(client: Client, recorder: EventRecorder) -> Self {
-        PodControl { client, recorder }
+    /// Pod control writing through `writer` and recording events with `recorder`.
+    pub fn new(writer: Writer, recorder: EventRecorder) -> Self {
+        PodControl { writer, recorder }
     }
 
     /// Creates one pod from `template` in `namespace` for `owner` (upstream `CreatePods`).
@@ -211,8 +211,9 @@ impl PodControl {
         if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
             return Err(PodControlError::NoLabels);
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        match api.create(&PostParams::default(), pod).await {
+        let mut pod = pod.clone();
+        pod.metadata.namespace = Some(namespace.to_owned());
+        match self.writer.create(&pod, "create replica").await {
             Ok(created) => {
                 tracing::debug!(
                     controller = %owner.name_any(),
@@ -252,20 +253,17 @@ impl PodControl {
     {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
         let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-        let params = DeleteParams {
-            preconditions: pod.metadata.uid.clone().map(|uid| Preconditions {
-                uid: Some(uid),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
         tracing::info!(
             controller = %owner.name_any(),
             pod = %format!("{namespace}/{pod_name}"),
             "deleting pod"
         );
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        match api.delete(pod_name, &params).await {
+        let uid = pod.metadata.uid.as_deref();
+        match self
+            .writer
+            .delete::<Pod>(namespace, pod_name, uid, "delete replica")
+            .await
+        {
             Ok(_) => {
                 self.recorder.record(
                     owner,

@@ -1,4 +1,4 @@
-//! Pod and ReplicaSet predicates shared by the workload controllers (controller-ref.md §3).
+//! Pod and ReplicaSet predicates shared by the workload controllers.
 //!
 //! These decide which pods count towards replicas, which are ready and which are available,
 //! so every controller must agree on them exactly. Availability uses the Ready condition's
@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use informer::{CachedPod, CachedReplicaSet};
+use informer::CachedPod;
 use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::jiff::Timestamp;
 
@@ -59,20 +59,6 @@ pub fn is_pod_terminating(pod: &CachedPod) -> bool {
     !is_pod_terminal(pod) && pod.metadata.deletion_timestamp.is_some()
 }
 
-/// The terminating pods of `pods`, in their original order (upstream `FilterTerminatingPods`).
-pub fn filter_terminating_pods(pods: &[Arc<CachedPod>]) -> Vec<Arc<CachedPod>> {
-    pods.iter()
-        .filter(|pod| is_pod_terminating(pod))
-        .cloned()
-        .collect()
-}
-
-/// How many of `pods` are terminating (upstream `CountTerminatingPods`).
-pub fn count_terminating_pods(pods: &[Arc<CachedPod>]) -> i32 {
-    let count = pods.iter().filter(|pod| is_pod_terminating(pod)).count();
-    i32::try_from(count).unwrap_or(i32::MAX)
-}
-
 /// The first condition of type `Ready`, as upstream's `GetPodReadyCondition`.
 pub fn pod_ready_condition(pod: &CachedPod) -> Option<&PodCondition> {
     pod.status
@@ -120,24 +106,9 @@ pub fn is_pod_available(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp)
     available_at <= now.as_nanosecond()
 }
 
-/// ReplicaSets that still want pods: `spec.replicas > 0` (upstream `FilterActiveReplicaSets`).
-///
-/// A missing `spec.replicas` counts as the API server's default of 1, since every object read
-/// from the server has it set.
-pub fn filter_active_replicasets(
-    replica_sets: &[Arc<CachedReplicaSet>],
-) -> Vec<Arc<CachedReplicaSet>> {
-    replica_sets
-        .iter()
-        .filter(|rs| rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) > 0)
-        .cloned()
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use informer::CachedReplicaSetSpec;
     use k8s_openapi::api::core::v1::{Pod, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
@@ -240,8 +211,12 @@ mod tests {
                 .collect()
         };
         assert_eq!(names(filter_active_pods(&pods)), ["p0", "p3"]);
-        assert_eq!(names(filter_terminating_pods(&pods)), ["p1", "p4"]);
-        assert_eq!(count_terminating_pods(&pods), 2);
+        let terminating: Vec<String> = pods
+            .iter()
+            .filter(|pod| is_pod_terminating(pod))
+            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(terminating, ["p1", "p4"]);
     }
 
     #[test]
@@ -324,34 +299,5 @@ mod tests {
         assert!(!is_pod_available(&p, 10, at(110 * NANOS_PER_SECOND - 1)));
         assert!(is_pod_available(&p, 10, at(110 * NANOS_PER_SECOND)));
         assert!(is_pod_available(&p, 10, at(110 * NANOS_PER_SECOND + 1)));
-    }
-
-    #[test]
-    fn active_replicasets_have_positive_replicas() {
-        let rs = |name: &str, replicas: Option<Option<i32>>| {
-            Arc::new(CachedReplicaSet {
-                metadata: ObjectMeta {
-                    name: Some(name.to_owned()),
-                    ..ObjectMeta::default()
-                },
-                spec: replicas.map(|r| CachedReplicaSetSpec {
-                    replicas: r,
-                    ..CachedReplicaSetSpec::default()
-                }),
-                ..CachedReplicaSet::default()
-            })
-        };
-        let all = [
-            rs("zero", Some(Some(0))),
-            rs("two", Some(Some(2))),
-            rs("defaulted", Some(None)),
-            rs("no-spec", None),
-            rs("negative", Some(Some(-1))),
-        ];
-        let names: Vec<_> = filter_active_replicasets(&all)
-            .iter()
-            .map(|r| r.metadata.name.clone().unwrap_or_default())
-            .collect();
-        assert_eq!(names, ["two", "defaulted", "no-spec"]);
     }
 }

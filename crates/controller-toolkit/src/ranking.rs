@@ -1,4 +1,4 @@
-//! Upstream's pod deletion ranking for scale-down (`ActivePodsWithRanks`, controller-ref.md §5).
+//! Upstream's pod deletion ranking for scale-down (`ActivePodsWithRanks`).
 //!
 //! When a ReplicaSet has too many pods, the pods that sort first are deleted first. The order
 //! prefers pods that cost least to lose: unscheduled, not running, not ready, cheap (by the
@@ -293,6 +293,24 @@ mod tests {
         }
     }
 
+    /// A default-shaped pod `uid`, Ready since `since` (not ready when None).
+    fn ready_since(uid: &'static str, since: Option<i64>) -> RankedPod {
+        build(&Shape {
+            uid,
+            ready_since: since,
+            ..Shape::default()
+        })
+    }
+
+    /// A default-shaped pod `uid` created at `created` (no creationTimestamp when None).
+    fn created_at(uid: &'static str, created: Option<i64>) -> RankedPod {
+        build(&Shape {
+            uid,
+            created,
+            ..Shape::default()
+        })
+    }
+
     fn build(shape: &Shape) -> RankedPod {
         let conditions = shape.ready_since.map(|since| {
             vec![PodCondition {
@@ -367,6 +385,14 @@ mod tests {
             created: Some(NOW - 20),
             ..Shape::default()
         };
+        // A keeper for the rules up to readiness: it loses on every rule after them.
+        let not_ready_keeper = |phase| Shape {
+            phase,
+            ready_since: None,
+            cost: Some("-5"),
+            rank: 9,
+            ..keeper_later.clone()
+        };
         let cases: Vec<(&str, Shape, Shape)> = vec![
             (
                 "1 unscheduled before scheduled",
@@ -377,11 +403,7 @@ mod tests {
                 },
                 Shape {
                     node: "node-1",
-                    phase: "Pending",
-                    ready_since: None,
-                    cost: Some("-5"),
-                    rank: 9,
-                    ..keeper_later.clone()
+                    ..not_ready_keeper("Pending")
                 },
             ),
             (
@@ -390,13 +412,7 @@ mod tests {
                     phase: "Pending",
                     ..loser_on_later_rules.clone()
                 },
-                Shape {
-                    phase: "Running",
-                    ready_since: None,
-                    cost: Some("-5"),
-                    rank: 9,
-                    ..keeper_later.clone()
-                },
+                not_ready_keeper("Running"),
             ),
             (
                 "2 unknown before running",
@@ -404,13 +420,7 @@ mod tests {
                     phase: "Unknown",
                     ..loser_on_later_rules.clone()
                 },
-                Shape {
-                    phase: "Running",
-                    ready_since: None,
-                    cost: Some("-5"),
-                    rank: 9,
-                    ..keeper_later.clone()
-                },
+                not_ready_keeper("Running"),
             ),
             (
                 "2 pending before unknown",
@@ -418,13 +428,7 @@ mod tests {
                     phase: "Pending",
                     ..loser_on_later_rules.clone()
                 },
-                Shape {
-                    phase: "Unknown",
-                    ready_since: None,
-                    cost: Some("-5"),
-                    rank: 9,
-                    ..keeper_later.clone()
-                },
+                not_ready_keeper("Unknown"),
             ),
             (
                 "3 not ready before ready",
@@ -541,16 +545,8 @@ mod tests {
         // Ready 700s and 600s ago share the bucket floor(log2(age ns)) = 39, so the UID
         // decides even though "b" became ready more recently.
         let now = ts(NOW);
-        let a = build(&Shape {
-            uid: "a",
-            ready_since: Some(NOW - 700),
-            ..Shape::default()
-        });
-        let b = build(&Shape {
-            uid: "b",
-            ready_since: Some(NOW - 600),
-            ..Shape::default()
-        });
+        let a = ready_since("a", Some(NOW - 700));
+        let b = ready_since("b", Some(NOW - 600));
         assert_eq!(
             age_bucket(ts(NOW - 700), now),
             age_bucket(ts(NOW - 600), now)
@@ -562,33 +558,17 @@ mod tests {
     #[test]
     fn equal_ready_times_fall_through_to_creation_buckets_and_uid() {
         let now = ts(NOW);
-        let older_uid_small = build(&Shape {
-            uid: "a",
-            created: Some(NOW - 700),
-            ..Shape::default()
-        });
-        let newer_uid_big = build(&Shape {
-            uid: "b",
-            created: Some(NOW - 600),
-            ..Shape::default()
-        });
+        let older_uid_small = created_at("a", Some(NOW - 700));
+        let newer_uid_big = created_at("b", Some(NOW - 600));
         assert!(deletes_before(&older_uid_small, &newer_uid_big, now));
-        let much_newer = build(&Shape {
-            uid: "c",
-            created: Some(NOW - 10),
-            ..Shape::default()
-        });
+        let much_newer = created_at("c", Some(NOW - 10));
         assert!(deletes_before(&much_newer, &older_uid_small, now));
     }
 
     #[test]
     fn zero_timestamps_count_as_newest() {
         let now = ts(NOW);
-        let no_ready_time = build(&Shape {
-            uid: "z",
-            ready_since: None,
-            ..Shape::default()
-        });
+        let no_ready_time = ready_since("z", None);
         // A ready pod without a transition time: make it ready with a zero time.
         let mut zero_ready = (*no_ready_time.pod).clone();
         if let Some(status) = zero_ready.status.as_mut() {
@@ -602,24 +582,12 @@ mod tests {
             pod: Arc::new(zero_ready),
             rank: 1,
         };
-        let ready_recently = build(&Shape {
-            uid: "a",
-            ready_since: Some(NOW - 1),
-            ..Shape::default()
-        });
+        let ready_recently = ready_since("a", Some(NOW - 1));
         assert!(deletes_before(&zero_ready, &ready_recently, now));
         assert!(!deletes_before(&ready_recently, &zero_ready, now));
 
-        let no_creation = build(&Shape {
-            uid: "z",
-            created: None,
-            ..Shape::default()
-        });
-        let created_now = build(&Shape {
-            uid: "a",
-            created: Some(NOW),
-            ..Shape::default()
-        });
+        let no_creation = created_at("z", None);
+        let created_now = created_at("a", Some(NOW));
         assert!(deletes_before(&no_creation, &created_now, now));
         assert!(!deletes_before(&created_now, &no_creation, now));
     }

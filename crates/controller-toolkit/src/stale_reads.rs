@@ -1,4 +1,4 @@
-//! Stale-read protection for a controller's own writes (replicaset.md §8, upstream's v1.36
+//! Stale-read protection for a controller's own writes (upstream's v1.36
 //! "consistency store"): remember the resourceVersion each of our writes of an object returned,
 //! and refuse to sync from a cached copy that is older than that write.
 //!
@@ -166,7 +166,7 @@ impl WrittenVersions {
 
 /// The highest resourceVersion our writes of an owner's dependents (its pods) returned, per
 /// owner key; a sync is deferred until the dependents' informer has applied a watch event at
-/// least that new (replicaset.md §8 for group-resource `pods`). Without it a sync right after
+/// least that new (upstream's consistency store for group-resource `pods`). Without it a sync right after
 /// a pod create can miss that pod in the cache and create it again (409 AlreadyExists).
 #[derive(Debug)]
 pub struct DependentWrites {

@@ -1,4 +1,4 @@
-//! Deployment and ReplicaSet annotations (spec §1, §5): which annotations are copied, the
+//! Deployment and ReplicaSet annotations: which annotations are copied, the
 //! revision and revision-history bookkeeping of the new ReplicaSet, and the desired/max
 //! replicas annotations that proportional scaling reads back.
 
@@ -10,10 +10,10 @@ use crate::constants::{
     DESIRED_REPLICAS_ANNOTATION, LAST_APPLIED_CONFIG_ANNOTATION, MAX_REPLICAS_ANNOTATION,
     REVISION_ANNOTATION, REVISION_HISTORY_ANNOTATION, ROLLBACK_TO_ANNOTATION,
 };
-use crate::fenceposts::max_total_replicas;
 use crate::replica_set::deployment_replicas;
+use crate::rollout_limits::max_total_replicas;
 
-/// Whether an annotation stays on the Deployment only (the skip list of §1).
+/// Whether an annotation stays on the Deployment only (upstream `annotationsToSkip`).
 pub fn skip_copy_annotation(key: &str) -> bool {
     matches!(
         key,
@@ -32,7 +32,7 @@ fn annotation<'a>(annotations: Option<&'a BTreeMap<String, String>>, key: &str) 
         .map_or("", String::as_str)
 }
 
-/// copyDeploymentAnnotationsToReplicaSet (§5 step 2.1): sets every non-skipped Deployment
+/// copyDeploymentAnnotationsToReplicaSet: sets every non-skipped Deployment
 /// annotation whose value differs on the ReplicaSet; never removes any. As upstream, a
 /// missing RS annotation reads as "" (so an empty Deployment value is not copied onto a
 /// missing key). Returns whether anything changed.
@@ -54,8 +54,8 @@ pub fn copy_deployment_annotations(d: &CachedDeployment, rs: &mut CachedReplicaS
     changed
 }
 
-/// Appends `old_revision` to a revision-history value under the character limit (§5 step
-/// 2.2): an empty history becomes the old value; otherwise entries are dropped from the
+/// Appends `old_revision` to a revision-history value under the character limit (upstream
+/// `SetNewReplicaSetAnnotations`): an empty history becomes the old value; otherwise entries are dropped from the
 /// front until it fits, and if it still does not fit the history is left unchanged (`None`).
 pub fn append_revision_history(history: &str, old_revision: &str, limit: usize) -> Option<String> {
     let entries: Vec<&str> = history.split(',').collect();
@@ -76,7 +76,7 @@ pub fn append_revision_history(history: &str, old_revision: &str, limit: usize) 
     Some(kept.join(","))
 }
 
-/// SetNewReplicaSetAnnotations (§5 steps 2.1-2.3 and 4.5): copies Deployment annotations,
+/// SetNewReplicaSetAnnotations: copies Deployment annotations,
 /// moves the revision forward (recording the old one in the history), and for a ReplicaSet
 /// about to be created (`exists == false`) sets desired/max replicas. Returns whether an
 /// annotation changed; as upstream, `false` when the RS revision is non-empty and not an int

@@ -1,4 +1,4 @@
-//! Deployment condition helpers (spec §1, last paragraph): the rules that decide when
+//! Deployment condition helpers (upstream `deploymentutil` conditions): the rules that decide when
 //! `lastTransitionTime` and `lastUpdateTime` move, which `kubectl rollout status` and the
 //! progress deadline depend on.
 

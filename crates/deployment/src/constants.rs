@@ -1,4 +1,4 @@
-//! Upstream's well-known strings (spec §1): annotation keys, label key, condition types and
+//! Upstream's well-known strings: annotation keys, label key, condition types and
 //! reasons. Other components (kubectl, dashboards, upstream controllers taking over) read them,
 //! so they must be byte-identical to upstream's.
 

@@ -1,4 +1,4 @@
-//! Events the Deployment controller emits (spec §14), with upstream's reasons and message
+//! Events the Deployment controller emits, with upstream's reasons and message
 //! formats, which `kubectl describe` users and tests read.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! The pod-template-hash (spec §12), which names new ReplicaSets `<deployment>-<hash>`.
+//! The pod-template-hash, which names new ReplicaSets `<deployment>-<hash>`.
 //!
 //! Upstream hashes a `spew` dump of the Go struct with FNV-1a. That dump depends on Go's exact
 //! struct layout of the Kubernetes version (every new PodSpec field changes it) and on

@@ -1,4 +1,4 @@
-//! getAllReplicaSetsAndSyncRevision (spec §5) as pure steps: bringing an existing new
+//! getAllReplicaSetsAndSyncRevision as pure steps: bringing an existing new
 //! ReplicaSet's annotations up to date, building the ReplicaSet to create, resolving a name
 //! conflict (hash collision), and what to write on the Deployment afterwards.
 //!
@@ -7,6 +7,14 @@
 //! [`build_new_replica_set`], POST it, then on AlreadyExists [`resolve_create_conflict`] on
 //! the lister's copy, on another error (not NamespaceTerminating) [`create_failed`], and on
 //! success (or reuse) [`after_create`].
+
+use crate::controller::{Resolved, SyncContext, SyncError, borrowed};
+use crate::template::split_replica_sets;
+use controller_toolkit::api_errors::{
+    NAMESPACE_TERMINATING_CAUSE, error_message, has_status_cause, is_already_exists,
+};
+use kube::ResourceExt;
+use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
@@ -24,11 +32,11 @@ use crate::constants::{
 };
 use crate::error::Error;
 use crate::events::{self, Event};
-use crate::fenceposts::new_rs_new_replicas;
 use crate::hash::compute_hash;
 use crate::progress::has_progress_deadline;
 use crate::replica_set::{deployment_name, rs_name, rs_spec_replicas};
 use crate::revision::max_revision;
+use crate::rollout_limits::new_rs_new_replicas;
 use crate::template::{deployment_template, equal_ignore_hash, replica_set_template};
 
 /// The revision the new ReplicaSet gets: MaxRevision(old) + 1, in decimal.
@@ -42,7 +50,7 @@ fn min_ready_seconds(d: &CachedDeployment) -> Option<i32> {
     d.spec.as_ref().and_then(|spec| spec.min_ready_seconds)
 }
 
-/// What to write for an existing new ReplicaSet (§5 step 2).
+/// What to write for an existing new ReplicaSet.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExistingNewReplicaSet {
     /// Annotations or minReadySeconds changed: PUT this ReplicaSet and use the response as the
@@ -55,7 +63,7 @@ pub enum ExistingNewReplicaSet {
     Unchanged,
 }
 
-/// §5 step 2: bring the existing new ReplicaSet's annotations and minReadySeconds up to date,
+/// Step 2: bring the existing new ReplicaSet's annotations and minReadySeconds up to date,
 /// else the Deployment's revision annotation and Progressing condition.
 pub fn sync_existing_new_replica_set(
     d: &CachedDeployment,
@@ -140,7 +148,7 @@ pub fn replica_set_name(deployment: &str, hash: &str) -> String {
     format!("{}-{hash}", &deployment[..cut])
 }
 
-/// §5 step 4 (1-5): the ReplicaSet to POST: `<name>-<hash>`, hash label in labels, selector
+/// getNewReplicaSet, creating: the ReplicaSet to POST: `<name>-<hash>`, hash label in labels, selector
 /// and template, a controller reference to the Deployment, size from NewRSNewReplicas, and
 /// the revision and desired/max annotations.
 pub fn build_new_replica_set(
@@ -213,7 +221,7 @@ pub fn build_new_replica_set(
     Ok(rs)
 }
 
-/// How to treat an AlreadyExists answer to the POST (§5 step 4.6).
+/// How to treat an AlreadyExists answer to the POST.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CreateConflict {
     /// The existing ReplicaSet is ours and has our template: use it as the new ReplicaSet
@@ -224,7 +232,7 @@ pub enum CreateConflict {
     Collision(DeploymentStatus),
 }
 
-/// §5 step 4.6 AlreadyExists: `existing` is the lister's ReplicaSet of that name.
+/// AlreadyExists: `existing` is the lister's ReplicaSet of that name.
 pub fn resolve_create_conflict(
     d: &CachedDeployment,
     existing: &CachedReplicaSet,
@@ -262,7 +270,7 @@ pub struct CreateFailure {
     pub event: Event,
 }
 
-/// §5 step 4.6, other errors: the condition and event for a failed creation.
+///, other errors: the condition and event for a failed creation.
 pub fn create_failed(
     d: &CachedDeployment,
     rs_name: &str,
@@ -287,7 +295,7 @@ pub fn create_failed(
     }
 }
 
-/// What to do once the new ReplicaSet exists (§5 steps 4.7-4.8).
+/// What to do once the new ReplicaSet exists.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AfterCreate {
     /// `ScalingReplicaSet` `Scaled up replica set <rs> to <n>` when really created with n > 0.
@@ -297,7 +305,7 @@ pub struct AfterCreate {
     pub update: Option<CachedDeployment>,
 }
 
-/// §5 steps 4.7-4.8. `planned` is the ReplicaSet from [`build_new_replica_set`]; `created`
+///. `planned` is the ReplicaSet from [`build_new_replica_set`]; `created`
 /// is false when an existing ReplicaSet was reused after AlreadyExists.
 pub fn after_create(
     d: &CachedDeployment,
@@ -328,6 +336,127 @@ pub fn after_create(
     AfterCreate {
         event,
         update: needs_update.then_some(updated),
+    }
+}
+
+impl SyncContext {
+    /// getAllReplicaSetsAndSyncRevision without create: the new ReplicaSet
+    /// (with its annotations brought up to date) if one exists, and all old ones.
+    pub(crate) async fn resolve_existing(
+        &self,
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+    ) -> Result<Resolved, SyncError> {
+        let list = borrowed(rs_list);
+        let split = split_replica_sets(d, &list);
+        let is_new = |rs: &Arc<CachedReplicaSet>| {
+            split.new.is_some_and(|new| std::ptr::eq(new, rs.as_ref()))
+        };
+        let old: Vec<Arc<CachedReplicaSet>> =
+            rs_list.iter().filter(|rs| !is_new(rs)).cloned().collect();
+        let Some(new) = rs_list.iter().find(|rs| is_new(rs)).cloned() else {
+            return Ok(Resolved { new: None, old });
+        };
+        match sync_existing_new_replica_set(d, &new, &split.old, Timestamp::now()) {
+            ExistingNewReplicaSet::UpdateReplicaSet(body) => {
+                let written = self
+                    .writes
+                    .update_replica_set(&body, "new replica set annotations")
+                    .await?;
+                return Ok(Resolved {
+                    new: Some(Arc::new(written)),
+                    old,
+                });
+            }
+            ExistingNewReplicaSet::UpdateDeploymentStatus(updated) => {
+                *d = self.writes.update_status(&updated).await?;
+            }
+            ExistingNewReplicaSet::Unchanged => {}
+        }
+        Ok(Resolved {
+            new: Some(new),
+            old,
+        })
+    }
+    /// getAllReplicaSetsAndSyncRevision with create: the new ReplicaSet always exists
+    /// afterwards.
+    pub(crate) async fn resolve_or_create(
+        &self,
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+    ) -> Result<(Arc<CachedReplicaSet>, Vec<Arc<CachedReplicaSet>>), SyncError> {
+        let resolved = self.resolve_existing(d, rs_list).await?;
+        let new = match resolved.new {
+            Some(new) => new,
+            None => {
+                self.create_new_replica_set(d, &borrowed(&resolved.old))
+                    .await?
+            }
+        };
+        Ok((new, resolved.old))
+    }
+    /// Step 4: POST the new ReplicaSet; on AlreadyExists reuse ours or count a hash
+    /// collision; on other failures set the ReplicaSetCreateError condition and event.
+    pub(crate) async fn create_new_replica_set(
+        &self,
+        d: &mut CachedDeployment,
+        old: &[&CachedReplicaSet],
+    ) -> Result<Arc<CachedReplicaSet>, SyncError> {
+        let now = Timestamp::now();
+        let planned = build_new_replica_set(d, old)?;
+        let name = rs_name(&planned).to_owned();
+        let (new, created) = match self
+            .writes
+            .create_replica_set(&informer::object_key(d), &planned)
+            .await
+        {
+            Ok(created) => (Arc::new(created), true),
+            Err(error) if is_already_exists(&error) => {
+                let Some(existing) = self
+                    .replica_sets
+                    .get(&d.namespace().unwrap_or_default(), &name)
+                else {
+                    return Err(error.into());
+                };
+                match resolve_create_conflict(d, &existing) {
+                    CreateConflict::UseExisting => (existing, false),
+                    CreateConflict::Collision(status) => {
+                        let mut updated = d.clone();
+                        updated.status = Some(status);
+                        match self.writes.update_status(&updated).await {
+                            Ok(written) => *d = written,
+                            Err(update_error) => {
+                                tracing::debug!(replica_set = %name, error = %update_error, "recording collisionCount");
+                            }
+                        }
+                        return Err(error.into());
+                    }
+                }
+            }
+            Err(error) if has_status_cause(&error, NAMESPACE_TERMINATING_CAUSE) => {
+                return Err(error.into());
+            }
+            Err(error) => {
+                let failure = create_failed(d, &name, &error_message(&error), now);
+                if let Some(status) = failure.status {
+                    let mut updated = d.clone();
+                    updated.status = Some(status);
+                    if let Err(update_error) = self.writes.update_status(&updated).await {
+                        tracing::debug!(replica_set = %name, error = %update_error, "recording ReplicaSetCreateError");
+                    }
+                }
+                self.record(d, failure.event);
+                return Err(error.into());
+            }
+        };
+        let after = after_create(d, &planned, old, created, now);
+        if let Some(event) = after.event {
+            self.record(d, event);
+        }
+        if let Some(update) = after.update {
+            *d = self.writes.update_status(&update).await?;
+        }
+        Ok(new)
     }
 }
 

@@ -13,13 +13,13 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use proptest::prelude::*;
 
 use crate::constants::{DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION};
-use crate::fenceposts::max_surge;
 use crate::new_replica_set::build_new_replica_set;
 use crate::proportional::{plan_scale, plan_sync};
 use crate::recreate::{RecreatePlan, plan_recreate};
 use crate::replica_set::deployment_replicas;
 use crate::replica_set::test_support::{annotate, rolling, rs};
 use crate::rolling::{RollingStep, plan_rolling_update};
+use crate::rollout_limits::max_surge;
 use crate::scaling::ScaleAction;
 
 /// A replica count: mostly small, sometimes anywhere in int32 (negative ones only a corrupt

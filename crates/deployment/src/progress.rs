@@ -1,6 +1,8 @@
-//! Rollout progress (spec §10): completeness, progress, the progress deadline, the
+//! Rollout progress: completeness, progress, the progress deadline, the
 //! syncRolloutStatus decision (new conditions, whether to write, when to look again) and
 //! the paused/resumed condition.
+
+use crate::controller::{SyncContext, SyncError};
 
 use std::time::Duration;
 
@@ -34,7 +36,7 @@ fn progress_deadline_seconds(d: &CachedDeployment) -> Option<i32> {
         .filter(|seconds| *seconds != UNLIMITED)
 }
 
-/// DeploymentComplete (§10.1): updated == replicas == available == `spec.replicas` and the
+/// DeploymentComplete: updated == replicas == available == `spec.replicas` and the
 /// status observed the current generation.
 pub fn deployment_complete(d: &CachedDeployment, status: Option<&DeploymentStatus>) -> bool {
     let replicas = deployment_replicas(d);
@@ -50,7 +52,7 @@ pub fn deployment_complete_per_stored_status(d: &CachedDeployment) -> bool {
     deployment_complete(d, d.status.as_ref())
 }
 
-/// DeploymentProgressing (§10.2): `new_status` shows progress over the stored status.
+/// DeploymentProgressing: `new_status` shows progress over the stored status.
 pub fn deployment_progressing(d: &CachedDeployment, new_status: &DeploymentStatus) -> bool {
     let old = d.status.clone().unwrap_or_default();
     let old_old_replicas = counter(old.replicas).saturating_sub(counter(old.updated_replicas));
@@ -76,7 +78,7 @@ fn nanos_until_deadline(
     )
 }
 
-/// DeploymentTimedOut (§10.3): a deadline, a Progressing condition in `new_status` not
+/// DeploymentTimedOut: a deadline, a Progressing condition in `new_status` not
 /// `NewReplicaSetAvailable`, and either already timed out or `lastUpdateTime + deadline`
 /// before `now`.
 pub fn deployment_timed_out(
@@ -140,7 +142,7 @@ pub fn replica_failures(
     all.iter().flat_map(|rs| failures(rs)).collect()
 }
 
-/// syncRolloutStatus (§10.3). `all` includes `new_rs`.
+/// syncRolloutStatus. `all` includes `new_rs`.
 pub fn sync_rollout_status(
     all: &[&CachedReplicaSet],
     new_rs: Option<&CachedReplicaSet>,
@@ -211,7 +213,7 @@ pub fn sync_rollout_status(
     }
 }
 
-/// requeueStuckDeployment (§10.3 step 4): with a deadline and a stored Progressing condition,
+/// requeueStuckDeployment: with a deadline and a stored Progressing condition,
 /// not complete and not timed out, look again just after the deadline passes.
 pub fn requeue_stuck_deployment(
     d: &CachedDeployment,
@@ -238,7 +240,7 @@ pub fn requeue_stuck_deployment(
     }
 }
 
-/// checkPausedConditions (§10.4): the status to PUT when the paused/resumed Progressing
+/// checkPausedConditions: the status to PUT when the paused/resumed Progressing
 /// condition must change, else `None`.
 pub fn check_paused_conditions(d: &CachedDeployment, now: Timestamp) -> Option<DeploymentStatus> {
     if !has_progress_deadline(d) {
@@ -276,6 +278,34 @@ pub fn check_paused_conditions(d: &CachedDeployment, now: Timestamp) -> Option<D
     let mut status = d.status.clone().unwrap_or_default();
     set_condition(&mut status, condition);
     Some(status)
+}
+
+impl SyncContext {
+    /// syncRolloutStatus: PUT the new status, or requeue a stuck rollout to notice the
+    /// progress deadline.
+    pub(crate) async fn sync_rollout_status(
+        &self,
+        d: &mut CachedDeployment,
+        all: &[&CachedReplicaSet],
+        new: Option<&CachedReplicaSet>,
+        key: &str,
+    ) -> Result<(), SyncError> {
+        let decision =
+            crate::progress::sync_rollout_status(all, new, d, self.gates, Timestamp::now());
+        match decision.update {
+            Some(status) => {
+                let mut updated = d.clone();
+                updated.status = Some(status);
+                *d = self.writes.update_status(&updated).await?;
+            }
+            None => match decision.requeue {
+                Requeue::Never => {}
+                Requeue::RateLimited => self.queue.add_rate_limited(key.to_owned()),
+                Requeue::After(delay) => self.queue.add_after(key.to_owned(), delay),
+            },
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,19 +1,22 @@
-//! Proportional scaling (spec §8): resizing a Deployment in the middle of a rollout (or while
+//! Proportional scaling: resizing a Deployment in the middle of a rollout (or while
 //! paused) spreads the change over its active ReplicaSets in proportion to their size, so
 //! the rollout's progress is kept and the surge bound holds.
+
+use crate::controller::{SyncContext, SyncError};
+use std::sync::Arc;
 
 use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{desired_replicas_annotation, max_replicas_annotation, rollback_to};
 use crate::constants::DESIRED_REPLICAS_ANNOTATION;
-use crate::fenceposts::{is_rolling_update, max_total_replicas};
 use crate::replica_set::{
     active, by_creation, by_size_newer, by_size_older, deployment_replicas, rs_available_replicas,
     rs_name, rs_spec_replicas, sum_spec_replicas,
 };
+use crate::rollout_limits::{is_rolling_update, max_total_replicas};
 use crate::scaling::{ScaleAction, ScalingOperation, scale_and_record, scale_needs_update};
 
-/// isScalingEvent (§3 step 9): an active ReplicaSet's parseable desired-replicas annotation
+/// isScalingEvent: an active ReplicaSet's parseable desired-replicas annotation
 /// differs from `spec.replicas`.
 pub fn is_scaling_event(
     d: &CachedDeployment,
@@ -34,7 +37,7 @@ fn newest_first<'a>(old: &[&'a CachedReplicaSet]) -> Vec<&'a CachedReplicaSet> {
     sorted
 }
 
-/// FindActiveOrLatest (§8 step 2.1): the only active ReplicaSet; with none active the new one,
+/// FindActiveOrLatest: the only active ReplicaSet; with none active the new one,
 /// else the newest old one; with several active, none.
 pub fn find_active_or_latest<'a>(
     new_rs: Option<&'a CachedReplicaSet>,
@@ -49,7 +52,7 @@ pub fn find_active_or_latest<'a>(
     }
 }
 
-/// IsSaturated (§8 step 2.2): the new ReplicaSet has `spec.replicas`, desired-replicas
+/// IsSaturated: the new ReplicaSet has `spec.replicas`, desired-replicas
 /// annotation (parsed as int32) and available replicas all equal to the Deployment's size.
 pub fn is_saturated(d: &CachedDeployment, rs: Option<&CachedReplicaSet>) -> bool {
     let Some(rs) = rs else {
@@ -124,7 +127,7 @@ pub fn get_proportion(rs: &CachedReplicaSet, d: &CachedDeployment, to_add: i32, 
     }
 }
 
-/// scale() (§8 step 2): the resizes (and annotation refreshes) to apply in order; stop at
+/// scale(): the resizes (and annotation refreshes) to apply in order; stop at
 /// the first API error, which is the sync's error.
 pub fn plan_scale(
     d: &CachedDeployment,
@@ -204,7 +207,7 @@ fn within_rollout_bounds(size: i32, rs: &CachedReplicaSet, allowed: i32) -> i32 
     size.clamp(0, allowed.max(rs_spec_replicas(rs)))
 }
 
-/// The plan of sync() (§8): scale, then cleanup, then syncDeploymentStatus.
+/// The plan of sync(): scale, then cleanup, then syncDeploymentStatus.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncPlan {
     /// From [`plan_scale`]; apply in order, the first error ends the sync.
@@ -213,7 +216,7 @@ pub struct SyncPlan {
     pub cleanup: bool,
 }
 
-/// sync() (§8) for a paused Deployment or a scaling event.
+/// sync() for a paused Deployment or a scaling event.
 pub fn plan_sync(
     d: &CachedDeployment,
     new_rs: Option<&CachedReplicaSet>,
@@ -227,6 +230,26 @@ pub fn plan_sync(
     SyncPlan {
         actions: plan_scale(d, new_rs, old),
         cleanup: paused && rollback_to(d).is_none(),
+    }
+}
+
+impl SyncContext {
+    /// sync: proportional scaling for paused Deployments and scaling events, history
+    /// cleanup when paused, then the status.
+    pub(crate) async fn sync(
+        &self,
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+    ) -> Result<(), SyncError> {
+        let resolved = self.resolve_existing(d, rs_list).await?;
+        let (old, all) = resolved.old_and_all();
+        let plan = plan_sync(d, resolved.new.as_deref(), &old);
+        self.apply_scales(d, &all, &plan.actions).await?;
+        if plan.cleanup {
+            self.cleanup_deployment(d, &old).await?;
+        }
+        self.sync_deployment_status(d, &all, resolved.new.as_deref())
+            .await
     }
 }
 

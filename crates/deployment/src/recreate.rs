@@ -1,4 +1,7 @@
-//! Recreate planning (spec §7): every old pod is gone before the new ReplicaSet is scaled up.
+//! Recreate planning: every old pod is gone before the new ReplicaSet is scaled up.
+
+use crate::controller::{SyncContext, SyncError, old_and_new};
+use std::sync::Arc;
 
 use informer::{CachedDeployment, CachedPod, CachedReplicaSet};
 
@@ -6,7 +9,7 @@ use crate::progress::deployment_complete_per_stored_status;
 use crate::replica_set::{active, deployment_replicas, sum_status_replicas};
 use crate::scaling::{ScaleAction, scale_and_record};
 
-/// One Recreate sync, after section 5 *without* create.
+/// One Recreate sync, after getAllReplicaSetsAndSyncRevision *without* create.
 ///
 /// Contract for the caller: apply actions in order; an API error is the sync's error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +18,7 @@ pub enum RecreatePlan {
     ScaleDownOld(Vec<ScaleAction>),
     /// Old pods are still running: syncRolloutStatus and stop.
     WaitForOldPods,
-    /// No new ReplicaSet yet: run section 5 *with* create (the ReplicaSet is created at
+    /// No new ReplicaSet yet: run getAllReplicaSetsAndSyncRevision *with* create (the ReplicaSet is created at
     /// `spec.replicas`), then continue with [`plan_recreate_scale_up`] on it.
     CreateNewReplicaSet,
     /// Old pods are gone and the new ReplicaSet exists: see [`RecreateScaleUp`].
@@ -42,7 +45,7 @@ fn controller_uid(pod: &CachedPod) -> Option<&str> {
         .map(|reference| reference.uid.as_str())
 }
 
-/// oldPodsRunning (§7 step 3): old ReplicaSets still report pods, or a pod of the pod map
+/// oldPodsRunning: old ReplicaSets still report pods, or a pod of the pod map
 /// not controlled by the new ReplicaSet is in a phase other than Failed/Succeeded.
 /// `pods` is the pod map: pods controlled by the Deployment's claimed ReplicaSets.
 pub fn old_pods_running(
@@ -62,7 +65,7 @@ pub fn old_pods_running(
         })
 }
 
-/// rolloutRecreate (§7) up to the point where the new ReplicaSet is needed.
+/// rolloutRecreate up to the point where the new ReplicaSet is needed.
 pub fn plan_recreate(
     d: &CachedDeployment,
     new_rs: Option<&CachedReplicaSet>,
@@ -85,12 +88,57 @@ pub fn plan_recreate(
     }
 }
 
-/// §7 steps 5-6: scale the new ReplicaSet to `spec.replicas`; cleanup if complete per the
+/// Steps 5-6: scale the new ReplicaSet to `spec.replicas`; cleanup if complete per the
 /// stored status.
 pub fn plan_recreate_scale_up(d: &CachedDeployment, new_rs: &CachedReplicaSet) -> RecreateScaleUp {
     RecreateScaleUp {
         scale: scale_and_record(new_rs, deployment_replicas(d)),
         cleanup: deployment_complete_per_stored_status(d),
+    }
+}
+
+impl SyncContext {
+    /// rolloutRecreate, applying [`plan_recreate`] as its contract says.
+    pub(crate) async fn rollout_recreate(
+        &self,
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+        key: &str,
+    ) -> Result<(), SyncError> {
+        let resolved = self.resolve_existing(d, rs_list).await?;
+        let (old, all) = resolved.old_and_all();
+        let pods = self.pod_map(rs_list);
+        let pods: Vec<&CachedPod> = pods.iter().map(AsRef::as_ref).collect();
+        let (new, scale_up) = match plan_recreate(d, resolved.new.as_deref(), &old, &pods) {
+            RecreatePlan::ScaleDownOld(actions) => {
+                self.apply_scales(d, &all, &actions).await?;
+                return self
+                    .sync_rollout_status(d, &all, resolved.new.as_deref(), key)
+                    .await;
+            }
+            RecreatePlan::WaitForOldPods => {
+                return self
+                    .sync_rollout_status(d, &all, resolved.new.as_deref(), key)
+                    .await;
+            }
+            RecreatePlan::CreateNewReplicaSet => {
+                let new = self.create_new_replica_set(d, &old).await?;
+                let scale_up = plan_recreate_scale_up(d, &new);
+                (new, scale_up)
+            }
+            RecreatePlan::ScaleUp(scale_up) => match resolved.new.clone() {
+                Some(new) => (new, scale_up),
+                None => return Ok(()),
+            },
+        };
+        let all = old_and_new(&old, Some(&new));
+        if let Some(action) = scale_up.scale {
+            self.apply_scales(d, &all, &[action]).await?;
+        }
+        if scale_up.cleanup {
+            self.cleanup_deployment(d, &old).await?;
+        }
+        self.sync_rollout_status(d, &all, Some(&new), key).await
     }
 }
 

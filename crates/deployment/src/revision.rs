@@ -1,4 +1,4 @@
-//! Revision numbers of ReplicaSets (spec §4): parsing, the maximum, the previous one, and
+//! Revision numbers of ReplicaSets: parsing, the maximum, the previous one, and
 //! upstream's revision ordering used by history cleanup.
 
 use std::cmp::Ordering;

@@ -1,5 +1,8 @@
-//! Legacy rollback through the `deprecated.deployment.rollback.to` annotation (spec §11):
+//! Legacy rollback through the `deprecated.deployment.rollback.to` annotation:
 //! which template and annotations the Deployment gets back, and which events to record.
+
+use crate::controller::{SyncContext, SyncError, borrowed};
+use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
@@ -29,7 +32,7 @@ pub struct RollbackPlan {
     pub on_success: Option<Event>,
 }
 
-/// rollback (§11), after section 5 *with* create. `None` when the Deployment carries no
+/// rollback, after getAllReplicaSetsAndSyncRevision *with* create. `None` when the Deployment carries no
 /// parseable rollback request.
 pub fn plan_rollback(
     d: &CachedDeployment,
@@ -131,6 +134,29 @@ fn set_annotations_to(d: &mut CachedDeployment, rs: &CachedReplicaSet) {
             .map(|(key, value)| (key.clone(), value.clone())),
     );
     d.metadata.annotations = Some(annotations);
+}
+
+impl SyncContext {
+    /// Legacy rollback: PUT the Deployment with the target template (or just without the
+    /// request), recording the events [`plan_rollback`] gives.
+    pub(crate) async fn rollback(
+        &self,
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+    ) -> Result<(), SyncError> {
+        let (new, old) = self.resolve_or_create(d, rs_list).await?;
+        let Some(plan) = plan_rollback(d, Some(&new), &borrowed(&old))? else {
+            return Ok(());
+        };
+        if let Some(warning) = plan.warning {
+            self.record(d, warning);
+        }
+        *d = self.writes.update_deployment(&plan.deployment).await?;
+        if let Some(done) = plan.on_success {
+            self.record(d, done);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,19 +1,22 @@
-//! RollingUpdate planning (spec §6.2): one sync's worth of scaling, as upstream's
+//! RollingUpdate planning: one sync's worth of scaling, as upstream's
 //! reconcileNewReplicaSet then reconcileOldReplicaSets (cleanupUnhealthyReplicas and
 //! scaleDownOldReplicaSetsForRollingUpdate), computed on plain data.
 //!
 //! Upstream scales ReplicaSets one by one and continues with the updated objects; the
 //! planner does the same on copies, so later steps see the earlier resizes.
 
+use crate::controller::{SyncContext, SyncError, borrowed, old_and_new};
+use std::sync::Arc;
+
 use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::error::Error;
-use crate::fenceposts::{max_unavailable, new_rs_new_replicas};
 use crate::progress::deployment_complete_per_stored_status;
 use crate::replica_set::{
     active, by_creation, deployment_replicas, rs_available_replicas, rs_name, rs_spec_replicas,
     sum_available_replicas, sum_spec_replicas,
 };
+use crate::rollout_limits::{max_unavailable, new_rs_new_replicas};
 use crate::scaling::{ScaleAction, scale_and_record, with_spec_replicas};
 
 /// What one rolling-update sync does after the new ReplicaSet exists.
@@ -52,7 +55,7 @@ pub struct RollingPlan {
     pub cleanup: bool,
 }
 
-/// rolloutRolling after section 5 (§6.2): `new_rs` is the (possibly just created) new
+/// rolloutRolling after getAllReplicaSetsAndSyncRevision: `new_rs` is the (possibly just created) new
 /// ReplicaSet, `old` every old ReplicaSet.
 pub fn plan_rolling_update(
     d: &CachedDeployment,
@@ -80,7 +83,7 @@ pub fn plan_rolling_update(
     Ok(RollingPlan { step, cleanup })
 }
 
-/// reconcileNewReplicaSet (§6.2 step 2): at `spec.replicas` nothing; above it scale down to
+/// reconcileNewReplicaSet: at `spec.replicas` nothing; above it scale down to
 /// it; below it scale to NewRSNewReplicas.
 pub fn reconcile_new_replica_set(
     d: &CachedDeployment,
@@ -108,7 +111,7 @@ pub struct OldScalePlan {
     pub scaled: bool,
 }
 
-/// reconcileOldReplicaSets (§6.2 step 3). `all` = old + new, `active_old` = old with
+/// reconcileOldReplicaSets. `all` = old + new, `active_old` = old with
 /// `spec.replicas > 0`.
 pub fn reconcile_old_replica_sets(
     d: &CachedDeployment,
@@ -123,7 +126,7 @@ pub fn reconcile_old_replica_sets(
     let all_pods = sum_spec_replicas(all.iter().copied());
     let min_available = deployment_replicas(d).saturating_sub(max_unavailable(d));
     let new_unavailable = rs_spec_replicas(new_rs).saturating_sub(rs_available_replicas(new_rs));
-    // §6.2 step 3.2.
+    //.
     let max_scaled_down = all_pods
         .saturating_sub(min_available)
         .saturating_sub(new_unavailable);
@@ -167,7 +170,7 @@ pub struct UnhealthyCleanup {
     pub scaled_down: i32,
 }
 
-/// cleanupUnhealthyReplicas (§6.2 step 3.3): oldest first, remove replicas that are not
+/// cleanupUnhealthyReplicas: oldest first, remove replicas that are not
 /// available, at most `max_cleanup` in total.
 pub fn cleanup_unhealthy_replicas(old: &[&CachedReplicaSet], max_cleanup: i32) -> UnhealthyCleanup {
     let mut sorted: Vec<CachedReplicaSet> = old.iter().map(|rs| (*rs).clone()).collect();
@@ -222,7 +225,7 @@ pub struct RollingScaleDown {
     pub scaled_down: Option<i32>,
 }
 
-/// scaleDownOldReplicaSetsForRollingUpdate (§6.2 step 3.4): remove available old replicas
+/// scaleDownOldReplicaSetsForRollingUpdate: remove available old replicas
 /// beyond `spec.replicas - MaxUnavailable`, oldest ReplicaSet first.
 pub fn scale_down_old_for_rolling_update(
     d: &CachedDeployment,
@@ -272,6 +275,44 @@ pub fn scale_down_old_for_rolling_update(
     RollingScaleDown {
         actions,
         scaled_down: Some(total),
+    }
+}
+
+impl SyncContext {
+    /// rolloutRolling, applying [`plan_rolling_update`] as its contract says.
+    pub(crate) async fn rollout_rolling(
+        &self,
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+        key: &str,
+    ) -> Result<(), SyncError> {
+        let (new, old) = self.resolve_or_create(d, rs_list).await?;
+        let old = borrowed(&old);
+        let all = old_and_new(&old, Some(&new));
+        let plan = plan_rolling_update(d, &new, &old)?;
+        match plan.step {
+            RollingStep::ScaleNew(action) => {
+                self.apply_scales(d, &all, &[action]).await?;
+                return self.sync_rollout_status(d, &all, Some(&new), key).await;
+            }
+            RollingStep::ScaleOld { actions, scaled } => {
+                match self.apply_scales(d, &all, &actions).await {
+                    Ok(()) if scaled => {
+                        return self.sync_rollout_status(d, &all, Some(&new), key).await;
+                    }
+                    Ok(()) => {}
+                    // Upstream swallows errors while scaling old ReplicaSets down.
+                    Err(error) => {
+                        tracing::debug!(key, %error, "scaling old replica sets down");
+                    }
+                }
+            }
+            RollingStep::Settled => {}
+        }
+        if plan.cleanup {
+            self.cleanup_deployment(d, &old).await?;
+        }
+        self.sync_rollout_status(d, &all, Some(&new), key).await
     }
 }
 

@@ -1,6 +1,9 @@
-//! Scaling primitives (spec §6.3): what one scale step of a ReplicaSet is, the body to PUT
+//! Scaling primitives: what one scale step of a ReplicaSet is, the body to PUT
 //! for it, and its event. Planners return [`ScaleAction`]s; the controller applies them in
 //! order with [`scaled_replica_set`] and records [`ScaleAction::event`] after each success.
+
+use crate::controller::SyncContext;
+use std::collections::HashMap;
 
 use std::fmt;
 
@@ -8,8 +11,8 @@ use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{replicas_annotations_need_update, set_replicas_annotations};
 use crate::events::{self, Event};
-use crate::fenceposts::max_total_replicas;
 use crate::replica_set::{deployment_replicas, rs_name, rs_spec_replicas};
+use crate::rollout_limits::max_total_replicas;
 
 /// The `<op>` word of a scaling event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +50,15 @@ pub struct ScaleAction {
 }
 
 impl ScaleAction {
+    /// Why the ReplicaSet is written, for the write layer.
+    pub fn reason(&self) -> &'static str {
+        match self.operation {
+            _ if self.from == self.to => "refresh replicas annotations",
+            ScalingOperation::Down => "scale down",
+            ScalingOperation::Up | ScalingOperation::None => "scale up",
+        }
+    }
+
     /// The ScalingReplicaSet event to record after the PUT succeeded (none when only the
     /// annotations were refreshed).
     pub fn event(&self) -> Option<Event> {
@@ -55,7 +67,7 @@ impl ScaleAction {
     }
 }
 
-/// scaleReplicaSetAndRecordEvent (§6.3): nothing when the size is already `to`; otherwise a
+/// scaleReplicaSetAndRecordEvent: nothing when the size is already `to`; otherwise a
 /// resize whose operation is "down" when shrinking, else "up".
 pub fn scale_and_record(rs: &CachedReplicaSet, to: i32) -> Option<ScaleAction> {
     let from = rs_spec_replicas(rs);
@@ -77,7 +89,7 @@ pub fn replicas_annotation_values(d: &CachedDeployment) -> (i32, i32) {
     (deployment_replicas(d), max_total_replicas(d))
 }
 
-/// scaleReplicaSet's test (§6.3): a PUT is needed when the size or either annotation differs.
+/// scaleReplicaSet's test: a PUT is needed when the size or either annotation differs.
 pub fn scale_needs_update(rs: &CachedReplicaSet, to: i32, d: &CachedDeployment) -> bool {
     let (desired, max) = replicas_annotation_values(d);
     rs_spec_replicas(rs) != to || replicas_annotations_need_update(rs, desired, max)
@@ -102,6 +114,38 @@ pub(crate) fn with_spec_replicas(rs: &CachedReplicaSet, to: i32) -> CachedReplic
     let mut copy = rs.clone();
     copy.spec.get_or_insert_with(Default::default).replicas = Some(to);
     copy
+}
+
+impl SyncContext {
+    /// Applies scale actions in order (upstream `scaleReplicaSet`): each PUT is based on the latest
+    /// copy of its ReplicaSet (a ReplicaSet may be resized twice in one plan) and followed by
+    /// its ScalingReplicaSet event. The first API error stops the sequence.
+    pub(crate) async fn apply_scales(
+        &self,
+        d: &CachedDeployment,
+        all: &[&CachedReplicaSet],
+        actions: &[ScaleAction],
+    ) -> Result<(), kube::Error> {
+        let mut latest: HashMap<&str, CachedReplicaSet> = HashMap::new();
+        for action in actions {
+            let current = match latest.remove(action.replica_set.as_str()) {
+                Some(current) => current,
+                None => match all.iter().find(|rs| rs_name(rs) == action.replica_set) {
+                    Some(rs) => (*rs).clone(),
+                    None => continue,
+                },
+            };
+            let written = self
+                .writes
+                .update_replica_set(&scaled_replica_set(&current, action.to, d), action.reason())
+                .await?;
+            if let Some(event) = action.event() {
+                self.record(d, event);
+            }
+            latest.insert(action.replica_set.as_str(), written);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

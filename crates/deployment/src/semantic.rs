@@ -1,5 +1,5 @@
 //! Kubernetes *semantic* equality (apimachinery `equality.Semantic.DeepEqual`) over
-//! k8s-openapi values (spec §4).
+//! k8s-openapi values.
 //!
 //! Go compares typed structs: nil and empty slices/maps are equal, `resource.Quantity` compares
 //! by numeric value (`1000m` == `1`), times by instant, a nil pointer differs from a pointer to

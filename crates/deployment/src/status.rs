@@ -1,5 +1,8 @@
-//! calculateStatus (spec §9): the Deployment status derived from its ReplicaSets, and Go's
+//! calculateStatus: the Deployment status derived from its ReplicaSets, and Go's
 //! notion of "the status did not change" over k8s-openapi's optional fields.
+
+use crate::controller::{SyncContext, SyncError};
+use std::sync::Arc;
 
 use informer::{CachedDeployment, CachedReplicaSet};
 
@@ -10,11 +13,11 @@ use crate::conditions::{new_condition, set_condition};
 use crate::constants::{
     CONDITION_AVAILABLE, REASON_MINIMUM_REPLICAS_AVAILABLE, REASON_MINIMUM_REPLICAS_UNAVAILABLE,
 };
-use crate::fenceposts::max_unavailable;
 use crate::replica_set::{
     deployment_replicas, sum_available_replicas, sum_ready_replicas, sum_spec_replicas,
     sum_status_replicas,
 };
+use crate::rollout_limits::max_unavailable;
 
 /// Feature gates that change the Deployment status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +60,7 @@ fn non_zero<T: PartialEq + Default>(value: T) -> Option<T> {
     (value != T::default()).then_some(value)
 }
 
-/// calculateStatus (§9): a fresh status from all ReplicaSets (`all` includes `new_rs`).
+/// calculateStatus: a fresh status from all ReplicaSets (`all` includes `new_rs`).
 /// Zero counters are left absent, as the API server returns them, so the result compares
 /// equal to a stored status with the same values.
 pub fn calculate_status(
@@ -142,7 +145,7 @@ pub fn status_equal(a: Option<&DeploymentStatus>, b: Option<&DeploymentStatus>) 
     normalized(a.unwrap_or(&empty)) == normalized(b.unwrap_or(&empty))
 }
 
-/// syncDeploymentStatus (§9): the status to PUT, or `None` when it would not change.
+/// syncDeploymentStatus: the status to PUT, or `None` when it would not change.
 pub fn sync_deployment_status(
     all: &[&CachedReplicaSet],
     new_rs: Option<&CachedReplicaSet>,
@@ -157,6 +160,36 @@ pub fn sync_deployment_status(
 /// The non-pointer counter of a stored status (0 when absent).
 pub(crate) fn counter(value: Option<i32>) -> i32 {
     value.unwrap_or(0)
+}
+
+impl SyncContext {
+    /// syncStatusOnly for a Deployment being deleted.
+    pub(crate) async fn sync_status_only(
+        &self,
+        d: &mut CachedDeployment,
+        rs_list: &[Arc<CachedReplicaSet>],
+    ) -> Result<(), SyncError> {
+        let resolved = self.resolve_existing(d, rs_list).await?;
+        let (_, all) = resolved.old_and_all();
+        self.sync_deployment_status(d, &all, resolved.new.as_deref())
+            .await
+    }
+    /// syncDeploymentStatus: PUT the status when it changed.
+    pub(crate) async fn sync_deployment_status(
+        &self,
+        d: &mut CachedDeployment,
+        all: &[&CachedReplicaSet],
+        new: Option<&CachedReplicaSet>,
+    ) -> Result<(), SyncError> {
+        if let Some(status) =
+            crate::status::sync_deployment_status(all, new, d, self.gates, Timestamp::now())
+        {
+            let mut updated = d.clone();
+            updated.status = Some(status);
+            *d = self.writes.update_status(&updated).await?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Which ReplicaSet is "new" (spec §4): template equality ignoring the pod-template-hash
+//! Which ReplicaSet is "new": template equality ignoring the pod-template-hash
 //! label, and the new/old split of a Deployment's ReplicaSets.
 //!
 //! Recognition is by template equality, never by hash, so ReplicaSets written by upstream
@@ -8,7 +8,7 @@ use informer::{CachedDeployment, CachedReplicaSet, CompactPodTemplate};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use crate::constants::POD_TEMPLATE_HASH_LABEL;
-use crate::replica_set::{by_creation, rs_spec_replicas, same_replica_set};
+use crate::replica_set::{by_creation, same_replica_set};
 use crate::semantic::semantic_equal;
 
 /// The Deployment's pod template (Go's zero value when the spec is absent).
@@ -40,7 +40,7 @@ pub fn without_hash_label(template: &PodTemplateSpec) -> PodTemplateSpec {
     copy
 }
 
-/// EqualIgnoreHash (§4): semantic equality of two pod templates after removing the
+/// EqualIgnoreHash: semantic equality of two pod templates after removing the
 /// pod-template-hash label from both.
 pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
     semantic_equal(&without_hash_label(a), &without_hash_label(b))
@@ -56,23 +56,7 @@ pub struct SplitReplicaSets<'a> {
     pub old: Vec<&'a CachedReplicaSet>,
 }
 
-impl<'a> SplitReplicaSets<'a> {
-    /// FindOldReplicaSets (required): old ReplicaSets with `spec.replicas != 0`.
-    pub fn required_old(&self) -> Vec<&'a CachedReplicaSet> {
-        self.old
-            .iter()
-            .copied()
-            .filter(|rs| rs_spec_replicas(rs) != 0)
-            .collect()
-    }
-
-    /// Old ReplicaSets followed by the new one, upstream's `allRSs`.
-    pub fn all(&self) -> Vec<&'a CachedReplicaSet> {
-        self.old.iter().copied().chain(self.new).collect()
-    }
-}
-
-/// FindNewReplicaSet (§4): sort by creation (ties by name) and take the first whose template
+/// FindNewReplicaSet: sort by creation (ties by name) and take the first whose template
 /// equals the Deployment's, ignoring the hash label. With duplicates the oldest wins.
 pub fn find_new_replica_set<'a>(
     d: &CachedDeployment,
@@ -86,7 +70,7 @@ pub fn find_new_replica_set<'a>(
         .find(|rs| equal_ignore_hash(&replica_set_template(rs), &template))
 }
 
-/// FindNewReplicaSet + FindOldReplicaSets (§4) in one pass.
+/// FindNewReplicaSet + FindOldReplicaSets in one pass.
 pub fn split_replica_sets<'a>(
     d: &CachedDeployment,
     rss: &[&'a CachedReplicaSet],
@@ -176,15 +160,6 @@ mod tests {
             split.old.iter().map(|r| rs_name(r)).collect::<Vec<_>>(),
             ["web-old", "web-c", "web-a"]
         );
-        assert_eq!(
-            split
-                .required_old()
-                .iter()
-                .map(|r| rs_name(r))
-                .collect::<Vec<_>>(),
-            ["web-c", "web-a"]
-        );
-        assert_eq!(split.all().len(), 4);
     }
 
     #[test]

@@ -14,37 +14,41 @@ use std::sync::Arc;
 
 use controller_toolkit::{
     api_errors::is_not_found,
-    stale_reads::{PendingCreates, StaleRead, WrittenVersions},
+    stale_reads::{PendingCreates, StaleRead, StaleSyncSkips, WrittenVersions},
+    writes::{RetryOn, StatusRetry, Writer},
 };
 use informer::{CachedDeployment, CachedReplicaSet, object_key};
-use kube::{
-    Api, Client, ResourceExt,
-    api::{DeleteParams, PostParams},
-};
+use kube::ResourceExt;
 
 use crate::constants::REVISION_ANNOTATION;
 
 /// Typed writes against one client (the controller's, so its user agent is on every request).
 #[derive(Clone)]
 pub(crate) struct Writes {
-    client: Client,
+    writer: Writer,
     deployments_written: Arc<WrittenVersions>,
     replica_sets_written: Arc<WrittenVersions>,
     /// ReplicaSets created and not yet among the claimed ones, by the key of their Deployment.
     replica_sets_created: Arc<PendingCreates>,
+    /// Counts deferred syncs (`deployment_controller_stale_sync_skips_total`).
+    skips: Option<StaleSyncSkips>,
 }
 
-fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409 && status.reason == "Conflict")
-}
+/// A status PUT that answers 409 is tried once more on a fresh read (kcm-rs: the Deployment
+/// controller races the ReplicaSet controller's writes to the same ReplicaSets' owners).
+const STATUS_RETRY: StatusRetry = StatusRetry {
+    attempts: 2,
+    on: RetryOn::Conflict,
+};
 
 impl Writes {
-    pub(crate) fn new(client: Client) -> Self {
+    pub(crate) fn new(writer: Writer, skips: Option<StaleSyncSkips>) -> Self {
         Self {
-            client,
+            writer,
             deployments_written: Arc::new(WrittenVersions::new("apps", "deployments")),
             replica_sets_written: Arc::new(WrittenVersions::new("apps", "replicasets")),
             replica_sets_created: Arc::new(PendingCreates::new("apps", "replicasets")),
+            skips,
         }
     }
 
@@ -57,14 +61,28 @@ impl Writes {
         d: &CachedDeployment,
         rss: &[Arc<CachedReplicaSet>],
     ) -> Result<(), StaleRead> {
-        self.deployments_written.check(key, &d.metadata)?;
-        self.replica_sets_created
-            .check(key, rss.iter().map(|rs| &rs.metadata))?;
-        for rs in rss {
-            self.replica_sets_written
-                .check(&object_key(rs.as_ref()), &rs.metadata)?;
+        let fresh = self
+            .deployments_written
+            .check(key, &d.metadata)
+            .and_then(|()| {
+                self.replica_sets_created
+                    .check(key, rss.iter().map(|rs| &rs.metadata))
+            })
+            .and_then(|()| {
+                rss.iter().try_for_each(|rs| {
+                    self.replica_sets_written
+                        .check(&object_key(rs.as_ref()), &rs.metadata)
+                })
+            });
+        if let (Err(stale), Some(skips)) = (&fresh, &self.skips) {
+            skips.observe(stale);
         }
-        Ok(())
+        fresh
+    }
+
+    /// The write layer itself (for claims, whose adopt/release patches it sends).
+    pub(crate) fn writer(&self) -> &Writer {
+        &self.writer
     }
 
     /// Forgets the Deployment `key` (deleted).
@@ -94,14 +112,6 @@ impl Writes {
         written
     }
 
-    fn deployments(&self, namespace: &str) -> Api<CachedDeployment> {
-        Api::namespaced(self.client.clone(), namespace)
-    }
-
-    fn replica_sets(&self, namespace: &str) -> Api<CachedReplicaSet> {
-        Api::namespaced(self.client.clone(), namespace)
-    }
-
     /// PUT `d` through the status subresource (its status and, on a real API server, its
     /// revision annotation). On 409 the Deployment is re-read and the status and revision
     /// annotation are put on the fresh copy once.
@@ -109,31 +119,24 @@ impl Writes {
         &self,
         d: &CachedDeployment,
     ) -> Result<CachedDeployment, kube::Error> {
-        let namespace = d.namespace().unwrap_or_default();
-        let api = self.deployments(&namespace);
-        let name = d.name_any();
-        let written = match api.replace_status(&name, &PostParams::default(), d).await {
-            Err(error) if is_conflict(&error) => {
-                tracing::debug!(deployment = %format!("{namespace}/{name}"), "status conflict; re-reading");
-                let mut fresh = api.get(&name).await?;
-                fresh.status = d.status.clone();
-                if let Some(revision) = d
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(REVISION_ANNOTATION))
-                {
-                    fresh
+        let revision = d
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REVISION_ANNOTATION));
+        let written = self
+            .writer
+            .update_status_retrying(d, STATUS_RETRY, |current| {
+                current.status.clone_from(&d.status);
+                if let Some(revision) = revision {
+                    current
                         .metadata
                         .annotations
                         .get_or_insert_with(Default::default)
                         .insert(REVISION_ANNOTATION.to_owned(), revision.clone());
                 }
-                api.replace_status(&name, &PostParams::default(), &fresh)
-                    .await
-            }
-            other => other,
-        };
+            })
+            .await;
         self.record_deployment(written)
     }
 
@@ -142,10 +145,7 @@ impl Writes {
         &self,
         d: &CachedDeployment,
     ) -> Result<CachedDeployment, kube::Error> {
-        let written = self
-            .deployments(&d.namespace().unwrap_or_default())
-            .replace(&d.name_any(), &PostParams::default(), d)
-            .await;
+        let written = self.writer.update(d, "rollback").await;
         self.record_deployment(written)
     }
 
@@ -155,10 +155,7 @@ impl Writes {
         deployment_key: &str,
         rs: &CachedReplicaSet,
     ) -> Result<CachedReplicaSet, kube::Error> {
-        let created = self
-            .replica_sets(&rs.namespace().unwrap_or_default())
-            .create(&PostParams::default(), rs)
-            .await;
+        let created = self.writer.create(rs, "new replica set").await;
         if let Ok(created) = &created {
             self.replica_sets_created
                 .record(deployment_key, &created.metadata);
@@ -170,11 +167,9 @@ impl Writes {
     pub(crate) async fn update_replica_set(
         &self,
         rs: &CachedReplicaSet,
+        reason: &'static str,
     ) -> Result<CachedReplicaSet, kube::Error> {
-        let written = self
-            .replica_sets(&rs.namespace().unwrap_or_default())
-            .replace(&rs.name_any(), &PostParams::default(), rs)
-            .await;
+        let written = self.writer.update(rs, reason).await;
         self.record_replica_set(written)
     }
 
@@ -184,9 +179,10 @@ impl Writes {
         rs: &CachedReplicaSet,
     ) -> Result<(), kube::Error> {
         self.replica_sets_written.forget(&object_key(rs));
+        let namespace = rs.namespace().unwrap_or_default();
         match self
-            .replica_sets(&rs.namespace().unwrap_or_default())
-            .delete(&rs.name_any(), &DeleteParams::default())
+            .writer
+            .delete::<CachedReplicaSet>(&namespace, &rs.name_any(), None, "cleanup history")
             .await
         {
             Ok(_) => Ok(()),
@@ -219,7 +215,7 @@ mod tests {
         let sim = sim::SimCluster::start(sim::SimConfig::default())
             .await
             .expect("sim starts");
-        let writes = Writes::new(sim.client());
+        let writes = Writes::new(Writer::new(sim.client()), None);
         let d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
         let created = Arc::new(
             writes

@@ -1,6 +1,6 @@
 //! The `--controllers` flag: which controllers run.
 //!
-//! Upstream semantics (manager.md §2): aliases are rewritten to canonical names, every entry but
+//! Upstream semantics: aliases are rewritten to canonical names, every entry but
 //! `*` must name a known controller, and for each controller the first entry naming it (`name`
 //! or `-name`) decides; otherwise `*` enables every controller that is not disabled by default.
 

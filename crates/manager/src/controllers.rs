@@ -2,11 +2,13 @@
 //! aliases, and the init functions that adapt each controller crate to the manager.
 
 use controller_toolkit::stale_reads::StaleSyncSkips;
-use deployment::DeploymentController;
+use deployment::{DeploymentController, DeploymentOptions};
 use futures::{FutureExt, future::BoxFuture};
 use informer::SharedInformerFactory;
-use replicaset::ReplicaSetController;
-use statefulset::{StatefulSetController, StatefulSetMetrics};
+use replicaset::{ReplicaSetController, ReplicaSetOptions};
+use statefulset::{
+    BrokenRolloutRecovery, StatefulSetController, StatefulSetMetrics, StatefulSetOptions,
+};
 use tokio_util::sync::CancellationToken;
 use workqueue::ControllerMetrics;
 
@@ -81,26 +83,49 @@ where
 
 fn init_replicaset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
     let name = replicaset::CONTROLLER_NAME;
-    let skips = StaleSyncSkips::register(&context.metrics, "replicaset_controller")
-        .map_err(|e| init_error(name, e))?;
+    let stale_sync_skips = Some(
+        StaleSyncSkips::register(&context.metrics, "replicaset_controller")
+            .map_err(|e| init_error(name, e))?,
+    );
     bind(
         context,
         name,
         context.options.concurrent_replicaset_syncs,
         |client, informers, metrics| {
-            ReplicaSetController::new(client, informers, metrics)
-                .map(|controller| controller.with_stale_sync_skips(skips))
+            ReplicaSetController::new(
+                client,
+                informers,
+                ReplicaSetOptions {
+                    metrics,
+                    stale_sync_skips,
+                },
+            )
         },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
     )
 }
 
 fn init_deployment(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
+    let name = deployment::CONTROLLER_NAME;
+    let stale_sync_skips = Some(
+        StaleSyncSkips::register(&context.metrics, "deployment_controller")
+            .map_err(|e| init_error(name, e))?,
+    );
     bind(
         context,
-        deployment::CONTROLLER_NAME,
+        name,
         context.options.concurrent_deployment_syncs,
-        DeploymentController::new,
+        |client, informers, metrics| {
+            DeploymentController::new(
+                client,
+                informers,
+                DeploymentOptions {
+                    metrics,
+                    stale_sync_skips,
+                    ..DeploymentOptions::default()
+                },
+            )
+        },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
     )
 }
@@ -108,20 +133,31 @@ fn init_deployment(context: &ControllerContext) -> Result<Option<Box<dyn Control
 fn init_statefulset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
     let name = statefulset::CONTROLLER_NAME;
     let gates = context.options.feature_gates().statefulset;
+    let recovery = BrokenRolloutRecovery {
+        all_sets: context.options.statefulset_recover_broken_rollout,
+        grace: context.options.statefulset_recover_grace,
+    };
     let gauges = StatefulSetMetrics::register(&context.metrics).map_err(|e| init_error(name, e))?;
-    let skips = StaleSyncSkips::register(&context.metrics, "statefulset_controller")
-        .map_err(|e| init_error(name, e))?;
+    let stale_sync_skips = Some(
+        StaleSyncSkips::register(&context.metrics, "statefulset_controller")
+            .map_err(|e| init_error(name, e))?,
+    );
     bind(
         context,
         name,
         context.options.concurrent_statefulset_syncs,
         |client, informers, metrics| {
-            StatefulSetController::new(client, informers, metrics).map(|controller| {
-                controller
-                    .with_statefulset_metrics(gauges)
-                    .with_stale_sync_skips(skips)
-                    .with_feature_gates(gates)
-            })
+            StatefulSetController::new(
+                client,
+                informers,
+                StatefulSetOptions {
+                    metrics,
+                    stale_sync_skips,
+                    gauges: Some(gauges),
+                    gates,
+                    recovery,
+                },
+            )
         },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
     )

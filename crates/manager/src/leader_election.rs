@@ -1,4 +1,4 @@
-//! Leader election on a `coordination.k8s.io/v1` Lease, with client-go's rules (manager.md §7).
+//! Leader election on a `coordination.k8s.io/v1` Lease, with client-go's rules.
 //!
 //! Validity is judged with the local clock: a lease held by someone else is valid until
 //! `lease_duration` after we last *observed it change*, never by comparing the stored renewTime

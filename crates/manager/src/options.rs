@@ -143,6 +143,17 @@ pub struct Options {
     #[arg(long, default_value = "")]
     pub feature_gates: String,
 
+    /// kcm-rs only: recover every OrderedReady StatefulSet from a broken rolling update
+    /// (kubernetes#67250) by deleting a pod stuck not Ready at an outdated revision, without a
+    /// manual `kubectl delete pod`. Off by default (upstream waits); a set's
+    /// `kcm-rs.io/recover-broken-rollout` annotation (`"true"`/`"false"`) overrides it.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub statefulset_recover_broken_rollout: bool,
+    /// kcm-rs only: how long past `minReadySeconds` a pod must have been not Ready before the
+    /// broken-rollout recovery deletes it, so that a slow start is not taken for a broken one.
+    #[arg(long, default_value = "30s", value_parser = parse_go_duration)]
+    pub statefulset_recover_grace: Duration,
+
     /// Log verbosity (upstream klog levels; 0-2 info, 3-4 debug, 5+ trace).
     #[arg(long = "v", short = 'v', default_value_t = 0)]
     pub verbosity: u8,
@@ -499,6 +510,29 @@ mod tests {
         for (args, want) in cases {
             assert_eq!(&parse(args).validate(), want, "{args:?}");
         }
+    }
+
+    #[test]
+    fn statefulset_recovery_is_off_with_a_30s_grace_by_default() {
+        let options = parse(&[]);
+        assert!(!options.statefulset_recover_broken_rollout);
+        assert_eq!(options.statefulset_recover_grace, Duration::from_secs(30));
+        let options = parse(&[
+            "--statefulset-recover-broken-rollout",
+            "--statefulset-recover-grace=1m30s",
+        ]);
+        assert!(options.statefulset_recover_broken_rollout);
+        assert_eq!(options.statefulset_recover_grace, Duration::from_secs(90));
+        assert!(
+            !parse(&["--statefulset-recover-broken-rollout=false"])
+                .statefulset_recover_broken_rollout
+        );
+        let mut argv = vec!["kube-controller-manager".to_owned()];
+        argv.push("--statefulset-recover-grace=30".to_owned());
+        assert!(
+            Options::try_parse_from(argv).is_err(),
+            "a Go duration needs a unit"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Start-up, leadership and shutdown, in upstream's order (manager.md §6–§8):
+//! Start-up, leadership and shutdown, in upstream's order:
 //! flags -> clients -> HTTP server -> leader election -> construct every enabled controller ->
 //! start the shared informers -> run each controller (staggered by --controller-start-interval).
 //!

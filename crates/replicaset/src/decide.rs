@@ -1,6 +1,6 @@
 //! The ReplicaSet controller's decisions as pure functions: plain data in, a plan out.
 //!
-//! Everything here follows replicaset.md §4–§7 and is table-tested without a server: how many
+//! Everything here follows and is table-tested without a server: how many
 //! pods to create or delete, the slow-start batch sizes, the new status and whether it differs.
 //! When to look again for pods turning available is shared with the StatefulSet controller:
 //! [`controller_toolkit::availability::availability_requeue`].
@@ -16,8 +16,6 @@ use kube::core::Selector;
 
 /// At most this many creates or deletes per sync (upstream `BurstReplicas`).
 pub const BURST_REPLICAS: usize = 500;
-/// First slow-start batch size (upstream `SlowStartInitialBatchSize`).
-pub const SLOW_START_INITIAL_BATCH_SIZE: usize = 1;
 /// The condition this controller owns.
 pub const REPLICA_FAILURE: &str = "ReplicaFailure";
 
@@ -52,20 +50,6 @@ pub fn plan_replicas(active: usize, desired: i32) -> ReplicaPlan {
     } else {
         ReplicaPlan::Nothing
     }
-}
-
-/// Slow-start batch sizes for `n` creates when every batch succeeds: 1, 2, 4, ... with the last
-/// batch taking what remains. The caller stops after the first batch with a failure.
-pub fn slow_start_batches(n: usize) -> Vec<usize> {
-    let mut batches = Vec::new();
-    let mut remaining = n;
-    let mut size = remaining.min(SLOW_START_INITIAL_BATCH_SIZE);
-    while size > 0 {
-        batches.push(size);
-        remaining -= size;
-        size = (2 * size).min(remaining);
-    }
-    batches
 }
 
 /// Inputs of the status computation, gathered by the sync.
@@ -399,23 +383,6 @@ mod tests {
                 want,
                 "{active} -> {desired}"
             );
-        }
-    }
-
-    #[test]
-    fn slow_start_doubles_and_takes_the_rest() {
-        let cases: &[(usize, &[usize])] = &[
-            (0, &[]),
-            (1, &[1]),
-            (2, &[1, 1]),
-            (3, &[1, 2]),
-            (10, &[1, 2, 4, 3]),
-            (16, &[1, 2, 4, 8, 1]),
-            (500, &[1, 2, 4, 8, 16, 32, 64, 128, 245]),
-        ];
-        for (n, want) in cases {
-            assert_eq!(slow_start_batches(*n), *want, "n = {n}");
-            assert_eq!(slow_start_batches(*n).iter().sum::<usize>(), *n);
         }
     }
 }

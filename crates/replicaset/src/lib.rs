@@ -3,9 +3,10 @@
 
 mod controller;
 pub mod decide;
-mod handlers;
+mod manage;
 
 pub use controller::{
     CONTROLLER_NAME, INVALID_SELECTOR_REASON, QUEUE_NAME, ReplicaSetController, ReplicaSetError,
+    ReplicaSetOptions,
 };
 pub use workqueue::ControllerMetrics;

@@ -1,4 +1,4 @@
-//! The pure heart of the StatefulSet controller (statefulset.md §6, §8.1, §9, §10): given the
+//! The pure heart of the StatefulSet controller: given the
 //! set, its current and update revisions, its pods and the existing claims, which pod and claim
 //! writes to make, in which order, and the status that results.
 //!
@@ -10,12 +10,16 @@
 //! The rolling update takes one of two paths by the `MaxUnavailableStatefulSet` gate
 //! ([`FeatureGates`]): one outdated pod per sync (gate off, the v1.36 default) or a
 //! `maxUnavailable` budget (gate on).
+//!
+//! kcm-rs only, opt-in: [`broken_rollout_recovery`] deletes a pod of an `OrderedReady` set that
+//! is stuck not Ready at an outdated revision (kubernetes#67250), which upstream's ordered pass
+//! waits for forever; see [`BrokenRolloutRecovery`].
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use controller_toolkit::{
     availability::availability_requeue,
-    pod_predicates::{is_pod_available, is_pod_ready},
+    pod_predicates::{is_pod_available, is_pod_ready, pod_ready_condition},
 };
 use informer::CachedPod;
 use k8s_openapi::{
@@ -40,8 +44,12 @@ use crate::{
 pub const PARALLEL_POLICY: &str = "Parallel";
 /// `updateStrategy.type` value that leaves updates to the user.
 pub const ON_DELETE_STRATEGY: &str = "OnDelete";
-/// Upstream `MaxBatchSize`: the cap on one slow-start batch in Parallel mode.
-pub const MAX_BATCH_SIZE: usize = 500;
+/// kcm-rs only: StatefulSet annotation that opts one set in to broken-rollout recovery
+/// (`"true"`) or, when the manager enables it for all sets, out of it (`"false"`).
+pub const RECOVER_BROKEN_ROLLOUT_ANNOTATION: &str = "kcm-rs.io/recover-broken-rollout";
+/// Default of `--statefulset-recover-grace`: long enough for a slow but healthy pod to turn
+/// Ready, short enough that a reverted rollout resumes without a human.
+pub const DEFAULT_RECOVER_GRACE: Duration = Duration::from_secs(30);
 
 /// A claim write needed before or alongside a pod.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +97,110 @@ pub enum PodAction {
         /// lowers `currentReplicas`, as upstream).
         for_update: bool,
     },
+    /// kcm-rs only (opt-in): delete a pod stuck not Ready at an outdated revision so that it is
+    /// recreated at the update revision ([`broken_rollout_recovery`]). A variant of its own
+    /// because the executor reports it (Warning event, recovery counter).
+    Recover(StuckPod),
+}
+
+/// kcm-rs only: how the controller recovers from a broken `OrderedReady` rolling update
+/// (kubernetes#67250). Off by default so that upstream's behavior (wait for a manual
+/// `kubectl delete pod`) stays the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokenRolloutRecovery {
+    /// Recover every set (`--statefulset-recover-broken-rollout`) unless its
+    /// [`RECOVER_BROKEN_ROLLOUT_ANNOTATION`] says `"false"`; otherwise only sets whose
+    /// annotation says `"true"`.
+    pub all_sets: bool,
+    /// How long past `minReadySeconds` a pod must have been not Ready before it counts as stuck
+    /// (`--statefulset-recover-grace`): a pod that is merely slow to start is not deleted.
+    pub grace: Duration,
+}
+
+impl Default for BrokenRolloutRecovery {
+    fn default() -> Self {
+        Self {
+            all_sets: false,
+            grace: DEFAULT_RECOVER_GRACE,
+        }
+    }
+}
+
+impl BrokenRolloutRecovery {
+    /// The grace period when recovery applies to `set`, `None` when it does not: the set's
+    /// annotation decides when present (`"true"` or `"false"`), the manager flag otherwise.
+    pub fn grace_for(&self, set: &StatefulSet) -> Option<Duration> {
+        let annotation = set
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(RECOVER_BROKEN_ROLLOUT_ANNOTATION))
+            .map(String::as_str);
+        let enabled = match annotation {
+            Some("true") => true,
+            Some("false") => false,
+            _ => self.all_sets,
+        };
+        enabled.then_some(self.grace)
+    }
+}
+
+/// A pod the recovery rule deletes, with what the event about it says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StuckPod {
+    /// The pod as cached.
+    pub pod: Arc<CachedPod>,
+    /// The update revision it will be recreated at.
+    pub update_revision: String,
+    /// How long it has been not Ready (since its creation or last Ready transition).
+    pub not_ready_for: Duration,
+    /// Whether the status counts it in `currentReplicas` (it is at the current revision), so
+    /// its deletion lowers that count as a deletion for update does.
+    pub counted_current: bool,
+}
+
+impl StuckPod {
+    /// The message of the `RecoveringBrokenPod` event: the pod, both revisions and how long
+    /// it has been stuck, so the user can see why a pod went without asking for it.
+    pub fn message(&self) -> String {
+        format!(
+            "Deleting pod {} stuck at revision {} (not Ready for {}s); it will be recreated at update revision {}",
+            self.pod.metadata.name.as_deref().unwrap_or_default(),
+            pod_revision(&self.pod),
+            self.not_ready_for.as_secs(),
+            self.update_revision,
+        )
+    }
+}
+
+/// What the recovery rule decided for one sync.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recovery {
+    /// No pod is stuck (or recovery is off for the set).
+    Nothing,
+    /// Delete this stuck pod now.
+    Delete(StuckPod),
+    /// A pod will count as stuck after this long (its grace period has not elapsed); look
+    /// again then, since no event the controller watches marks that moment.
+    RecheckAfter(Duration),
+}
+
+/// The plain data the recovery rule judges pods by, besides the set and its pods.
+#[derive(Debug, Clone, Copy)]
+pub struct RecoveryRule<'a> {
+    /// The set's grace period (recovery is on for it).
+    pub grace: Duration,
+    /// The current revision's name (for the status count only).
+    pub current_revision: &'a str,
+    /// The update revision's name.
+    pub update_revision: &'a str,
+    /// Names of other revisions whose data equals the update revision's: a pod at one of them
+    /// already runs the update template and is never deleted by this rule.
+    pub update_equivalents: &'a [String],
+    /// The gates (`MaxUnavailableStatefulSet` decides the budget).
+    pub gates: FeatureGates,
+    /// The time the pods are judged at.
+    pub now: Timestamp,
 }
 
 /// What one sync does: phases run in order; a phase's actions run one by one (OrderedReady)
@@ -105,6 +217,8 @@ pub struct Plan {
     /// `statefulset_unavailable_replicas` gauge; `None` with `MaxUnavailableStatefulSet` off,
     /// where upstream reports neither gauge.
     pub unavailable: Option<usize>,
+    /// kcm-rs only: when a pod's recovery grace period ends, to sync the set again then.
+    pub recovery_recheck: Option<Duration>,
 }
 
 /// The two revisions of a sync and the set rebuilt at each (upstream `ApplyRevision`).
@@ -138,6 +252,12 @@ pub struct PlanInput<'a> {
     pub now: Timestamp,
     /// The feature gates the plan follows.
     pub gates: FeatureGates,
+    /// kcm-rs only: the broken-rollout recovery grace period when recovery is on for this set
+    /// ([`BrokenRolloutRecovery::grace_for`]), `None` for upstream's behavior.
+    pub recovery: Option<Duration>,
+    /// Names of revisions other than the update revision whose data equals it (history's
+    /// revision equality); read only when `recovery` is on.
+    pub update_equivalents: &'a [String],
 }
 
 /// A pod slot: a pod from the API server, or one built in memory for an empty ordinal.
@@ -201,7 +321,7 @@ pub fn is_running_and_available(pod: &CachedPod, min_ready_seconds: i32, now: Ti
     is_running_and_ready(pod) && is_pod_available(pod, min_ready_seconds, now)
 }
 
-/// Missing, not running and ready, terminating, or not yet available (§6 step 6).
+/// Missing, not running and ready, terminating, or not yet available.
 pub fn is_unavailable(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp) -> bool {
     !is_created(pod)
         || is_terminating(pod)
@@ -264,7 +384,7 @@ pub fn max_unavailable(set: &StatefulSet) -> i32 {
 }
 
 /// Whether the pod of `ordinal` is built from the current revision rather than the update
-/// revision (§8.1 step 1).
+/// revision.
 pub fn uses_current_revision(set: &StatefulSet, ordinal: i32) -> bool {
     let start = OrdinalRange::of(set).start;
     match rolling_update(set) {
@@ -282,7 +402,7 @@ pub fn uses_current_revision(set: &StatefulSet, ordinal: i32) -> bool {
     }
 }
 
-/// The status counters over `pods` (upstream `computeReplicaStatus`, §9).
+/// The status counters over `pods` (upstream `computeReplicaStatus`).
 pub fn count_replicas<'a>(
     pods: impl IntoIterator<Item = &'a CachedPod>,
     revisions: (&str, &str),
@@ -318,7 +438,7 @@ pub fn count_replicas<'a>(
     status
 }
 
-/// The claim writes an existing pod needs (§6.1 steps 3 and 5, §6 step 10): missing claims
+/// The claim writes an existing pod needs: missing claims
 /// created when `create_missing`, owner refs fixed where the retention policy disagrees.
 fn claim_writes(
     set: &StatefulSet,
@@ -382,7 +502,7 @@ fn claims_to_create(
         .collect()
 }
 
-/// Upstream `updateStatefulSet` (§6) as a plan.
+/// Upstream `updateStatefulSet` as a plan.
 pub fn plan(input: &PlanInput<'_>) -> Plan {
     let set = input.set;
     let range = OrdinalRange::of(set);
@@ -391,7 +511,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     let monotonic = is_monotonic(set);
     let revisions = input.revisions;
 
-    // §6 step 3: partition the pods into wanted slots and condemned pods.
+    // Step 3: partition the pods into wanted slots and condemned pods.
     let mut replicas: Vec<Option<Slot>> = vec![None; usize::try_from(range.replicas).unwrap_or(0)];
     let mut condemned: Vec<Arc<CachedPod>> = Vec::new();
     for pod in input.pods {
@@ -407,7 +527,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
             condemned.push(pod.clone());
         }
     }
-    // Step 4: empty slots get an in-memory pod at the revision §8.1 picks.
+    // Step 4: empty slots get an in-memory pod at the revision `newVersionedStatefulSetPod` picks.
     let replicas: Vec<Slot> = replicas
         .into_iter()
         .enumerate()
@@ -457,11 +577,39 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         parallel: !monotonic,
         status,
         unavailable,
+        recovery_recheck: None,
     };
     // Step 7: a set being deleted gets its status only.
     if set.metadata.deletion_timestamp.is_some() {
         return plan;
     }
+    // kcm-rs only: a stuck pod is not Ready, so the ordered pass below halts at or before it;
+    // its deletion runs as a phase of its own right after that pass.
+    let recovery = match input.recovery {
+        Some(grace) => {
+            let slots: Vec<Option<&Arc<CachedPod>>> = replicas
+                .iter()
+                .map(|slot| match slot {
+                    Slot::Existing(pod) => Some(pod),
+                    Slot::Missing { .. } => None,
+                })
+                .collect();
+            broken_rollout_recovery(
+                set,
+                &slots,
+                input.pods,
+                &RecoveryRule {
+                    grace,
+                    current_revision: revisions.current,
+                    update_revision: revisions.update,
+                    update_equivalents: input.update_equivalents,
+                    gates: input.gates,
+                    now,
+                },
+            )
+        }
+        None => Recovery::Nothing,
+    };
 
     // Step 6: the first unavailable pod, in replica then condemned (ascending) order.
     let first_unavailable = replicas
@@ -474,6 +622,11 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     // Step 9: processReplica.
     let (actions, halted) = process_replicas(input, &replicas, monotonic);
     plan.phases.push(actions);
+    match recovery {
+        Recovery::Delete(stuck) => plan.phases.push(vec![PodAction::Recover(stuck)]),
+        Recovery::RecheckAfter(delay) => plan.recovery_recheck = Some(delay),
+        Recovery::Nothing => {}
+    }
     if halted {
         return plan;
     }
@@ -512,7 +665,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     plan
 }
 
-/// §6.1 for every slot; returns the actions and whether a monotonic pass stopped.
+/// upstream `processReplica` for every slot; returns the actions and whether a monotonic pass stopped.
 fn process_replicas(
     input: &PlanInput<'_>,
     replicas: &[Slot],
@@ -586,7 +739,7 @@ fn process_replicas(
     (actions, false)
 }
 
-/// §6.1 step 5: the repair an existing in-range pod needs, if any (identity, storage and
+/// Step 5: the repair an existing in-range pod needs, if any (identity, storage and
 /// claim owners, judged against the update revision's set).
 fn repair(input: &PlanInput<'_>, pod: &Arc<CachedPod>) -> Option<PodAction> {
     let set = input.revisions.update_set;
@@ -642,7 +795,7 @@ fn repair_base(pod: &CachedPod) -> Pod {
     }
 }
 
-/// §6.2 over the condemned pods (highest ordinal first).
+/// upstream `processCondemned` over the condemned pods (highest ordinal first).
 fn process_condemned(
     condemned: &[Arc<CachedPod>],
     first_unavailable: Option<&str>,
@@ -676,7 +829,7 @@ fn process_condemned(
     (actions, false)
 }
 
-/// §6.3 (`MaxUnavailableStatefulSet` on, upstream `updateStatefulSetAfterInvariantEstablished`):
+/// Upstream `updateStatefulSetAfterInvariantEstablished` (`MaxUnavailableStatefulSet` on):
 /// which outdated pods to delete, from the highest ordinal down to the partition, within the
 /// `maxUnavailable` budget.
 fn rolling_update_deletions(
@@ -740,7 +893,7 @@ fn rolling_update_deletions(
         .collect()
 }
 
-/// §6.4 (`MaxUnavailableStatefulSet` off, the v1.36 default, kubernetes#137904; upstream
+/// Rolling update with `MaxUnavailableStatefulSet` off (the v1.36 default, kubernetes#137904; upstream
 /// `updateStatefulSet`'s own loop): from the highest index down to the partition, delete the
 /// first outdated pod that is not terminating, at most one per sync, and stop at the first
 /// updated or terminating pod that is unavailable. `maxUnavailable` is ignored and the policy
@@ -774,6 +927,97 @@ fn rolling_update_one_at_a_time(
     Vec::new()
 }
 
+/// kcm-rs only, opt-in (kubernetes#67250): which pod of an `OrderedReady` rolling update to
+/// delete because it is stuck, or when to look again because one will be.
+///
+/// Upstream's ordered pass waits for every pod to be Ready before it replaces anything, so a
+/// pod updated to a broken template blocks the set forever, even after the user reverted the
+/// template; the documented way out is a manual `kubectl delete pod`. A pod is stuck when the
+/// set uses `RollingUpdate`, the pod's ordinal is at or above the partition, its revision is
+/// neither the update revision nor one equal to it in content, it is not Ready, not finished
+/// (those are recreated anyway) and not terminating, and it has been not Ready for
+/// `minReadySeconds` plus `rule.grace` since its creation or its last Ready transition,
+/// whichever is later. A pod at the update revision is never deleted: a broken *new* template
+/// is the user's to fix, and recreating it would only loop.
+///
+/// At most one pod per sync (the lowest ordinal, the one the ordered pass waits for), none
+/// while any pod of the set is terminating, and only when the unavailable replicas, the stuck
+/// pod included, fit the budget: `maxUnavailable` with `MaxUnavailableStatefulSet` on, else 1
+/// (one pod at a time, as the gate-off rolling update). `Parallel` sets already replace such
+/// pods and are left alone, as are `OnDelete` sets.
+///
+/// `replicas` are the in-range slots in ordinal order (`None` for a missing pod); `pods` are
+/// all the set's pods, condemned ones included.
+pub fn broken_rollout_recovery(
+    set: &StatefulSet,
+    replicas: &[Option<&Arc<CachedPod>>],
+    pods: &[Arc<CachedPod>],
+    rule: &RecoveryRule<'_>,
+) -> Recovery {
+    if !is_monotonic(set) || is_on_delete(set) || set.metadata.deletion_timestamp.is_some() {
+        return Recovery::Nothing;
+    }
+    let min_ready = min_ready_seconds(set);
+    let threshold =
+        Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)).saturating_add(rule.grace);
+    let update_min = usize::try_from(partition(set)).unwrap_or(0);
+    let mut stuck = None;
+    let mut recheck: Option<Duration> = None;
+    for pod in replicas.iter().skip(update_min).flatten() {
+        let revision = pod_revision(pod);
+        let outdated = revision != rule.update_revision
+            && !rule.update_equivalents.iter().any(|name| name == revision);
+        if !outdated || is_pod_ready(pod) || is_finished(pod) || is_terminating(pod) {
+            continue;
+        }
+        let Some(since) = not_ready_since(pod) else {
+            continue;
+        };
+        let not_ready_for =
+            Duration::try_from(rule.now.duration_since(since)).unwrap_or(Duration::ZERO);
+        if not_ready_for >= threshold {
+            stuck = Some((*pod, not_ready_for));
+            break;
+        }
+        let remaining = threshold - not_ready_for;
+        recheck = Some(recheck.map_or(remaining, |earliest| earliest.min(remaining)));
+    }
+    let Some((pod, not_ready_for)) = stuck else {
+        return recheck.map_or(Recovery::Nothing, Recovery::RecheckAfter);
+    };
+    if pods.iter().any(|pod| is_terminating(pod)) {
+        return Recovery::Nothing;
+    }
+    let budget = if rule.gates.max_unavailable_statefulset {
+        usize::try_from(max_unavailable(set)).unwrap_or(1)
+    } else {
+        1
+    };
+    let unavailable = replicas
+        .iter()
+        .filter(|slot| slot.is_none_or(|pod| is_unavailable(pod, min_ready, rule.now)))
+        .count();
+    if unavailable > budget {
+        return Recovery::Nothing;
+    }
+    Recovery::Delete(StuckPod {
+        pod: pod.clone(),
+        update_revision: rule.update_revision.to_owned(),
+        not_ready_for,
+        counted_current: pod_revision(pod) == rule.current_revision,
+    })
+}
+
+/// When the pod's current not-Ready spell began: its creation or its Ready condition's last
+/// transition, whichever is later (`None` when neither is known, so it is never judged stuck).
+fn not_ready_since(pod: &CachedPod) -> Option<Timestamp> {
+    let created = pod.metadata.creation_timestamp.as_ref().map(|time| time.0);
+    let transition = pod_ready_condition(pod)
+        .and_then(|condition| condition.last_transition_time.as_ref())
+        .map(|time| time.0);
+    created.max(transition)
+}
+
 /// Step 7 of upstream `sync` (v1.36, kubernetes#135428): when to look again so that ready
 /// pods turning available are counted, given the status just written, the set's claimed
 /// `pods`, the sync's `now` and the clock `after_write` the status write returned at. The
@@ -796,21 +1040,7 @@ pub fn availability_recheck(
     )
 }
 
-/// Upstream's slow-start batch sizes for `n` actions: 1, 2, 4, ... capped at
-/// [`MAX_BATCH_SIZE`] and at what remains.
-pub fn slow_start_batches(n: usize) -> Vec<usize> {
-    let mut batches = Vec::new();
-    let mut remaining = n;
-    let mut size = remaining.min(1);
-    while size > 0 {
-        batches.push(size);
-        remaining -= size;
-        size = (2 * size).min(remaining).min(MAX_BATCH_SIZE);
-    }
-    batches
-}
-
-/// §10 step 1: once every replica is updated and ready, the update revision becomes current.
+/// Step 1: once every replica is updated and ready, the update revision becomes current.
 pub fn complete_rolling_update(set: &StatefulSet, status: &mut StatefulSetStatus) {
     if is_on_delete(set) {
         return;
@@ -826,7 +1056,7 @@ pub fn complete_rolling_update(set: &StatefulSet, status: &mut StatefulSetStatus
     }
 }
 
-/// §10 step 3: whether `new` differs from the stored status in a field that warrants a write
+/// Step 3: whether `new` differs from the stored status in a field that warrants a write
 /// (collisionCount alone does not).
 pub fn status_needs_write(stored: Option<&StatefulSetStatus>, new: &StatefulSetStatus) -> bool {
     let Some(stored) = stored else {

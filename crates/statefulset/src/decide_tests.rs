@@ -70,6 +70,14 @@ fn pod(ordinal: i32, state: &str, revision: &str) -> Arc<CachedPod> {
     Arc::new(serde_json::from_value(value).unwrap())
 }
 
+/// Pods `web-0`, `web-1`, … with the given (state, revision) pairs (see [`pod`]).
+fn pods_from_zero(states: &[(&str, &str)]) -> Vec<Arc<CachedPod>> {
+    (0..)
+        .zip(states)
+        .map(|(ordinal, (state, revision))| pod(ordinal, state, revision))
+        .collect()
+}
+
 fn owner() -> OwnerReference {
     OwnerReference {
         api_version: "apps/v1".into(),
@@ -96,6 +104,18 @@ fn run_with(
     claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
     gates: FeatureGates,
 ) -> Plan {
+    run_recovering(set, pods, claims, gates, (None, &[]))
+}
+
+/// The plan with broken-rollout recovery at `recovery` grace (`None`: off) and the names of
+/// the revisions equal in content to the update revision.
+fn run_recovering(
+    set: &StatefulSet,
+    pods: &[Arc<CachedPod>],
+    claims: &BTreeMap<String, Arc<PersistentVolumeClaim>>,
+    gates: FeatureGates,
+    (recovery, update_equivalents): (Option<Duration>, &[String]),
+) -> Plan {
     let owner = owner();
     plan(&PlanInput {
         set,
@@ -111,6 +131,8 @@ fn run_with(
         controller_ref: &owner,
         now: now(),
         gates,
+        recovery,
+        update_equivalents,
     })
 }
 
@@ -152,6 +174,9 @@ fn steps(plan: &Plan) -> Vec<String> {
                 pod,
                 for_update: false,
             } => format!("delete {}", pod.metadata.name.as_deref().unwrap()),
+            PodAction::Recover(stuck) => {
+                format!("recover {}", stuck.pod.metadata.name.as_deref().unwrap())
+            }
         })
         .collect()
 }
@@ -205,7 +230,7 @@ fn plans() {
         Case {
             name: "failed pod is deleted (recreated on a later sync)",
             set: set(2, json!({})),
-            pods: vec![pod(0, "failed", UPDATE), pod(1, "ready", UPDATE)],
+            pods: pods_from_zero(&[("failed", UPDATE), ("ready", UPDATE)]),
             want: vec!["delete web-0"],
         },
         Case {
@@ -217,77 +242,53 @@ fn plans() {
         Case {
             name: "ordered scale-down: highest ordinal first, one at a time",
             set: set(1, json!({})),
-            pods: vec![
-                pod(0, "ready", UPDATE),
-                pod(1, "ready", UPDATE),
-                pod(2, "ready", UPDATE),
-            ],
+            pods: pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("ready", UPDATE)]),
             want: vec!["delete web-2"],
         },
         Case {
             name: "ordered scale-down waits for a terminating pod",
             set: set(1, json!({})),
-            pods: vec![
-                pod(0, "ready", UPDATE),
-                pod(1, "ready", UPDATE),
-                pod(2, "terminating", UPDATE),
-            ],
+            pods: pods_from_zero(&[
+                ("ready", UPDATE),
+                ("ready", UPDATE),
+                ("terminating", UPDATE),
+            ]),
             want: vec![],
         },
         Case {
             name: "ordered scale-down deletes the first unavailable condemned pod",
             set: set(1, json!({})),
-            pods: vec![
-                pod(0, "ready", UPDATE),
-                pod(1, "ready", UPDATE),
-                pod(2, "running", UPDATE),
-            ],
+            pods: pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("running", UPDATE)]),
             want: vec!["delete web-2"],
         },
         Case {
             name: "ordered scale-down waits when an unhealthy pod is not the first unavailable",
             set: set(1, json!({})),
-            pods: vec![
-                pod(0, "ready", UPDATE),
-                pod(1, "running", UPDATE),
-                pod(2, "running", UPDATE),
-            ],
+            pods: pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("running", UPDATE)]),
             want: vec![],
         },
         Case {
             name: "parallel scale-down deletes all condemned pods",
             set: set(1, parallel.clone()),
-            pods: vec![
-                pod(0, "ready", UPDATE),
-                pod(1, "running", UPDATE),
-                pod(2, "ready", UPDATE),
-            ],
+            pods: pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("ready", UPDATE)]),
             want: vec!["delete web-2", "delete web-1"],
         },
         Case {
             name: "rolling update: highest outdated ordinal first",
             set: set(3, json!({})),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", CURRENT),
-            ],
+            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
             want: vec!["update web-2"],
         },
         Case {
             name: "rolling update: skips updated pods",
             set: set(3, json!({})),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", UPDATE),
-            ],
+            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
             want: vec!["update web-1"],
         },
         Case {
             name: "rolling update: a missing pod is recreated at the update revision first",
             set: set(3, json!({})),
-            pods: vec![pod(0, "ready", CURRENT), pod(1, "ready", CURRENT)],
+            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT)]),
             want: vec!["create web-2@web-new"],
         },
         Case {
@@ -296,11 +297,7 @@ fn plans() {
                 3,
                 json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
             ),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", UPDATE),
-            ],
+            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
             want: vec![],
         },
         Case {
@@ -388,34 +385,30 @@ fn rolling_update_by_max_unavailable_gate() {
         Case {
             name: "maxUnavailable 2 with an updated pod down: it blocks with the gate off",
             set: max_unavailable_2(parallel()),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", CURRENT),
-                pod(3, "running", UPDATE),
-            ],
+            pods: pods_from_zero(&[
+                ("ready", CURRENT),
+                ("ready", CURRENT),
+                ("ready", CURRENT),
+                ("running", UPDATE),
+            ]),
             gate_off: vec![],
             gate_on: vec!["update web-2"],
         },
         Case {
             name: "Parallel, a broken old pod at ordinal 0: the highest outdated pod still goes",
             set: set(3, parallel()),
-            pods: vec![
-                pod(0, "running", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", CURRENT),
-            ],
+            pods: pods_from_zero(&[("running", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
             gate_off: vec!["update web-2"],
             gate_on: vec!["update web-0"],
         },
         Case {
             name: "Parallel: unavailable outdated pods go regardless of budget only with the gate on",
             set: set(3, parallel()),
-            pods: vec![
-                pod(0, "running", CURRENT),
-                pod(1, "running", CURRENT),
-                pod(2, "ready", CURRENT),
-            ],
+            pods: pods_from_zero(&[
+                ("running", CURRENT),
+                ("running", CURRENT),
+                ("ready", CURRENT),
+            ]),
             gate_off: vec!["update web-2"],
             gate_on: vec!["update web-1", "update web-0"],
         },
@@ -428,44 +421,32 @@ fn rolling_update_by_max_unavailable_gate() {
                     json!({"podManagementPolicy": "Parallel", "minReadySeconds": 10}),
                 ),
             ),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "fresh", UPDATE),
-            ],
+            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("fresh", UPDATE)]),
             gate_off: vec![],
             gate_on: vec!["update web-1"],
         },
         Case {
             name: "an unavailable updated pod below the target does not block with the gate off",
             set: set(3, parallel()),
-            pods: vec![
-                pod(0, "running", UPDATE),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", CURRENT),
-            ],
+            pods: pods_from_zero(&[("running", UPDATE), ("ready", CURRENT), ("ready", CURRENT)]),
             gate_off: vec!["update web-2"],
             gate_on: vec![],
         },
         Case {
             name: "a terminating pod at the top is waited for",
             set: set(3, parallel()),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "terminating", CURRENT),
-            ],
+            pods: pods_from_zero(&[
+                ("ready", CURRENT),
+                ("ready", CURRENT),
+                ("terminating", CURRENT),
+            ]),
             gate_off: vec![],
             gate_on: vec![],
         },
         Case {
             name: "Parallel: a pod created this sync is unavailable and stops the loop",
             set: max_unavailable_2(parallel()),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", CURRENT),
-            ],
+            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
             gate_off: vec!["create web-3@web-new"],
             gate_on: vec!["create web-3@web-new", "update web-2"],
         },
@@ -482,11 +463,7 @@ fn rolling_update_by_max_unavailable_gate() {
         Case {
             name: "partition: nothing left above it",
             set: set(3, strategy(json!({"partition": 2}), json!({}))),
-            pods: vec![
-                pod(0, "ready", CURRENT),
-                pod(1, "ready", CURRENT),
-                pod(2, "ready", UPDATE),
-            ],
+            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
             gate_off: vec![],
             gate_on: vec![],
         },
@@ -700,47 +677,25 @@ fn rolling_update_completes_when_everything_is_updated_and_ready() {
         update_revision: Some(UPDATE.into()),
         ..StatefulSetStatus::default()
     };
+    let wants = |replicas| set(replicas, json!({}));
+    let on_delete = || set(3, json!({"updateStrategy": {"type": "OnDelete"}}));
+    // (case, set, status, whether the update completes): OnDelete never completes.
     let cases = [
-        (
-            "all updated and ready",
-            set(3, json!({})),
-            status(3, 3, 3),
-            Some(UPDATE),
-            Some(3),
-        ),
-        (
-            "one not ready",
-            set(3, json!({})),
-            status(3, 2, 3),
-            Some(CURRENT),
-            Some(0),
-        ),
-        (
-            "one not updated",
-            set(3, json!({})),
-            status(3, 3, 2),
-            Some(CURRENT),
-            Some(1),
-        ),
-        (
-            "fewer than wanted",
-            set(4, json!({})),
-            status(3, 3, 3),
-            Some(CURRENT),
-            Some(0),
-        ),
-        (
-            "OnDelete never completes",
-            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
-            status(3, 3, 3),
-            Some(CURRENT),
-            Some(0),
-        ),
+        ("all updated and ready", wants(3), status(3, 3, 3), true),
+        ("one not ready", wants(3), status(3, 2, 3), false),
+        ("one not updated", wants(3), status(3, 3, 2), false),
+        ("fewer than wanted", wants(4), status(3, 3, 3), false),
+        ("OnDelete", on_delete(), status(3, 3, 3), false),
     ];
-    for (name, set, mut status, revision, current) in cases {
+    for (name, set, mut status, completes) in cases {
+        let before = status.clone();
         complete_rolling_update(&set, &mut status);
-        assert_eq!(status.current_revision.as_deref(), revision, "{name}");
-        assert_eq!(status.current_replicas, current, "{name}");
+        if completes {
+            assert_eq!(status.current_revision.as_deref(), Some(UPDATE), "{name}");
+            assert_eq!(status.current_replicas, Some(status.replicas), "{name}");
+        } else {
+            assert_eq!(status, before, "{name}: unchanged");
+        }
     }
 }
 
@@ -815,12 +770,382 @@ fn revision_of_a_new_pod() {
     assert!(!uses_current_revision(&started, 12));
 }
 
+/// The recovery grace the tests run with.
+const GRACE: Duration = Duration::from_secs(30);
+/// The broken revision a stuck pod is at (neither current nor update).
+const BROKEN: &str = "web-broken";
+
+/// A running, not Ready pod of `web` at `revision`, created `created_ago` before `now()`, whose
+/// Ready condition turned False `not_ready_ago` before `now()`.
+fn not_ready(
+    ordinal: i32,
+    revision: &str,
+    created_ago: std::time::Duration,
+    not_ready_ago: std::time::Duration,
+) -> Arc<CachedPod> {
+    let at = |ago: std::time::Duration| (now() - ago).to_string();
+    Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": format!("web-{ordinal}"), "namespace": "default", "uid": format!("uid-{ordinal}"),
+                "creationTimestamp": at(created_ago),
+                "labels": {"app": "web", "controller-revision-hash": revision,
+                           "statefulset.kubernetes.io/pod-name": format!("web-{ordinal}"),
+                           "apps.kubernetes.io/pod-index": ordinal.to_string()}
+            },
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False",
+                                                           "lastTransitionTime": at(not_ready_ago)}]}
+        }))
+        .unwrap(),
+    )
+}
+
+/// `web-0` and `web-1` Ready at the update revision and `web-2` as given.
+fn with_third(third: Arc<CachedPod>) -> Vec<Arc<CachedPod>> {
+    vec![pod(0, "ready", UPDATE), pod(1, "ready", UPDATE), third]
+}
+
+fn secs(seconds: u64) -> Duration {
+    Duration::from_secs(seconds)
+}
+
+/// The stuck rule (kcm-rs only, kubernetes#67250): each condition flipped on its own, the
+/// timing boundary, the budget and one at a time, through the whole plan.
 #[test]
-fn slow_start_batch_sizes() {
-    assert_eq!(slow_start_batches(0), Vec::<usize>::new());
-    assert_eq!(slow_start_batches(1), vec![1]);
-    assert_eq!(slow_start_batches(10), vec![1, 2, 4, 3]);
-    let big = slow_start_batches(2000);
-    assert_eq!(big.iter().sum::<usize>(), 2000);
-    assert!(big.iter().all(|size| *size <= MAX_BATCH_SIZE));
+fn broken_rollout_recovery_deletes_only_a_stuck_pod() {
+    struct Case {
+        name: &'static str,
+        set: StatefulSet,
+        pods: Vec<Arc<CachedPod>>,
+        gates: FeatureGates,
+        equivalents: Vec<String>,
+        want: Vec<&'static str>,
+        recheck: Option<Duration>,
+    }
+    let stuck = || not_ready(2, BROKEN, secs(3600), secs(31));
+    let ordered = || set(3, json!({}));
+    let case = |name, set, pods, want| Case {
+        name,
+        set,
+        pods,
+        gates: FeatureGates::default(),
+        equivalents: Vec::new(),
+        want,
+        recheck: None,
+    };
+    let rolling = |rolling_update: Value| json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update}});
+    let gate_on = FeatureGates {
+        max_unavailable_statefulset: true,
+    };
+    let cases = vec![
+        case(
+            "stuck at an outdated revision past the grace: deleted",
+            ordered(),
+            with_third(stuck()),
+            vec!["recover web-2"],
+        ),
+        case(
+            "OnDelete: left to the user",
+            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
+            with_third(stuck()),
+            vec![],
+        ),
+        case(
+            "below the partition: left alone",
+            set(3, rolling(json!({"partition": 3}))),
+            with_third(stuck()),
+            vec![],
+        ),
+        case(
+            "at the partition: deleted",
+            set(3, rolling(json!({"partition": 2}))),
+            with_third(stuck()),
+            vec!["recover web-2"],
+        ),
+        case(
+            "at the update revision: a broken new template is the user's to fix",
+            ordered(),
+            with_third(not_ready(2, UPDATE, secs(3600), secs(3600))),
+            vec![],
+        ),
+        Case {
+            equivalents: vec![BROKEN.to_owned()],
+            ..case(
+                "at a revision equal in content to the update revision: left alone",
+                ordered(),
+                with_third(stuck()),
+                vec![],
+            )
+        },
+        case(
+            "at the current revision: deleted too",
+            ordered(),
+            with_third(not_ready(2, CURRENT, secs(3600), secs(31))),
+            vec!["recover web-2"],
+        ),
+        case(
+            "Ready at an outdated revision: replaced by the rolling update, not recovered",
+            ordered(),
+            with_third(pod(2, "ready", BROKEN)),
+            vec!["update web-2"],
+        ),
+        case(
+            "terminating: left to finish",
+            ordered(),
+            with_third({
+                let mut pod = Arc::unwrap_or_clone(stuck());
+                pod.metadata.deletion_timestamp =
+                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+                Arc::new(pod)
+            }),
+            vec![],
+        ),
+        case(
+            "another pod of the set terminating (a condemned one): none",
+            ordered(),
+            vec![
+                pod(0, "ready", UPDATE),
+                pod(1, "ready", UPDATE),
+                stuck(),
+                pod(3, "terminating", UPDATE),
+            ],
+            vec![],
+        ),
+        case(
+            "failed: recreated by the ordered pass, not by the rule",
+            ordered(),
+            with_third(pod(2, "failed", BROKEN)),
+            vec!["delete web-2"],
+        ),
+        Case {
+            recheck: Some(Duration::from_millis(1)),
+            ..case(
+                "one millisecond short of the grace: waits and looks again then",
+                ordered(),
+                with_third(not_ready(
+                    2,
+                    BROKEN,
+                    secs(3600),
+                    secs(30) - Duration::from_millis(1),
+                )),
+                vec![],
+            )
+        },
+        case(
+            "exactly the grace: deleted (inclusive)",
+            ordered(),
+            with_third(not_ready(2, BROKEN, secs(3600), secs(30))),
+            vec!["recover web-2"],
+        ),
+        Case {
+            recheck: Some(secs(20)),
+            ..case(
+                "created later than its last Ready transition: timed from its creation",
+                ordered(),
+                with_third(not_ready(2, BROKEN, secs(10), secs(3600))),
+                vec![],
+            )
+        },
+        Case {
+            recheck: Some(secs(5)),
+            ..case(
+                "minReadySeconds adds to the grace",
+                set(3, json!({"minReadySeconds": 10})),
+                with_third(not_ready(2, BROKEN, secs(3600), secs(35))),
+                vec![],
+            )
+        },
+        case(
+            "minReadySeconds plus the grace elapsed: deleted",
+            set(3, json!({"minReadySeconds": 10})),
+            with_third(not_ready(2, BROKEN, secs(3600), secs(40))),
+            vec!["recover web-2"],
+        ),
+        case(
+            "another replica unavailable: over the budget of one, waits",
+            ordered(),
+            vec![pod(0, "ready", UPDATE), pod(1, "running", UPDATE), stuck()],
+            vec![],
+        ),
+        case(
+            "a missing replica is unavailable too: it is created, the stuck pod waits",
+            ordered(),
+            vec![pod(0, "ready", UPDATE), stuck()],
+            vec!["create web-1@web-new"],
+        ),
+        case(
+            "two stuck pods with the gate off: over the budget of one, none",
+            ordered(),
+            vec![
+                pod(0, "ready", UPDATE),
+                not_ready(1, BROKEN, secs(3600), secs(60)),
+                stuck(),
+            ],
+            vec![],
+        ),
+        Case {
+            gates: gate_on,
+            ..case(
+                "two stuck pods within maxUnavailable 2 (gate on): one at a time, lowest first",
+                set(3, rolling(json!({"maxUnavailable": 2}))),
+                vec![
+                    pod(0, "ready", UPDATE),
+                    not_ready(1, BROKEN, secs(3600), secs(60)),
+                    stuck(),
+                ],
+                vec!["recover web-1"],
+            )
+        },
+        Case {
+            gates: gate_on,
+            ..case(
+                "maxUnavailable 2 (gate on): a stuck pod beside an unavailable one is deleted",
+                set(3, rolling(json!({"maxUnavailable": 2}))),
+                vec![pod(0, "ready", UPDATE), pod(1, "running", UPDATE), stuck()],
+                vec!["recover web-2"],
+            )
+        },
+    ];
+    for case in cases {
+        let plan = run_recovering(
+            &case.set,
+            &case.pods,
+            &BTreeMap::new(),
+            case.gates,
+            (Some(GRACE), &case.equivalents),
+        );
+        assert_eq!(steps(&plan), case.want, "{}", case.name);
+        assert_eq!(
+            plan.recovery_recheck, case.recheck,
+            "recheck: {}",
+            case.name
+        );
+        let upstream = run_recovering(
+            &case.set,
+            &case.pods,
+            &BTreeMap::new(),
+            case.gates,
+            (None, &[]),
+        );
+        let without: Vec<String> = steps(&plan)
+            .into_iter()
+            .filter(|step| !step.starts_with("recover"))
+            .collect();
+        assert_eq!(
+            without,
+            steps(&upstream),
+            "the rest as upstream: {}",
+            case.name
+        );
+        assert_eq!(upstream.recovery_recheck, None, "off: {}", case.name);
+    }
+}
+
+/// Parallel sets already replace not-Ready outdated pods: the rule leaves their plans alone.
+#[test]
+fn broken_rollout_recovery_leaves_parallel_sets_unchanged() {
+    let parallel = set(3, json!({"podManagementPolicy": "Parallel"}));
+    let pods = with_third(not_ready(2, BROKEN, secs(3600), secs(3600)));
+    for gates in [
+        FeatureGates::default(),
+        FeatureGates {
+            max_unavailable_statefulset: true,
+        },
+    ] {
+        let on = run_recovering(
+            &parallel,
+            &pods,
+            &BTreeMap::new(),
+            gates,
+            (Some(GRACE), &[]),
+        );
+        let off = run_recovering(&parallel, &pods, &BTreeMap::new(), gates, (None, &[]));
+        assert_eq!(on, off);
+        assert_eq!(steps(&on), vec!["update web-2"]);
+    }
+    let slots: Vec<Option<&Arc<CachedPod>>> = pods.iter().map(Some).collect();
+    let rule = RecoveryRule {
+        grace: GRACE,
+        current_revision: CURRENT,
+        update_revision: UPDATE,
+        update_equivalents: &[],
+        gates: FeatureGates::default(),
+        now: now(),
+    };
+    assert_eq!(
+        broken_rollout_recovery(&parallel, &slots, &pods, &rule),
+        Recovery::Nothing
+    );
+}
+
+#[test]
+fn broken_rollout_recovery_names_the_pod_and_both_revisions() {
+    let pods = with_third(not_ready(2, CURRENT, secs(3600), secs(31)));
+    let slots: Vec<Option<&Arc<CachedPod>>> = pods.iter().map(Some).collect();
+    let rule = RecoveryRule {
+        grace: GRACE,
+        current_revision: CURRENT,
+        update_revision: UPDATE,
+        update_equivalents: &[],
+        gates: FeatureGates::default(),
+        now: now(),
+    };
+    let Recovery::Delete(stuck) = broken_rollout_recovery(&set(3, json!({})), &slots, &pods, &rule)
+    else {
+        panic!("web-2 is stuck");
+    };
+    assert_eq!(
+        stuck.message(),
+        "Deleting pod web-2 stuck at revision web-old (not Ready for 31s); it will be recreated at update revision web-new"
+    );
+    assert!(stuck.counted_current, "web-old is the current revision");
+    let mut being_deleted = set(3, json!({}));
+    being_deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    assert_eq!(
+        broken_rollout_recovery(&being_deleted, &slots, &pods, &rule),
+        Recovery::Nothing
+    );
+}
+
+#[test]
+fn recovery_is_on_by_annotation_or_flag() {
+    let annotated = |value: Option<&str>| {
+        let mut set = set(3, json!({}));
+        if let Some(value) = value {
+            set.metadata.annotations = Some(
+                [(
+                    RECOVER_BROKEN_ROLLOUT_ANNOTATION.to_owned(),
+                    value.to_owned(),
+                )]
+                .into_iter()
+                .collect(),
+            );
+        }
+        set
+    };
+    let off = BrokenRolloutRecovery::default();
+    assert_eq!(off.grace, secs(30));
+    let on = BrokenRolloutRecovery {
+        all_sets: true,
+        grace: secs(2),
+    };
+    for (value, flag_off, flag_on) in [
+        (None, None, Some(secs(2))),
+        (Some("true"), Some(secs(30)), Some(secs(2))),
+        (Some("false"), None, None),
+        (Some("yes"), None, Some(secs(2))),
+    ] {
+        assert_eq!(
+            off.grace_for(&annotated(value)),
+            flag_off,
+            "{value:?}, flag off"
+        );
+        assert_eq!(
+            on.grace_for(&annotated(value)),
+            flag_on,
+            "{value:?}, flag on"
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! Stable pod identity (statefulset.md §1, §8.1, §8.2): ordinals, pod and claim names, the
+//! Stable pod identity: ordinals, pod and claim names, the
 //! identity labels, and building the pod and claims of one ordinal from a set's template.
 
 use std::collections::BTreeMap;

@@ -1,10 +1,10 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+mod control;
 mod controller;
 pub mod decide;
 mod features;
-mod handlers;
 pub mod identity;
 mod metrics;
 mod pod_control;
@@ -12,7 +12,10 @@ pub mod raw;
 pub mod retention;
 mod revisions;
 
-pub use controller::{CONTROLLER_NAME, QUEUE_NAME, StatefulSetController, StatefulSetError};
+pub use controller::{
+    CONTROLLER_NAME, QUEUE_NAME, StatefulSetController, StatefulSetError, StatefulSetOptions,
+};
+pub use decide::BrokenRolloutRecovery;
 pub use features::FeatureGates;
 pub use metrics::StatefulSetMetrics;
 pub use workqueue::ControllerMetrics;

@@ -1,30 +1,24 @@
-//! Upstream `StatefulPodControl` (statefulset.md §8.2): the pod and claim writes of a plan,
+//! Upstream `StatefulPodControl`: the pod and claim writes of a plan,
 //! with upstream's event reasons and messages recorded on the set.
 
 use std::sync::Arc;
 
 use controller_toolkit::{
-    api_errors::{error_message, is_already_exists, is_not_found},
+    api_errors::{error_message, is_already_exists, is_conflict, is_not_found},
     events::{EventRecorder, EventType},
     stale_reads::DependentWrites,
+    writes::Writer,
 };
 use informer::CachedPod;
 use k8s_openapi::{
-    api::{
-        apps::v1::StatefulSet,
-        core::v1::{PersistentVolumeClaim, Pod},
-    },
+    api::{apps::v1::StatefulSet, core::v1::Pod},
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
-use kube::{
-    Api, Client,
-    api::{DeleteParams, PostParams},
-};
+use kube::Api;
 
 use crate::{
     decide::{ClaimWrite, PodAction},
     identity::{POD_INDEX_LABEL, POD_NAME_LABEL},
-    revisions::is_conflict,
 };
 
 /// Why one pod or claim write failed.
@@ -53,11 +47,15 @@ pub enum Outcome {
 /// Executes [`PodAction`]s for one set.
 #[derive(Clone)]
 pub struct StatefulPodControl {
-    client: Client,
+    writer: Writer,
     recorder: EventRecorder,
     /// The versions our pod writes returned, per set (the stale-read check of the next sync).
     pod_writes: Arc<DependentWrites>,
 }
+
+/// kcm-rs only: reason of the Warning event recorded when a stuck pod of a broken rollout is
+/// deleted to be recreated at the update revision.
+pub const RECOVERING_BROKEN_POD_REASON: &str = "RecoveringBrokenPod";
 
 /// PUT attempts for a pod repair.
 const POD_UPDATE_ATTEMPTS: usize = 4;
@@ -92,11 +90,11 @@ fn name_of(meta: &ObjectMeta) -> &str {
 }
 
 impl StatefulPodControl {
-    /// A control writing through `client`, recording events with `recorder` and the versions
+    /// A control writing through `writer`, recording events with `recorder` and the versions
     /// of its pod writes in `pod_writes`.
-    pub fn new(client: Client, recorder: EventRecorder, pod_writes: Arc<DependentWrites>) -> Self {
+    pub fn new(writer: Writer, recorder: EventRecorder, pod_writes: Arc<DependentWrites>) -> Self {
         Self {
-            client,
+            writer,
             recorder,
             pod_writes,
         }
@@ -107,18 +105,8 @@ impl StatefulPodControl {
             .record(&informer::object_key(set), &written.metadata);
     }
 
-    fn pods(&self, set: &StatefulSet) -> Api<Pod> {
-        Api::namespaced(
-            self.client.clone(),
-            set.metadata.namespace.as_deref().unwrap_or_default(),
-        )
-    }
-
-    fn claims(&self, set: &StatefulSet) -> Api<PersistentVolumeClaim> {
-        Api::namespaced(
-            self.client.clone(),
-            set.metadata.namespace.as_deref().unwrap_or_default(),
-        )
+    fn namespace(set: &StatefulSet) -> &str {
+        set.metadata.namespace.as_deref().unwrap_or_default()
     }
 
     /// Runs one action.
@@ -147,6 +135,17 @@ impl StatefulPodControl {
                 } else {
                     Outcome::Done
                 })
+            }
+            PodAction::Recover(stuck) => {
+                self.delete_pod(set, &stuck.pod).await?;
+                // Recorded once the pod is gone, so the Warning names a deletion that happened.
+                self.recorder.record(
+                    set,
+                    EventType::Warning,
+                    RECOVERING_BROKEN_POD_REASON,
+                    stuck.message(),
+                );
+                Ok(Outcome::Done)
             }
         }
     }
@@ -192,7 +191,7 @@ impl StatefulPodControl {
             self.record_pod_event(set, "create", pod_name, Some(&error));
             return Err(error);
         }
-        match self.pods(set).create(&PostParams::default(), pod).await {
+        match self.writer.create(pod, "create stateful pod").await {
             Ok(created) => {
                 self.record_pod_write(set, &created);
                 self.record_pod_event(set, "create", pod_name, None);
@@ -239,13 +238,13 @@ impl StatefulPodControl {
     /// repaired copy itself is never sent: it holds only what the cache keeps of the pod
     /// (`informer::CachedPod`: metadata and claim volumes).
     async fn put_pod(&self, set: &StatefulSet, updated: &Pod) -> Result<(), kube::Error> {
-        let api = self.pods(set);
+        let api: Api<Pod> = Api::namespaced(self.writer.client().clone(), Self::namespace(set));
         let name = name_of(&updated.metadata);
         let mut attempt = carry_repair(api.get(name).await?, updated);
         let mut remaining = POD_UPDATE_ATTEMPTS;
         loop {
             remaining -= 1;
-            match api.replace(name, &PostParams::default(), &attempt).await {
+            match self.writer.update(&attempt, "repair pod identity").await {
                 Ok(written) => {
                     self.record_pod_write(set, &written);
                     return Ok(());
@@ -262,14 +261,14 @@ impl StatefulPodControl {
     async fn delete_pod(&self, set: &StatefulSet, pod: &CachedPod) -> Result<(), PodControlError> {
         let pod_name = name_of(&pod.metadata);
         match self
-            .pods(set)
-            .delete(pod_name, &DeleteParams::default())
+            .writer
+            .delete::<Pod>(Self::namespace(set), pod_name, None, "delete stateful pod")
             .await
         {
             Ok(deleted) => {
                 // A graceful delete returns the pod (with its new version); an immediate one
                 // only a Status, and then the DELETED event carries no version of ours.
-                if let Some(deleted) = deleted.left() {
+                if let Some(deleted) = deleted {
                     self.record_pod_write(set, &deleted);
                 }
                 self.record_pod_event(set, "delete", pod_name, None);
@@ -316,11 +315,7 @@ impl StatefulPodControl {
             ClaimWrite::BeingDeleted(name) => Err(PodControlError::ClaimBeingDeleted(name.clone())),
             ClaimWrite::Create(claim) => {
                 let claim_name = claim.metadata.name.as_deref().unwrap_or_default();
-                match self
-                    .claims(set)
-                    .create(&PostParams::default(), claim.as_ref())
-                    .await
-                {
+                match self.writer.create(claim.as_ref(), "create claim").await {
                     Ok(_) => {
                         self.recorder.record(
                             set,
@@ -348,12 +343,7 @@ impl StatefulPodControl {
             ClaimWrite::SetOwners { claim, owners } => {
                 let mut updated = claim.as_ref().clone();
                 updated.metadata.owner_references = (!owners.is_empty()).then(|| owners.clone());
-                let name = claim.metadata.name.as_deref().unwrap_or_default();
-                match self
-                    .claims(set)
-                    .replace(name, &PostParams::default(), &updated)
-                    .await
-                {
+                match self.writer.update(&updated, "claim owners").await {
                     Ok(_) => Ok(()),
                     Err(error) if is_not_found(&error) => Ok(()),
                     Err(error) => Err(error.into()),

@@ -1,13 +1,14 @@
 //! [`RawStatefulSet`]: a StatefulSet cached together with the JSON the API server sent.
 //!
 //! Revision data must be byte-identical to upstream's, and it is built from `spec.template`
-//! exactly as the server rendered it (history.md §6): a typed round-trip drops fields such as
+//! exactly as the server rendered it: a typed round-trip drops fields such as
 //! `"creationTimestamp":null`. The informer caches this wrapper, so every sync has both the
 //! typed set (for logic) and the raw JSON (for revisions).
 
 use std::borrow::Cow;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use controller_toolkit::runtime::Owner;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::{NamespaceResourceScope, api::apps::v1::StatefulSet};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -66,6 +67,17 @@ impl kube::Resource for RawStatefulSet {
 
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.set.metadata
+    }
+}
+
+/// A set owns its pods (upstream `getPodStatefulSets`, `resolveControllerRef`).
+impl Owner for RawStatefulSet {
+    fn label_selector(&self) -> Option<&LabelSelector> {
+        self.set.spec.as_ref().map(|spec| &spec.selector)
+    }
+
+    fn min_ready_seconds(&self) -> i32 {
+        crate::decide::min_ready_seconds(&self.set)
     }
 }
 

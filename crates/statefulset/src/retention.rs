@@ -1,4 +1,4 @@
-//! PVC retention (statefulset.md §8.3): which owner references a claim must carry so the
+//! PVC retention: which owner references a claim must carry so the
 //! garbage collector deletes it when the set is deleted (`whenDeleted: Delete`) or when its
 //! ordinal is scaled away (`whenScaled: Delete`), and the stale-claim check before creating a pod.
 

@@ -1,10 +1,13 @@
-//! Revision management against the API server (statefulset.md §4, §5, §11): choosing or
+//! Revision management against the API server: choosing or
 //! creating the update revision with the history crate, renumbering on rollback, and
 //! truncating old revisions.
 
 use std::sync::Arc;
 
-use controller_toolkit::api_errors::{is_already_exists, is_not_found};
+use controller_toolkit::{
+    api_errors::{is_already_exists, is_conflict, is_not_found},
+    writes::Writer,
+};
 use history::{
     NameConflict, RevisionCreation, SemanticComparisonCache, UpdateRevisionChoice,
     choose_update_revision, create_request_body, live_revision_names, new_statefulset_revision,
@@ -12,10 +15,7 @@ use history::{
 };
 use informer::CachedPod;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use kube::{
-    Api, Client,
-    api::{DeleteParams, PostParams},
-};
+use kube::Api;
 
 use crate::raw::RawStatefulSet;
 
@@ -41,9 +41,9 @@ pub struct SetRevisions {
     pub collision_count: i32,
 }
 
-/// Upstream `getStatefulSetRevisions` (§5) over `sorted` (the set's revisions, sorted).
+/// Upstream `getStatefulSetRevisions` over `sorted` (the set's revisions, sorted).
 pub async fn resolve(
-    client: &Client,
+    writer: &Writer,
     semantic: &SemanticComparisonCache,
     set: &RawStatefulSet,
     sorted: &[Arc<ControllerRevision>],
@@ -66,11 +66,11 @@ pub async fn resolve(
             Some(latest),
         ) => latest.clone(),
         (UpdateRevisionChoice::Renumber { index, revision }, _) if index < sorted.len() => {
-            Arc::new(renumber(client, &sorted[index], revision).await?)
+            Arc::new(renumber(writer, &sorted[index], revision).await?)
         }
         _ => {
             let (created, count) =
-                create(client, proposal, &namespace, &name, collision_count).await?;
+                create(writer, proposal, &namespace, &name, collision_count).await?;
             collision_count = count;
             Arc::new(created)
         }
@@ -90,25 +90,20 @@ pub async fn resolve(
     })
 }
 
-/// Whether the server answered 409 Conflict (a stale resourceVersion).
-pub fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409 && status.reason != "AlreadyExists")
+fn api(writer: &Writer, namespace: &str) -> Api<ControllerRevision> {
+    Api::namespaced(writer.client().clone(), namespace)
 }
 
-fn api(client: &Client, revision: &ControllerRevision) -> Api<ControllerRevision> {
-    Api::namespaced(
-        client.clone(),
-        revision.metadata.namespace.as_deref().unwrap_or_default(),
-    )
-}
-
-/// history.md §5.3: PUT the revision with a new number, retrying conflicts with a fresh read.
+/// PUT the revision with a new number, retrying conflicts with a fresh read.
 async fn renumber(
-    client: &Client,
+    writer: &Writer,
     revision: &ControllerRevision,
     number: i64,
 ) -> Result<ControllerRevision, kube::Error> {
-    let api = api(client, revision);
+    let api = api(
+        writer,
+        revision.metadata.namespace.as_deref().unwrap_or_default(),
+    );
     let name = revision.metadata.name.clone().unwrap_or_default();
     let mut copy = revision.clone();
     let mut attempts = 4;
@@ -117,7 +112,7 @@ async fn renumber(
             return Ok(copy);
         }
         copy.revision = number;
-        match api.replace(&name, &PostParams::default(), &copy).await {
+        match writer.update(&copy, "renumber revision").await {
             Ok(updated) => return Ok(updated),
             Err(error) if is_conflict(&error) && attempts > 1 => {
                 attempts -= 1;
@@ -128,25 +123,23 @@ async fn renumber(
     }
 }
 
-/// history.md §5.2: create with the collision loop, POSTing Go's bytes for the data.
+/// create with the collision loop, POSTing Go's bytes for the data.
 async fn create(
-    client: &Client,
+    writer: &Writer,
     proposal: ControllerRevision,
     namespace: &str,
     set_name: &str,
     collision_count: i32,
 ) -> Result<(ControllerRevision, i32), RevisionError> {
-    let api: Api<ControllerRevision> = Api::namespaced(client.clone(), namespace);
+    let api = api(writer, namespace);
     let mut creation = RevisionCreation::new(proposal, namespace, set_name, collision_count)?;
     loop {
         let candidate = creation.candidate();
         let body = create_request_body(&candidate)?;
-        let request = kube::core::Request::new(format!(
-            "/apis/apps/v1/namespaces/{namespace}/controllerrevisions"
-        ))
-        .create(&PostParams::default(), body)
-        .map_err(kube::Error::BuildRequest)?;
-        match client.request::<ControllerRevision>(request).await {
+        match writer
+            .create_exact(&candidate, body, "create revision")
+            .await
+        {
             Ok(created) => return Ok((created, creation.collision_count())),
             Err(error) if is_already_exists(&error) => {
                 let name = candidate.metadata.name.clone().unwrap_or_default();
@@ -160,10 +153,10 @@ async fn create(
     }
 }
 
-/// §11: delete the oldest non-live revisions beyond `revisionHistoryLimit`; stops at the first
+/// delete the oldest non-live revisions beyond `revisionHistoryLimit`; stops at the first
 /// failed delete.
 pub async fn truncate(
-    client: &Client,
+    writer: &Writer,
     sorted: &[Arc<ControllerRevision>],
     revisions: &SetRevisions,
     pods: &[Arc<CachedPod>],
@@ -177,8 +170,9 @@ pub async fn truncate(
     for revision in revisions_to_truncate(sorted, &live, history_limit) {
         let name = revision.metadata.name.clone().unwrap_or_default();
         tracing::debug!(revision = %name, "truncating revision history");
-        match api(client, revision)
-            .delete(&name, &DeleteParams::default())
+        let namespace = revision.metadata.namespace.as_deref().unwrap_or_default();
+        match writer
+            .delete::<ControllerRevision>(namespace, &name, None, "truncate history")
             .await
         {
             Ok(_) => {}

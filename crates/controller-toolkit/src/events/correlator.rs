@@ -96,38 +96,37 @@ pub struct EventCorrelator {
     spam: Lru<TokenBucket>,
 }
 
-fn source_component(event: &Event) -> &str {
-    event
-        .source
-        .as_ref()
-        .and_then(|s| s.component.as_deref())
-        .unwrap_or_default()
-}
-
-fn source_host(event: &Event) -> &str {
-    event
-        .source
-        .as_ref()
-        .and_then(|s| s.host.as_deref())
-        .unwrap_or_default()
-}
-
 fn text(value: &Option<String>) -> &str {
     value.as_deref().unwrap_or_default()
 }
 
-/// upstream `getEventKey`: identical events share this key.
-fn event_key(event: &Event) -> KeyDigest {
-    let object = &event.involved_object;
-    KeyDigest::of(&[
-        source_component(event),
-        source_host(event),
+/// upstream `getSpamKey`'s fields, in its order: the source and the involved object. The
+/// other keys are built from them.
+fn source_and_object(event: &Event) -> [&str; 7] {
+    let (object, source) = (&event.involved_object, event.source.as_ref());
+    [
+        source.map_or("", |s| text(&s.component)),
+        source.map_or("", |s| text(&s.host)),
         text(&object.kind),
         text(&object.namespace),
         text(&object.name),
-        text(&object.field_path),
         text(&object.uid),
         text(&object.api_version),
+    ]
+}
+
+/// upstream `getEventKey`: identical events share this key.
+fn event_key(event: &Event) -> KeyDigest {
+    let [component, host, kind, namespace, name, uid, api_version] = source_and_object(event);
+    KeyDigest::of(&[
+        component,
+        host,
+        kind,
+        namespace,
+        name,
+        text(&event.involved_object.field_path),
+        uid,
+        api_version,
         text(&event.type_),
         text(&event.reason),
         text(&event.message),
@@ -136,34 +135,18 @@ fn event_key(event: &Event) -> KeyDigest {
 
 /// upstream `EventAggregatorByReasonFunc`'s aggregate key: similar events share it.
 fn similar_key(event: &Event) -> KeyDigest {
-    let object = &event.involved_object;
-    KeyDigest::of(&[
-        source_component(event),
-        source_host(event),
-        text(&object.kind),
-        text(&object.namespace),
-        text(&object.name),
-        text(&object.uid),
-        text(&object.api_version),
+    let reported = [
         text(&event.type_),
         text(&event.reason),
         text(&event.reporting_component),
         text(&event.reporting_instance),
-    ])
+    ];
+    KeyDigest::of(&[source_and_object(event).as_slice(), &reported].concat())
 }
 
 /// upstream `getSpamKey`: one budget per source and object.
 fn spam_key(event: &Event) -> KeyDigest {
-    let object = &event.involved_object;
-    KeyDigest::of(&[
-        source_component(event),
-        source_host(event),
-        text(&object.kind),
-        text(&object.namespace),
-        text(&object.name),
-        text(&object.uid),
-        text(&object.api_version),
-    ])
+    KeyDigest::of(&source_and_object(event))
 }
 
 /// The name upstream gives a new event: `<involved object name>.<unix nanos in hex>`.
@@ -483,8 +466,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn tenth_distinct_message_is_combined_and_later_ones_patch_it() {
+    /// A correlator that has created nine events about `rs` at 100 s with distinct messages:
+    /// one short of upstream's threshold for combining similar events.
+    fn correlator_after_nine_distinct_messages() -> EventCorrelator {
         let mut correlator = EventCorrelator::new(CorrelatorConfig::default());
         for i in 0..9 {
             let e = event("rs", "SuccessfulCreate", &format!("Created pod: p{i}"), 100);
@@ -493,6 +477,12 @@ mod tests {
                 "{i}"
             );
         }
+        correlator
+    }
+
+    #[test]
+    fn tenth_distinct_message_is_combined_and_later_ones_patch_it() {
+        let mut correlator = correlator_after_nine_distinct_messages();
         let tenth = event("rs", "SuccessfulCreate", "Created pod: p9", 101);
         let Correlation::Create(combined) = correlator.correlate(tenth, at(101)) else {
             panic!("tenth distinct message creates the combined event");
@@ -517,11 +507,7 @@ mod tests {
 
     #[test]
     fn similar_window_expires() {
-        let mut correlator = EventCorrelator::new(CorrelatorConfig::default());
-        for i in 0..9 {
-            let e = event("rs", "SuccessfulCreate", &format!("Created pod: p{i}"), 100);
-            correlator.correlate(e, at(100));
-        }
+        let mut correlator = correlator_after_nine_distinct_messages();
         let late = event("rs", "SuccessfulCreate", "Created pod: late", 100 + 601);
         let Correlation::Create(sent) = correlator.correlate(late, at(100 + 601)) else {
             panic!("created");

@@ -23,13 +23,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::{Api, Client, Resource};
+use kube::{Client, Resource};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::api_errors::{
     NAMESPACE_TERMINATING_CAUSE, error_message, has_status_cause, is_already_exists, is_not_found,
 };
+use crate::writes::Writer;
 use correlator::{Correlation, CorrelatorConfig, EventCorrelator, event_name};
 
 /// Upstream's broadcaster queue length (`maxQueuedEvents`).
@@ -129,9 +129,15 @@ impl EventRecorder {
     ///
     /// Must be called from within a Tokio runtime (it spawns the writer task).
     pub fn start(client: Client, config: RecorderConfig) -> Self {
+        Self::start_with_writer(Writer::new(client), config)
+    }
+
+    /// [`start`](Self::start) writing through a controller's write layer, so its events are
+    /// writes like any other (and shadow mode records them instead of sending them).
+    pub fn start_with_writer(writes: Writer, config: RecorderConfig) -> Self {
         let (queue, receiver) = mpsc::channel(config.queue_capacity.max(1));
         let writer = EventWriter {
-            client,
+            writes,
             correlator: EventCorrelator::new(config.correlator),
             retry: config.retry,
         };
@@ -241,7 +247,7 @@ fn event_log_key(event: &Event) -> String {
 
 /// The background task: correlates and writes events one at a time.
 struct EventWriter {
-    client: Client,
+    writes: Writer,
     correlator: EventCorrelator,
     retry: RetryConfig,
 }
@@ -306,21 +312,15 @@ impl EventWriter {
         );
     }
 
-    fn api(&self, event: &Event) -> Api<Event> {
-        Api::namespaced(
-            self.client.clone(),
-            event.metadata.namespace.as_deref().unwrap_or("default"),
-        )
-    }
-
     /// upstream `recordEvent`: patch a repeat (falling back to a create if the event is gone),
     /// create anything else.
     async fn send(&self, event: &Event, patch: Option<&serde_json::Value>) -> Attempt {
         if let Some(patch) = patch {
             let name = event.metadata.name.as_deref().unwrap_or_default();
+            let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
             match self
-                .api(event)
-                .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+                .writes
+                .strategic_patch::<Event>(namespace, name, patch.clone(), "event")
                 .await
             {
                 Ok(written) => return Attempt::Written(Box::new(written)),
@@ -330,7 +330,11 @@ impl EventWriter {
         }
         let mut fresh = event.clone();
         fresh.metadata.resource_version = None;
-        match self.api(event).create(&PostParams::default(), &fresh).await {
+        fresh
+            .metadata
+            .namespace
+            .get_or_insert_with(|| "default".to_owned());
+        match self.writes.create(&fresh, "event").await {
             Ok(written) => Attempt::Written(Box::new(written)),
             Err(err) => self.failed(event, &err),
         }

@@ -1,4 +1,4 @@
-//! Which path syncDeployment takes (spec §3): empty selector, deletion, paused, legacy
+//! Which path syncDeployment takes: empty selector, deletion, paused, legacy
 //! rollback, scaling event, or a rollout by strategy. Upstream's order matters: e.g. a
 //! paused Deployment scales but never rolls, and a rollback request wins over a resize.
 
@@ -10,10 +10,10 @@ use crate::annotations::rollback_to;
 use crate::constants::{STRATEGY_RECREATE, STRATEGY_ROLLING_UPDATE};
 use crate::error::Error;
 use crate::events::{self, Event};
-use crate::fenceposts::strategy_type;
 use crate::proportional::is_scaling_event;
+use crate::rollout_limits::strategy_type;
 
-/// §3 step 2 for a Deployment whose selector is empty (`{}`).
+/// for a Deployment whose selector is empty (`{}`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectingAll {
     /// Warning `SelectingAll` to record.
@@ -22,7 +22,7 @@ pub struct SelectingAll {
     pub status: Option<DeploymentStatus>,
 }
 
-/// §3 step 2: `Some` when the selector deep-equals an empty selector; the sync then ends
+/// Step 2: `Some` when the selector deep-equals an empty selector; the sync then ends
 /// successfully.
 pub fn selecting_all(d: &CachedDeployment) -> Option<SelectingAll> {
     let selector = &d.spec.as_ref()?.selector;
@@ -45,25 +45,25 @@ pub fn selecting_all(d: &CachedDeployment) -> Option<SelectingAll> {
     })
 }
 
-/// §3 step 5: a Deployment being deleted only gets its status synced.
+/// Step 5: a Deployment being deleted only gets its status synced.
 pub fn is_being_deleted(d: &CachedDeployment) -> bool {
     d.metadata.deletion_timestamp.is_some()
 }
 
-/// What to run after checkPausedConditions (§3 steps 7-10).
+/// What to run after checkPausedConditions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RolloutPath {
     /// sync(): proportional scaling, cleanup if paused, status (paused or scaling event).
     Sync,
-    /// rollback (§11) to the requested revision.
+    /// rollback to the requested revision.
     Rollback,
-    /// rolloutRecreate (§7).
+    /// rolloutRecreate.
     Recreate,
-    /// rolloutRolling (§6).
+    /// rolloutRolling.
     RollingUpdate,
 }
 
-/// §3 steps 7-10 on the ReplicaSets resolved *without* creating (the scaling-event test
+/// on the ReplicaSets resolved *without* creating (the scaling-event test
 /// needs them).
 pub fn choose_rollout_path(
     d: &CachedDeployment,

@@ -1,4 +1,4 @@
-//! maxSurge / maxUnavailable resolution and the new ReplicaSet's next size (spec §6.1).
+//! maxSurge / maxUnavailable resolution and the new ReplicaSet's next size.
 //!
 //! The rounding rules are what keep a rollout inside its bounds: surge rounds up, unavailable
 //! rounds down, and both zero is turned into "one unavailable" so a rollout can always move.
@@ -12,7 +12,7 @@ use crate::constants::{STRATEGY_RECREATE, STRATEGY_ROLLING_UPDATE};
 use crate::error::Error;
 use crate::replica_set::{deployment_replicas, rs_spec_replicas, rs_status_replicas};
 
-/// GetScaledValueFromIntOrPercent (§6.1): an integer is itself; `"<p>%"` is
+/// GetScaledValueFromIntOrPercent: an integer is itself; `"<p>%"` is
 /// `ceil(p*total/100)` (round up) or `floor(p*total/100)` in float64 arithmetic.
 pub fn scaled_value(value: &IntOrString, total: i32, round_up: bool) -> Result<i32, Error> {
     match value {
@@ -60,7 +60,7 @@ fn rolling_params(d: &CachedDeployment) -> Option<&RollingUpdateDeployment> {
         .and_then(|strategy| strategy.rolling_update.as_ref())
 }
 
-/// ResolveFenceposts (§6.1): `(surge, unavailable)` for `desired` replicas. Missing values
+/// ResolveFenceposts: `(surge, unavailable)` for `desired` replicas. Missing values
 /// count as 0; if both resolve to 0, unavailable becomes 1.
 pub fn resolve_fenceposts(
     max_surge: Option<&IntOrString>,
@@ -87,7 +87,7 @@ fn deployment_fenceposts(d: &CachedDeployment) -> (i32, i32) {
     .unwrap_or((0, 0))
 }
 
-/// MaxSurge (§6.1): resolved surge, 0 when not a rolling update (or on a bad value). A
+/// MaxSurge: resolved surge, 0 when not a rolling update (or on a bad value). A
 /// negative value (the API server rejects it; a cache can still hold one) counts as 0.
 pub fn max_surge(d: &CachedDeployment) -> i32 {
     if !is_rolling_update(d) {
@@ -102,7 +102,7 @@ pub fn max_total_replicas(d: &CachedDeployment) -> i32 {
     deployment_replicas(d).saturating_add(max_surge(d))
 }
 
-/// MaxUnavailable (§6.1): resolved unavailable clamped to `[0, spec.replicas]`; 0 when not a
+/// MaxUnavailable: resolved unavailable clamped to `[0, spec.replicas]`; 0 when not a
 /// rolling update or when the Deployment has 0 replicas.
 pub fn max_unavailable(d: &CachedDeployment) -> i32 {
     let replicas = deployment_replicas(d);
@@ -112,7 +112,7 @@ pub fn max_unavailable(d: &CachedDeployment) -> i32 {
     deployment_fenceposts(d).1.clamp(0, replicas)
 }
 
-/// NewRSNewReplicas (§6.1): how many replicas the new ReplicaSet may have now.
+/// NewRSNewReplicas: how many replicas the new ReplicaSet may have now.
 /// `all` are every ReplicaSet of the Deployment including `new_rs`.
 pub fn new_rs_new_replicas(
     d: &CachedDeployment,

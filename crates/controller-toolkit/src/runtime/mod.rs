@@ -1,0 +1,183 @@
+//! The controller runtime: everything a kcm-rs controller is made of besides its sync.
+//!
+//! Upstream's controllers each wire the same machinery by hand (a rate-limited queue, an event
+//! recorder, informer handlers that turn events into keys, a cache-sync wait, N workers, a
+//! shutdown that lets in-flight syncs finish). Here it is written once, in the shape of
+//! kube-rs's `Controller::new(..).owns(..).run(..)`: a controller builds a
+//! [`ControllerRuntime`], declares what it watches ([`ControllerRuntime::watches`] for its own
+//! kind, [`ControllerRuntime::owns`] for dependents routed to their owner,
+//! [`ControllerRuntime::reads`] for caches it only reads), and hands its sync to
+//! [`ControllerRuntime::run`]. Its `controller.rs` keeps only the sync and its hooks.
+
+mod routing;
+
+use std::{future::Future, sync::Arc};
+
+use informer::{EventHandler, HasSynced, SharedInformer, wait_for_named_cache_sync};
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+use workqueue::{
+    ControllerMetrics, QueueConfig, QueueError, RateLimitingQueue, SyncFailure, SyncMetrics,
+    WorkerPool,
+};
+
+use crate::{
+    events::{EventRecorder, RecorderConfig},
+    writes::Writer,
+};
+
+pub use routing::{
+    Dependent, DependentEvents, Owner, OwnerRouting, PrimaryHandler, owner_selector,
+};
+
+/// A controller's sync: what the workers call for each key of the queue.
+pub trait Reconciler: Send + Sync + 'static {
+    /// Why a sync failed (decides whether the key is retried).
+    type Error: SyncFailure + Send + 'static;
+
+    /// Brings the object with `key` (`namespace/name`) where its spec says.
+    fn sync(&self, key: &str) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// A controller could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The work queue could not be created (no tokio runtime) or registered.
+    #[error("creating the work queue: {0}")]
+    Queue(#[from] workqueue::QueueError),
+    /// An index could not be added to a shared informer.
+    #[error("adding an informer index: {0}")]
+    Index(#[from] informer::InformerError),
+}
+
+/// Who a controller is: the names upstream uses for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerIdentity {
+    /// Canonical controller name: event source, client name, health check, log field.
+    pub name: &'static str,
+    /// Work queue name (the `name` label of the workqueue metrics).
+    pub queue: &'static str,
+    /// Requeues after which a failing key is dropped until its next event (upstream: 15 for
+    /// Deployments, none for ReplicaSets and StatefulSets).
+    pub max_retries: Option<usize>,
+}
+
+/// The queue, write layer, recorder, handlers and worker pool of one controller.
+pub struct ControllerRuntime {
+    identity: ControllerIdentity,
+    queue: RateLimitingQueue<String>,
+    writer: Writer,
+    recorder: EventRecorder,
+    caches: Vec<Box<dyn HasSynced>>,
+    sync_metrics: Option<SyncMetrics>,
+}
+
+impl ControllerRuntime {
+    /// Creates the queue (with the workqueue metrics, if given), the write layer (sending to
+    /// the API server through `client`) and starts the event recorder on it. Must be called
+    /// inside a tokio runtime.
+    pub fn new(
+        client: &Client,
+        identity: ControllerIdentity,
+        metrics: &ControllerMetrics,
+    ) -> Result<Self, QueueError> {
+        let mut queue_config = QueueConfig::new(identity.queue);
+        if let Some(workqueue_metrics) = &metrics.workqueue {
+            queue_config = queue_config.with_metrics(workqueue_metrics.clone());
+        }
+        let writer = Writer::new(client.clone());
+        Ok(Self {
+            identity,
+            queue: RateLimitingQueue::new(queue_config)?,
+            recorder: EventRecorder::start_with_writer(
+                writer.clone(),
+                RecorderConfig::new(identity.name),
+            ),
+            writer,
+            caches: Vec::new(),
+            sync_metrics: metrics.sync.clone(),
+        })
+    }
+
+    /// The controller's queue of `namespace/name` keys.
+    pub fn queue(&self) -> &RateLimitingQueue<String> {
+        &self.queue
+    }
+
+    /// The controller's write layer: every API write of the controller goes through it.
+    pub fn writer(&self) -> &Writer {
+        &self.writer
+    }
+
+    /// The controller's event recorder.
+    pub fn recorder(&self) -> &EventRecorder {
+        &self.recorder
+    }
+
+    /// The controller's own kind: every add, update and delete enqueues the object's key.
+    pub fn watches<K>(&mut self, informer: &SharedInformer<K>, handler: PrimaryHandler)
+    where
+        K: informer::InformerResource,
+    {
+        self.handles(informer, handler);
+    }
+
+    /// A dependent kind: each event enqueues the owner it names, or the owners that may adopt it.
+    pub fn owns<D, O, E>(&mut self, informer: &SharedInformer<D>, routing: OwnerRouting<O, E>)
+    where
+        D: informer::InformerResource + Dependent,
+        O: Owner,
+        E: DependentEvents<D>,
+    {
+        self.handles(informer, routing);
+    }
+
+    /// Any other handler on `informer`; its initial list is waited for like the others.
+    pub fn handles<K, H>(&mut self, informer: &SharedInformer<K>, handler: H)
+    where
+        K: informer::InformerResource,
+        H: EventHandler<K>,
+    {
+        self.caches
+            .push(Box::new(informer.add_event_handler(handler)));
+    }
+
+    /// A cache the sync reads without reacting to its events; waited for before the workers
+    /// start.
+    pub fn reads<K>(&mut self, informer: &SharedInformer<K>)
+    where
+        K: informer::InformerResource,
+    {
+        self.caches.push(Box::new(informer.clone()));
+    }
+
+    /// Waits for every cache and handler, then runs `workers` workers calling
+    /// [`Reconciler::sync`] for each key until `shutdown`: success forgets the key, a retryable
+    /// failure requeues it with backoff (up to the retry ceiling), as upstream's `handleErr`.
+    /// Returns when every in-flight sync has finished and the recorder has sent its events.
+    pub async fn run<R: Reconciler>(
+        self,
+        workers: usize,
+        shutdown: CancellationToken,
+        reconciler: Arc<R>,
+    ) {
+        let caches: Vec<&dyn HasSynced> = self.caches.iter().map(AsRef::as_ref).collect();
+        if !wait_for_named_cache_sync(self.identity.name, &shutdown, &caches).await {
+            self.queue.shut_down();
+            return;
+        }
+        let pool = WorkerPool {
+            queue: self.queue.clone(),
+            workers,
+            controller: self.identity.name,
+            metrics: self.sync_metrics.clone(),
+            max_retries: self.identity.max_retries,
+        };
+        pool.run_syncs(shutdown, move |key: String| {
+            let reconciler = reconciler.clone();
+            async move { reconciler.sync(&key).await }
+        })
+        .await;
+        self.recorder.flush().await;
+    }
+}

@@ -1,0 +1,353 @@
+//! Turning informer events into queue keys: [`PrimaryHandler`] for the controller's own kind
+//! and [`OwnerRouting`] for dependents (pods of a ReplicaSet or StatefulSet, ReplicaSets of a
+//! Deployment), upstream's `addPod`/`updatePod`/`deletePod` (and `addReplicaSet`/...) written
+//! once.
+//!
+//! A dependent with a controller reference enqueues the owner it resolves to (same kind, name
+//! and UID in the cache); one without enqueues every owner of its namespace whose selector
+//! matches its labels, so an orphan is adopted. One selector rule for all three controllers
+//! ([`owner_selector`]): an empty or unparsable selector selects nothing here.
+
+use std::{marker::PhantomData, sync::Arc, time::Duration};
+
+use informer::{
+    CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister, object_key,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::{
+    Resource, ResourceExt,
+    core::{Selector, SelectorExt},
+};
+use workqueue::RateLimitingQueue;
+
+use crate::{controller_ref::controller_of, pod_predicates::is_pod_ready};
+
+/// The selector an owner adopts orphans with, or `None` when it is empty (it would select
+/// everything) or cannot be parsed: such an owner adopts nothing (upstream's
+/// `getPodReplicaSets`, `getPodStatefulSets`, `getDeploymentsForReplicaSet`).
+pub fn owner_selector(selector: &LabelSelector) -> Option<Selector> {
+    let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && selector
+            .match_expressions
+            .as_ref()
+            .is_none_or(|e| e.is_empty());
+    if empty {
+        return None;
+    }
+    Selector::try_from(selector.clone()).ok()
+}
+
+/// A kind that owns dependents through controller references.
+pub trait Owner: informer::InformerResource {
+    /// `spec.selector`.
+    fn label_selector(&self) -> Option<&LabelSelector>;
+
+    /// `spec.minReadySeconds`: when positive, a dependent turning ready enqueues the owner
+    /// again after that long, so availability is counted on time.
+    fn min_ready_seconds(&self) -> i32 {
+        0
+    }
+}
+
+/// A kind that is owned.
+pub trait Dependent: Resource<DynamicType = ()> + Send + Sync + 'static {
+    /// Whether it turned ready between `old` and `new` (only pods ever do).
+    fn became_ready(_old: &Self, _new: &Self) -> bool {
+        false
+    }
+}
+
+impl Dependent for CachedPod {
+    fn became_ready(old: &Self, new: &Self) -> bool {
+        !is_pod_ready(old) && is_pod_ready(new)
+    }
+}
+
+impl Dependent for CachedReplicaSet {}
+
+impl Owner for CachedReplicaSet {
+    fn label_selector(&self) -> Option<&LabelSelector> {
+        self.spec.as_ref().map(|spec| &spec.selector)
+    }
+
+    fn min_ready_seconds(&self) -> i32 {
+        self.spec
+            .as_ref()
+            .and_then(|spec| spec.min_ready_seconds)
+            .unwrap_or(0)
+    }
+}
+
+impl Owner for CachedDeployment {
+    fn label_selector(&self) -> Option<&LabelSelector> {
+        self.spec.as_ref().map(|spec| &spec.selector)
+    }
+}
+
+/// What a controller learns from its dependents' events besides "sync the owner": the
+/// ReplicaSet controller's expectations observe creations and deletions here.
+pub trait DependentEvents<D>: Send + Sync + 'static {
+    /// A dependent of the owner with key `owner_key` appeared.
+    fn created(&self, _owner_key: &str, _dependent: &D) {}
+    /// A dependent of the owner with key `owner_key` is gone or being deleted.
+    fn deleted(&self, _owner_key: &str, _dependent: &D) {}
+}
+
+/// No bookkeeping beyond enqueueing.
+impl<D> DependentEvents<D> for () {}
+
+/// Called with the key of an object that is gone.
+type OnGone = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The handler of the controller's own kind: every event enqueues the object's key.
+pub struct PrimaryHandler {
+    queue: RateLimitingQueue<String>,
+    on_gone: Option<OnGone>,
+}
+
+impl PrimaryHandler {
+    /// Enqueues on every add, update (resyncs included) and delete.
+    pub fn new(queue: &RateLimitingQueue<String>) -> Self {
+        Self {
+            queue: queue.clone(),
+            on_gone: None,
+        }
+    }
+
+    /// Also calls `on_gone(key)` when an object is deleted, or replaced by a namesake with
+    /// another UID between two events (the ReplicaSet controller drops its expectations).
+    pub fn on_gone(mut self, on_gone: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_gone = Some(Arc::new(on_gone));
+        self
+    }
+}
+
+impl<K: Resource<DynamicType = ()> + Send + Sync + 'static> EventHandler<K> for PrimaryHandler {
+    fn on_add(&self, obj: &Arc<K>, _is_in_initial_list: bool) {
+        self.queue.add(object_key(obj.as_ref()));
+    }
+
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        if let Some(on_gone) = &self.on_gone
+            && old.meta().uid != new.meta().uid
+        {
+            on_gone(&object_key(old.as_ref()));
+        }
+        self.queue.add(object_key(new.as_ref()));
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        let key = obj.key();
+        if let Some(on_gone) = &self.on_gone {
+            on_gone(&key);
+        }
+        self.queue.add(key);
+    }
+}
+
+/// Routes a dependent kind's events to its owners' keys.
+pub struct OwnerRouting<O, E = ()> {
+    owners: Lister<O>,
+    queue: RateLimitingQueue<String>,
+    events: E,
+    graceful_delete_is_delete: bool,
+    _owner: PhantomData<fn() -> O>,
+}
+
+impl<O: Owner> OwnerRouting<O, ()> {
+    /// Routes to the owners in `owners`, enqueueing into `queue`.
+    pub fn new(owners: Lister<O>, queue: &RateLimitingQueue<String>) -> Self {
+        Self {
+            owners,
+            queue: queue.clone(),
+            events: (),
+            graceful_delete_is_delete: false,
+            _owner: PhantomData,
+        }
+    }
+}
+
+impl<O: Owner, E> OwnerRouting<O, E> {
+    /// Reports creations and deletions to `events` too.
+    pub fn with_events<E2>(self, events: E2) -> OwnerRouting<O, E2> {
+        OwnerRouting {
+            owners: self.owners,
+            queue: self.queue,
+            events,
+            graceful_delete_is_delete: self.graceful_delete_is_delete,
+            _owner: PhantomData,
+        }
+    }
+
+    /// Treats an update that sets `deletionTimestamp` as the deletion itself (upstream's
+    /// ReplicaSet controller: replacements are created without waiting for the kubelet).
+    pub fn graceful_delete_is_delete(mut self) -> Self {
+        self.graceful_delete_is_delete = true;
+        self
+    }
+
+    fn enqueue(&self, owner: &O) {
+        self.queue.add(object_key(owner));
+    }
+
+    /// The owner a dependent's controller reference names, if it is cached with that UID.
+    fn resolve<D: Dependent>(&self, dependent: &D) -> Option<Arc<O>> {
+        self.owners.resolve_controller_ref(
+            &dependent.namespace().unwrap_or_default(),
+            controller_of(dependent.meta())?,
+        )
+    }
+
+    /// The owners of the dependent's namespace whose selector matches its labels.
+    fn matching<D: Dependent>(&self, dependent: &D) -> Vec<Arc<O>> {
+        let Some(labels) = dependent.meta().labels.as_ref().filter(|l| !l.is_empty()) else {
+            return Vec::new();
+        };
+        let matching: Vec<Arc<O>> = self
+            .owners
+            .list_namespaced(
+                &dependent.namespace().unwrap_or_default(),
+                &Selector::default(),
+            )
+            .into_iter()
+            .filter(|owner| {
+                owner
+                    .label_selector()
+                    .and_then(owner_selector)
+                    .is_some_and(|selector| selector.matches(labels))
+            })
+            .collect();
+        if matching.len() > 1 {
+            tracing::info!(
+                dependent = %object_key(dependent),
+                owners = matching.len(),
+                "user error: more than one {} selects this object",
+                O::kind(&())
+            );
+        }
+        matching
+    }
+}
+
+impl<O: Owner, E> OwnerRouting<O, E> {
+    fn deleted<D: Dependent>(&self, dependent: &D)
+    where
+        E: DependentEvents<D>,
+    {
+        if let Some(owner) = self.resolve(dependent) {
+            let key = object_key(owner.as_ref());
+            self.events.deleted(&key, dependent);
+            self.queue.add(key);
+        }
+    }
+}
+
+impl<D, O, E> EventHandler<D> for OwnerRouting<O, E>
+where
+    D: Dependent,
+    O: Owner,
+    E: DependentEvents<D>,
+{
+    fn on_add(&self, dependent: &Arc<D>, _is_in_initial_list: bool) {
+        if dependent.meta().deletion_timestamp.is_some() {
+            // A restarted controller seeing a dependent already being deleted.
+            self.deleted(dependent.as_ref());
+            return;
+        }
+        if controller_of(dependent.meta()).is_some() {
+            if let Some(owner) = self.resolve(dependent.as_ref()) {
+                let key = object_key(owner.as_ref());
+                self.events.created(&key, dependent);
+                self.queue.add(key);
+            }
+            return;
+        }
+        for owner in self.matching(dependent.as_ref()) {
+            self.enqueue(&owner);
+        }
+    }
+
+    fn on_update(&self, old: &Arc<D>, new: &Arc<D>) {
+        if old.meta().resource_version == new.meta().resource_version {
+            return;
+        }
+        let labels_changed = old.meta().labels != new.meta().labels;
+        if self.graceful_delete_is_delete && new.meta().deletion_timestamp.is_some() {
+            // The old labels may have selected another owner.
+            self.deleted(new.as_ref());
+            if labels_changed {
+                self.deleted(old.as_ref());
+            }
+            return;
+        }
+        let old_ref = controller_of(old.meta());
+        let new_ref = controller_of(new.meta());
+        let ref_changed = old_ref != new_ref;
+        if ref_changed
+            && old_ref.is_some()
+            && let Some(previous) = self.resolve(old.as_ref())
+        {
+            self.enqueue(&previous);
+        }
+        if new_ref.is_some() {
+            if let Some(owner) = self.resolve(new.as_ref()) {
+                self.enqueue(&owner);
+                let min_ready = owner.min_ready_seconds();
+                if min_ready > 0 && D::became_ready(old, new) {
+                    let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0));
+                    self.queue.add_after(object_key(owner.as_ref()), delay);
+                }
+            }
+            return;
+        }
+        if labels_changed || ref_changed {
+            for owner in self.matching(new.as_ref()) {
+                self.enqueue(&owner);
+            }
+        }
+    }
+
+    fn on_delete(&self, dependent: &DeletedObject<D>) {
+        self.deleted(dependent.object().as_ref());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_unparsable_selectors_select_nothing() {
+        let labels: std::collections::BTreeMap<String, String> =
+            [("app".to_owned(), "web".to_owned())].into();
+        let cases = [
+            (serde_json::json!({}), None),
+            (serde_json::json!({"matchLabels": {}}), None),
+            (serde_json::json!({"matchExpressions": []}), None),
+            (
+                serde_json::json!({"matchLabels": {"app": "web"}}),
+                Some(true),
+            ),
+            (
+                serde_json::json!({"matchLabels": {"app": "api"}}),
+                Some(false),
+            ),
+            (
+                serde_json::json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}),
+                Some(true),
+            ),
+            (
+                serde_json::json!({"matchExpressions": [{"key": "app", "operator": "Bogus"}]}),
+                None,
+            ),
+        ];
+        for (selector, expected) in cases {
+            let parsed: LabelSelector = serde_json::from_value(selector.clone()).expect("selector");
+            assert_eq!(
+                owner_selector(&parsed).map(|s| s.matches(&labels)),
+                expected,
+                "{selector}"
+            );
+        }
+    }
+}

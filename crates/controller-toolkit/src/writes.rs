@@ -1,0 +1,494 @@
+//! The one write layer of the three controllers: every API write is an explicit value — what
+//! (verb and resource), on which object, and why — handed to an executor.
+//!
+//! Controllers decide writes; an [`WriteExecutor`] carries them out. [`ApiWriteExecutor`]
+//! sends them to the API server; shadow mode swaps in one that records the intent and sends
+//! nothing, without any controller code knowing. Typed helpers on [`Writer`] turn a controller's
+//! object into a [`Write`] and the server's answer back into the object, and hold the rules
+//! every controller shares: the status-update retry ([`StatusRetry`]) and upstream's
+//! `slowStartBatch` ([`slow_start`]).
+
+use std::{fmt, future::Future, sync::Arc};
+
+use futures::future::{BoxFuture, join_all};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions},
+    core::{ApiResource, DynamicObject, Request},
+};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use crate::api_errors::is_conflict;
+
+/// What a write does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteVerb {
+    /// POST a new object.
+    Create,
+    /// PUT the whole object (its resourceVersion makes a concurrent change a 409).
+    Update,
+    /// PUT the status subresource.
+    UpdateStatus,
+    /// PATCH with a strategic-merge patch.
+    StrategicPatch,
+    /// PATCH with a JSON merge patch.
+    MergePatch,
+    /// DELETE, with a UID precondition when set.
+    Delete {
+        /// Only delete the object with this UID (not a namesake created since).
+        uid: Option<String>,
+    },
+}
+
+impl fmt::Display for WriteVerb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WriteVerb::Create => "create",
+            WriteVerb::Update | WriteVerb::UpdateStatus => "update",
+            WriteVerb::StrategicPatch | WriteVerb::MergePatch => "patch",
+            WriteVerb::Delete { .. } => "delete",
+        })
+    }
+}
+
+/// One API write a controller decided on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write {
+    /// What it does.
+    pub verb: WriteVerb,
+    /// The kind written (group, version, kind, plural).
+    pub resource: ApiResource,
+    /// The object's namespace.
+    pub namespace: String,
+    /// The object's name (`metadata.generateName` for a create that lets the server name it).
+    pub name: String,
+    /// The object, the patch, or `Null` for a delete.
+    pub body: Value,
+    /// The bytes to send instead of serializing `body`, when they must be exact (a
+    /// ControllerRevision's data as Go encodes it); `body` is then the same object parsed.
+    pub exact_body: Option<Arc<[u8]>>,
+    /// Why the controller writes: a short phrase for logs and shadow reports ("scale up",
+    /// "status", "adopt").
+    pub reason: &'static str,
+}
+
+/// Carries out [`Write`]s: the server's answer (the written object; `Null` for a delete).
+pub trait WriteExecutor: Send + Sync + 'static {
+    /// Performs one write.
+    fn execute(&self, write: Write) -> BoxFuture<'static, Result<Value, kube::Error>>;
+}
+
+/// Sends writes to the API server through one client (the controller's, so its user agent and
+/// rate limiter apply to every write).
+#[derive(Clone)]
+pub struct ApiWriteExecutor {
+    client: Client,
+}
+
+impl ApiWriteExecutor {
+    /// Writes through `client`.
+    pub fn new(client: Client) -> Self {
+        Self { client }
+    }
+}
+
+fn request_for(write: &Write) -> Result<http::Request<Vec<u8>>, kube::Error> {
+    let request = Request::new(DynamicObject::url_path(
+        &write.resource,
+        Some(&write.namespace),
+    ));
+    let body = || match &write.exact_body {
+        Some(exact) => Ok(exact.to_vec()),
+        None => serde_json::to_vec(&write.body).map_err(kube::Error::SerdeError),
+    };
+    let built = match &write.verb {
+        WriteVerb::Create => request.create(&PostParams::default(), body()?),
+        WriteVerb::Update => request.replace(&write.name, &PostParams::default(), body()?),
+        WriteVerb::UpdateStatus => {
+            request.replace_subresource("status", &write.name, &PostParams::default(), body()?)
+        }
+        WriteVerb::StrategicPatch => request.patch(
+            &write.name,
+            &PatchParams::default(),
+            &Patch::Strategic(&write.body),
+        ),
+        WriteVerb::MergePatch => request.patch(
+            &write.name,
+            &PatchParams::default(),
+            &Patch::Merge(&write.body),
+        ),
+        WriteVerb::Delete { uid } => {
+            let params = DeleteParams {
+                preconditions: uid.as_ref().map(|uid| Preconditions {
+                    uid: Some(uid.clone()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            request.delete(&write.name, &params)
+        }
+    };
+    built.map_err(kube::Error::BuildRequest)
+}
+
+impl WriteExecutor for ApiWriteExecutor {
+    fn execute(&self, write: Write) -> BoxFuture<'static, Result<Value, kube::Error>> {
+        let client = self.client.clone();
+        Box::pin(async move {
+            let request = request_for(&write)?;
+            client.request::<Value>(request).await
+        })
+    }
+}
+
+/// The typed face of the write layer that controllers call.
+#[derive(Clone)]
+pub struct Writer {
+    executor: Arc<dyn WriteExecutor>,
+    /// Reads a conflict retry needs (re-reading the object is not a write).
+    client: Client,
+}
+
+impl Writer {
+    /// Writes through the API server with `client`.
+    pub fn new(client: Client) -> Self {
+        Self::with_executor(client.clone(), Arc::new(ApiWriteExecutor::new(client)))
+    }
+
+    /// Writes through `executor`; `client` serves the reads of conflict retries.
+    pub fn with_executor(client: Client, executor: Arc<dyn WriteExecutor>) -> Self {
+        Self { executor, client }
+    }
+
+    /// The client reads go through.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    async fn send<K: DeserializeOwned>(&self, write: Write) -> Result<K, kube::Error> {
+        let written = self.executor.execute(write).await?;
+        serde_json::from_value(written).map_err(kube::Error::SerdeError)
+    }
+
+    fn write_of<K>(object: &K, verb: WriteVerb, reason: &'static str) -> Result<Write, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize,
+    {
+        let meta = object.meta();
+        let name = meta
+            .name
+            .clone()
+            .or_else(|| meta.generate_name.clone())
+            .unwrap_or_default();
+        Ok(Write {
+            verb,
+            resource: ApiResource::erase::<K>(&()),
+            namespace: object.namespace().unwrap_or_default(),
+            name,
+            body: with_type_meta::<K>(
+                serde_json::to_value(object).map_err(kube::Error::SerdeError)?,
+            ),
+            exact_body: None,
+            reason,
+        })
+    }
+
+    /// POSTs `exact` (the encoding of `object` that must reach the server byte for byte).
+    pub async fn create_exact<K>(
+        &self,
+        object: &K,
+        exact: Vec<u8>,
+        reason: &'static str,
+    ) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        let mut write = Self::write_of(object, WriteVerb::Create, reason)?;
+        write.body = serde_json::from_slice(&exact).map_err(kube::Error::SerdeError)?;
+        write.exact_body = Some(exact.into());
+        self.send(write).await
+    }
+
+    /// POSTs `object`; the server's copy comes back.
+    pub async fn create<K>(&self, object: &K, reason: &'static str) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        self.send(Self::write_of(object, WriteVerb::Create, reason)?)
+            .await
+    }
+
+    /// PUTs `object` (conflicts answer 409).
+    pub async fn update<K>(&self, object: &K, reason: &'static str) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        self.send(Self::write_of(object, WriteVerb::Update, reason)?)
+            .await
+    }
+
+    /// PUTs `object`'s status subresource (conflicts answer 409).
+    pub async fn update_status<K>(&self, object: &K, reason: &'static str) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        self.send(Self::write_of(object, WriteVerb::UpdateStatus, reason)?)
+            .await
+    }
+
+    /// PATCHes the `K` named `name` in `namespace` with a strategic-merge `patch`.
+    pub async fn strategic_patch<K>(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: Value,
+        reason: &'static str,
+    ) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        self.send(Write {
+            verb: WriteVerb::StrategicPatch,
+            resource: ApiResource::erase::<K>(&()),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            body: patch,
+            exact_body: None,
+            reason,
+        })
+        .await
+    }
+
+    /// DELETEs the `K` named `name` in `namespace`, only if it still has `uid` when given.
+    /// A graceful delete answers with the object (its new version); an immediate one with a
+    /// Status, which is `None`.
+    pub async fn delete<K>(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+        reason: &'static str,
+    ) -> Result<Option<K>, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let answer = self
+            .executor
+            .execute(Write {
+                verb: WriteVerb::Delete {
+                    uid: uid.map(str::to_owned),
+                },
+                resource: ApiResource::erase::<K>(&()),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                body: Value::Null,
+                exact_body: None,
+                reason,
+            })
+            .await?;
+        if answer.get("kind").and_then(Value::as_str) == Some(K::kind(&()).as_ref()) {
+            serde_json::from_value(answer)
+                .map(Some)
+                .map_err(kube::Error::SerdeError)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Writes a status computed by the sync, retrying as `retry` says with a fresh read of the
+    /// object: `put` sets what the sync decided onto whichever copy is being written.
+    pub async fn update_status_retrying<K>(
+        &self,
+        object: &K,
+        retry: StatusRetry,
+        put: impl Fn(&mut K),
+    ) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + fmt::Debug,
+    {
+        let mut current = object.clone();
+        let mut attempt = 1;
+        loop {
+            put(&mut current);
+            match self.update_status(&current, "status").await {
+                Ok(written) => return Ok(written),
+                Err(error) if attempt < retry.attempts && retry.retries(&error) => {
+                    attempt += 1;
+                    tracing::debug!(
+                        object = %informer::object_key(object),
+                        %error,
+                        "status update failed; re-reading"
+                    );
+                    let api: Api<K> = Api::namespaced(
+                        self.client.clone(),
+                        &object.namespace().unwrap_or_default(),
+                    );
+                    current = api.get(&object.name_any()).await?;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+}
+
+/// The body as the API server expects it: `apiVersion` and `kind` set (the cached types may
+/// not carry them).
+fn with_type_meta<K: Resource<DynamicType = ()>>(mut body: Value) -> Value {
+    if let Value::Object(fields) = &mut body {
+        fields
+            .entry("apiVersion")
+            .or_insert_with(|| Value::String(K::api_version(&()).into_owned()));
+        fields
+            .entry("kind")
+            .or_insert_with(|| Value::String(K::kind(&()).into_owned()));
+    }
+    body
+}
+
+/// How a status write is retried (each controller's upstream rule, in one place).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusRetry {
+    /// Attempts in all, the first included.
+    pub attempts: usize,
+    /// Which failures are retried: every one (upstream's ReplicaSet controller), or only 409
+    /// Conflicts (the StatefulSet and Deployment controllers).
+    pub on: RetryOn,
+}
+
+/// Failures a [`StatusRetry`] retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryOn {
+    /// Any failure.
+    AnyError,
+    /// 409 Conflict only.
+    Conflict,
+}
+
+impl StatusRetry {
+    fn retries(&self, error: &kube::Error) -> bool {
+        match self.on {
+            RetryOn::AnyError => true,
+            RetryOn::Conflict => is_conflict(error),
+        }
+    }
+}
+
+/// Upstream's `slowStartBatch` batch limit.
+pub const SLOW_START_MAX_BATCH: usize = 500;
+
+/// The batch sizes upstream's `slowStartBatch` uses for `count` calls: 1, 2, 4, … (doubling,
+/// at most [`SLOW_START_MAX_BATCH`] and what remains).
+pub fn slow_start_batches(count: usize) -> Vec<usize> {
+    let mut batches = Vec::new();
+    let mut remaining = count;
+    let mut size = remaining.min(1);
+    while size > 0 {
+        batches.push(size);
+        remaining -= size;
+        size = (2 * size).min(remaining).min(SLOW_START_MAX_BATCH);
+    }
+    batches
+}
+
+/// What [`slow_start`] did.
+#[derive(Debug)]
+pub struct SlowStartOutcome<E> {
+    /// Calls that succeeded.
+    pub successes: usize,
+    /// The failures of the batch that stopped the run (empty when every call succeeded).
+    pub errors: Vec<E>,
+}
+
+/// upstream `slowStartBatch`: runs `call(i)` for `i` in `0..count` in batches of growing size,
+/// each batch concurrently; stops after the first batch with a failure, so a call that fails
+/// for everyone (a quota, a webhook) is not made `count` times.
+pub async fn slow_start<F, Fut, E>(count: usize, call: F) -> SlowStartOutcome<E>
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+{
+    let mut outcome = SlowStartOutcome {
+        successes: 0,
+        errors: Vec::new(),
+    };
+    let mut next = 0;
+    for batch in slow_start_batches(count) {
+        let results = join_all((next..next + batch).map(&call)).await;
+        next += batch;
+        for result in results {
+            match result {
+                Ok(()) => outcome.successes += 1,
+                Err(error) => outcome.errors.push(error),
+            }
+        }
+        if !outcome.errors.is_empty() {
+            break;
+        }
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_start_batch_sizes() {
+        let cases: [(usize, &[usize]); 5] = [
+            (0, &[]),
+            (1, &[1]),
+            (3, &[1, 2]),
+            (10, &[1, 2, 4, 3]),
+            (1200, &[1, 2, 4, 8, 16, 32, 64, 128, 256, 500, 189]),
+        ];
+        for (count, want) in cases {
+            assert_eq!(slow_start_batches(count), want, "{count}");
+        }
+    }
+
+    #[tokio::test]
+    async fn slow_start_stops_after_the_first_failing_batch() {
+        // Calls 0..=2 succeed, 3 fails: batches 1, 2 succeed, the batch of 4 (3..7) fails once.
+        let outcome = slow_start(20, |i| async move { if i == 3 { Err(i) } else { Ok(()) } }).await;
+        assert_eq!(outcome.successes, 6);
+        assert_eq!(outcome.errors, vec![3]);
+        let clean = slow_start(7, |_| async { Ok::<(), ()>(()) }).await;
+        assert_eq!((clean.successes, clean.errors.len()), (7, 0));
+    }
+
+    #[test]
+    fn writes_name_their_verb_resource_and_object() {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"generateName": "web-", "namespace": "default"}
+        }))
+        .expect("pod");
+        let write = Writer::write_of(&pod, WriteVerb::Create, "create replica").expect("write");
+        assert_eq!(write.resource.plural, "pods");
+        assert_eq!(
+            (write.namespace.as_str(), write.name.as_str()),
+            ("default", "web-")
+        );
+        assert_eq!(write.body["kind"], "Pod");
+        assert_eq!(write.body["apiVersion"], "v1");
+        let request = request_for(&Write {
+            verb: WriteVerb::Delete {
+                uid: Some("u1".into()),
+            },
+            body: Value::Null,
+            name: "web-1".into(),
+            ..write
+        })
+        .expect("request");
+        assert_eq!(request.method(), http::Method::DELETE);
+        assert_eq!(
+            request.uri().path(),
+            "/api/v1/namespaces/default/pods/web-1"
+        );
+        assert!(String::from_utf8_lossy(request.body()).contains("\"uid\":\"u1\""));
+    }
+}

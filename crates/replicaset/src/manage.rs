@@ -1,0 +1,180 @@
+//! upstream `manageReplicas`: create the missing pods in slow-start
+//! batches, or delete the surplus, lowest-ranked first, keeping the expectations in step with
+//! every write so the next sync neither repeats nor misses one.
+
+use std::sync::Arc;
+
+use controller_toolkit::{
+    controller_ref::new_controller_ref,
+    keys::pod_key,
+    ranking::{rank_by_related_pods_on_same_node, sort_for_deletion},
+    writes::slow_start,
+};
+use futures::future::join_all;
+use informer::{
+    CONTROLLER_UID_INDEX, CachedPod, CachedReplicaSet, CompactPodTemplate,
+    POD_CONTROLLER_UID_INDEX, controller_index_key, orphan_pod_index_key, owner_index_key,
+};
+use k8s_openapi::jiff::Timestamp;
+use kube::{
+    ResourceExt,
+    core::{Selector, SelectorExt},
+};
+
+use crate::{
+    controller::{SyncContext, SyncError, replica_set_gvk},
+    decide::{ReplicaPlan, plan_replicas},
+};
+
+impl SyncContext {
+    /// upstream `manageReplicas`.
+    pub(crate) async fn manage_replicas(
+        &self,
+        active_pods: &[Arc<CachedPod>],
+        replica_set: &Arc<CachedReplicaSet>,
+        key: &str,
+    ) -> Result<(), SyncError> {
+        let desired = replica_set
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.replicas)
+            .unwrap_or(1);
+        match plan_replicas(active_pods.len(), desired) {
+            ReplicaPlan::Nothing => Ok(()),
+            ReplicaPlan::Create(count) => self.create_pods(replica_set, key, count).await,
+            ReplicaPlan::Delete(count) => {
+                self.delete_pods(active_pods, replica_set, key, count).await
+            }
+        }
+    }
+
+    /// Creates `count` pods in slow-start batches; stops after the first batch with a failure
+    /// and lowers the expectations for every create that will never be observed.
+    async fn create_pods(
+        &self,
+        replica_set: &Arc<CachedReplicaSet>,
+        key: &str,
+        count: usize,
+    ) -> Result<(), SyncError> {
+        let namespace = replica_set.namespace().unwrap_or_default();
+        let template = replica_set
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.template.as_ref())
+            .map(CompactPodTemplate::decode)
+            .unwrap_or_default();
+        let controller_ref = new_controller_ref(replica_set.as_ref(), &replica_set_gvk());
+        self.expectations
+            .expect_creations(key, i64::try_from(count).unwrap_or(i64::MAX));
+        let outcome = slow_start(count, |_| async {
+            match self
+                .pod_control
+                .create_pods(&namespace, &template, replica_set.as_ref(), &controller_ref)
+                .await
+            {
+                // No pod will appear, but the namespace is going away: nothing to retry.
+                Err(error) if !error.is_namespace_terminating() => Err(error),
+                _ => Ok(()),
+            }
+        })
+        .await;
+        for _ in outcome.successes..count {
+            self.expectations.creation_observed(key);
+        }
+        match outcome.errors.into_iter().next() {
+            Some(error) => Err(error.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes the `count` lowest-ranked pods, all at once.
+    async fn delete_pods(
+        &self,
+        active_pods: &[Arc<CachedPod>],
+        replica_set: &Arc<CachedReplicaSet>,
+        key: &str,
+        count: usize,
+    ) -> Result<(), SyncError> {
+        let victims = self.choose_victims(active_pods, replica_set, count);
+        self.expectations
+            .expect_deletions(key, victims.iter().map(|pod| pod_key(pod)));
+        let results = join_all(
+            victims
+                .iter()
+                .map(|pod| self.pod_control.delete_pod(pod, replica_set.as_ref())),
+        )
+        .await;
+        let mut first_error = None;
+        for (pod, result) in victims.iter().zip(results) {
+            if let Err(error) = result {
+                // No delete event will come for this pod: stop waiting for it.
+                self.expectations.deletion_observed(key, &pod_key(pod));
+                if !error.is_not_found() {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        match first_error {
+            Some(error) => Err(error.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// all pods if deleting at least as many as exist, otherwise the first
+    /// `count` by upstream's ranking, with ranks counted over pods of sibling ReplicaSets.
+    fn choose_victims(
+        &self,
+        active_pods: &[Arc<CachedPod>],
+        replica_set: &CachedReplicaSet,
+        count: usize,
+    ) -> Vec<Arc<CachedPod>> {
+        if count >= active_pods.len() {
+            return active_pods.to_vec();
+        }
+        let related = self.related_pods(replica_set);
+        let ranked = rank_by_related_pods_on_same_node(active_pods, &related);
+        sort_for_deletion(ranked, Timestamp::now())
+            .into_iter()
+            .take(count)
+            .map(|ranked| ranked.pod)
+            .collect()
+    }
+
+    /// Pods of every ReplicaSet with the same controller as this one (its siblings and itself).
+    fn related_pods(&self, replica_set: &CachedReplicaSet) -> Vec<Arc<CachedPod>> {
+        let Some(owner) = controller_toolkit::controller_ref::controller_of(&replica_set.metadata)
+        else {
+            return Vec::new();
+        };
+        let namespace = replica_set.namespace().unwrap_or_default();
+        let orphans = self
+            .pods
+            .by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(&namespace));
+        let mut seen = std::collections::HashSet::new();
+        let mut related = Vec::new();
+        let siblings = controller_index_key(&namespace, &owner.kind, &owner.name, &owner.uid);
+        for sibling in self.replica_sets.by_index(CONTROLLER_UID_INDEX, &siblings) {
+            let Some(selector) = sibling
+                .spec
+                .as_ref()
+                .and_then(|spec| Selector::try_from(spec.selector.clone()).ok())
+            else {
+                continue;
+            };
+            // Upstream lists the namespace's pods matching the sibling's selector; the pods a
+            // sibling owns plus the orphans are those, bar pods owned by an unrelated
+            // controller, and need no namespace scan.
+            let owned = self
+                .pods
+                .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(sibling.as_ref()));
+            for pod in owned.iter().chain(&orphans) {
+                if selector.matches(pod.metadata.labels.as_ref().unwrap_or(&Default::default()))
+                    && seen.insert(pod.uid().unwrap_or_default())
+                {
+                    related.push(pod.clone());
+                }
+            }
+        }
+        related
+    }
+}
