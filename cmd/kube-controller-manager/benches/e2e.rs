@@ -206,7 +206,7 @@ impl Sim {
             .spawn()
             .with_context(|| {
                 format!(
-                    "starting {} (build it with `cargo build --release -p kube-sim`)",
+                    "starting {} (build it with `cargo build --profile dist -p kube-sim`)",
                     settings.sim_binary.display()
                 )
             })?;
