@@ -17,7 +17,7 @@ use kube::{
     core::{ApiResource, DynamicObject, Request},
 };
 use serde::{Serialize, de::DeserializeOwned};
-use serde_json::Value;
+use serde_json::{Value, value::RawValue};
 
 use crate::api_errors::is_conflict;
 
@@ -63,20 +63,19 @@ pub struct Write {
     pub namespace: String,
     /// The object's name (`metadata.generateName` for a create that lets the server name it).
     pub name: String,
-    /// The object, the patch, or `Null` for a delete.
-    pub body: Value,
-    /// The bytes to send instead of serializing `body`, when they must be exact (a
-    /// ControllerRevision's data as Go encodes it); `body` is then the same object parsed.
-    pub exact_body: Option<Arc<[u8]>>,
+    /// The JSON sent: the object or the patch, as the controller encoded it (a
+    /// ControllerRevision keeps Go's exact bytes); empty for a delete.
+    pub body: Arc<[u8]>,
     /// Why the controller writes: a short phrase for logs and shadow reports ("scale up",
     /// "status", "adopt").
     pub reason: &'static str,
 }
 
-/// Carries out [`Write`]s: the server's answer (the written object; `Null` for a delete).
+/// Carries out [`Write`]s: the server's answer as JSON text (the written object; for a delete
+/// the object or a Status).
 pub trait WriteExecutor: Send + Sync + 'static {
     /// Performs one write.
-    fn execute(&self, write: Write) -> BoxFuture<'static, Result<Value, kube::Error>>;
+    fn execute(&self, write: Write) -> BoxFuture<'static, Result<String, kube::Error>>;
 }
 
 /// Sends writes to the API server through one client (the controller's, so its user agent and
@@ -98,25 +97,27 @@ fn request_for(write: &Write) -> Result<http::Request<Vec<u8>>, kube::Error> {
         &write.resource,
         Some(&write.namespace),
     ));
-    let body = || match &write.exact_body {
-        Some(exact) => Ok(exact.to_vec()),
-        None => serde_json::to_vec(&write.body).map_err(kube::Error::SerdeError),
+    let body = || write.body.to_vec();
+    // A patch goes out as the bytes it was encoded to.
+    let patch = || {
+        let text = String::from_utf8(write.body.to_vec()).map_err(kube::Error::FromUtf8)?;
+        RawValue::from_string(text).map_err(kube::Error::SerdeError)
     };
     let built = match &write.verb {
-        WriteVerb::Create => request.create(&PostParams::default(), body()?),
-        WriteVerb::Update => request.replace(&write.name, &PostParams::default(), body()?),
+        WriteVerb::Create => request.create(&PostParams::default(), body()),
+        WriteVerb::Update => request.replace(&write.name, &PostParams::default(), body()),
         WriteVerb::UpdateStatus => {
-            request.replace_subresource("status", &write.name, &PostParams::default(), body()?)
+            request.replace_subresource("status", &write.name, &PostParams::default(), body())
         }
         WriteVerb::StrategicPatch => request.patch(
             &write.name,
             &PatchParams::default(),
-            &Patch::Strategic(&write.body),
+            &Patch::Strategic(patch()?),
         ),
         WriteVerb::MergePatch => request.patch(
             &write.name,
             &PatchParams::default(),
-            &Patch::Merge(&write.body),
+            &Patch::Merge(patch()?),
         ),
         WriteVerb::Delete { uid } => {
             let params = DeleteParams {
@@ -133,11 +134,11 @@ fn request_for(write: &Write) -> Result<http::Request<Vec<u8>>, kube::Error> {
 }
 
 impl WriteExecutor for ApiWriteExecutor {
-    fn execute(&self, write: Write) -> BoxFuture<'static, Result<Value, kube::Error>> {
+    fn execute(&self, write: Write) -> BoxFuture<'static, Result<String, kube::Error>> {
         let client = self.client.clone();
         Box::pin(async move {
             let request = request_for(&write)?;
-            client.request::<Value>(request).await
+            client.request_text(request).await
         })
     }
 }
@@ -168,12 +169,13 @@ impl Writer {
 
     async fn send<K: DeserializeOwned>(&self, write: Write) -> Result<K, kube::Error> {
         let written = self.executor.execute(write).await?;
-        serde_json::from_value(written).map_err(kube::Error::SerdeError)
+        serde_json::from_str(&written).map_err(kube::Error::SerdeError)
     }
 
-    fn write_of<K>(object: &K, verb: WriteVerb, reason: &'static str) -> Result<Write, kube::Error>
+    /// The write of `object` with `body` as its encoding.
+    fn write_of<K>(object: &K, verb: WriteVerb, body: Vec<u8>, reason: &'static str) -> Write
     where
-        K: Resource<DynamicType = ()> + Serialize,
+        K: Resource<DynamicType = ()>,
     {
         let meta = object.meta();
         let name = meta
@@ -181,20 +183,31 @@ impl Writer {
             .clone()
             .or_else(|| meta.generate_name.clone())
             .unwrap_or_default();
-        Ok(Write {
+        Write {
             verb,
             resource: ApiResource::erase::<K>(&()),
             namespace: object.namespace().unwrap_or_default(),
             name,
-            body: with_type_meta::<K>(
-                serde_json::to_value(object).map_err(kube::Error::SerdeError)?,
-            ),
-            exact_body: None,
+            body: body.into(),
             reason,
-        })
+        }
     }
 
-    /// POSTs `exact` (the encoding of `object` that must reach the server byte for byte).
+    /// Sends `object` itself, encoded as JSON.
+    async fn send_object<K>(
+        &self,
+        object: &K,
+        verb: WriteVerb,
+        reason: &'static str,
+    ) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+        self.send(Self::write_of(object, verb, body, reason)).await
+    }
+
+    /// POSTs `exact`, the encoding of `object` that must reach the server byte for byte.
     pub async fn create_exact<K>(
         &self,
         object: &K,
@@ -202,12 +215,10 @@ impl Writer {
         reason: &'static str,
     ) -> Result<K, kube::Error>
     where
-        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+        K: Resource<DynamicType = ()> + DeserializeOwned,
     {
-        let mut write = Self::write_of(object, WriteVerb::Create, reason)?;
-        write.body = serde_json::from_slice(&exact).map_err(kube::Error::SerdeError)?;
-        write.exact_body = Some(exact.into());
-        self.send(write).await
+        self.send(Self::write_of(object, WriteVerb::Create, exact, reason))
+            .await
     }
 
     /// POSTs `object`; the server's copy comes back.
@@ -215,8 +226,7 @@ impl Writer {
     where
         K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
     {
-        self.send(Self::write_of(object, WriteVerb::Create, reason)?)
-            .await
+        self.send_object(object, WriteVerb::Create, reason).await
     }
 
     /// PUTs `object` (conflicts answer 409).
@@ -224,8 +234,7 @@ impl Writer {
     where
         K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
     {
-        self.send(Self::write_of(object, WriteVerb::Update, reason)?)
-            .await
+        self.send_object(object, WriteVerb::Update, reason).await
     }
 
     /// PUTs `object`'s status subresource (conflicts answer 409).
@@ -233,7 +242,7 @@ impl Writer {
     where
         K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
     {
-        self.send(Self::write_of(object, WriteVerb::UpdateStatus, reason)?)
+        self.send_object(object, WriteVerb::UpdateStatus, reason)
             .await
     }
 
@@ -253,8 +262,9 @@ impl Writer {
             resource: ApiResource::erase::<K>(&()),
             namespace: namespace.to_owned(),
             name: name.to_owned(),
-            body: patch,
-            exact_body: None,
+            body: serde_json::to_vec(&patch)
+                .map_err(kube::Error::SerdeError)?
+                .into(),
             reason,
         })
         .await
@@ -282,13 +292,18 @@ impl Writer {
                 resource: ApiResource::erase::<K>(&()),
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
-                body: Value::Null,
-                exact_body: None,
+                body: Arc::from([]),
                 reason,
             })
             .await?;
-        if answer.get("kind").and_then(Value::as_str) == Some(K::kind(&()).as_ref()) {
-            serde_json::from_value(answer)
+        /// Just the kind of an answer: the object, or a Status.
+        #[derive(serde::Deserialize)]
+        struct Kind {
+            kind: Option<String>,
+        }
+        let kind: Kind = serde_json::from_str(&answer).map_err(kube::Error::SerdeError)?;
+        if kind.kind.as_deref() == Some(K::kind(&()).as_ref()) {
+            serde_json::from_str(&answer)
                 .map(Some)
                 .map_err(kube::Error::SerdeError)
         } else {
@@ -334,20 +349,6 @@ impl Writer {
             }
         }
     }
-}
-
-/// The body as the API server expects it: `apiVersion` and `kind` set (the cached types may
-/// not carry them).
-fn with_type_meta<K: Resource<DynamicType = ()>>(mut body: Value) -> Value {
-    if let Value::Object(fields) = &mut body {
-        fields
-            .entry("apiVersion")
-            .or_insert_with(|| Value::String(K::api_version(&()).into_owned()));
-        fields
-            .entry("kind")
-            .or_insert_with(|| Value::String(K::kind(&()).into_owned()));
-    }
-    body
 }
 
 /// How a status write is retried (each controller's upstream rule, in one place).
@@ -467,21 +468,25 @@ mod tests {
             "metadata": {"generateName": "web-", "namespace": "default"}
         }))
         .expect("pod");
-        let write = Writer::write_of(&pod, WriteVerb::Create, "create replica").expect("write");
+        let body = serde_json::to_vec(&pod).expect("encodes");
+        let write = Writer::write_of(&pod, WriteVerb::Create, body, "create replica");
         assert_eq!(write.resource.plural, "pods");
         assert_eq!(
             (write.namespace.as_str(), write.name.as_str()),
             ("default", "web-")
         );
-        assert_eq!(write.body["kind"], "Pod");
-        assert_eq!(write.body["apiVersion"], "v1");
+        let sent: Value = serde_json::from_slice(&write.body).expect("JSON body");
+        assert_eq!(
+            (&sent["kind"], &sent["apiVersion"]),
+            (&"Pod".into(), &"v1".into())
+        );
         let request = request_for(&Write {
             verb: WriteVerb::Delete {
                 uid: Some("u1".into()),
             },
-            body: Value::Null,
+            body: Arc::from([]),
             name: "web-1".into(),
-            ..write
+            ..write.clone()
         })
         .expect("request");
         assert_eq!(request.method(), http::Method::DELETE);
@@ -490,5 +495,21 @@ mod tests {
             "/api/v1/namespaces/default/pods/web-1"
         );
         assert!(String::from_utf8_lossy(request.body()).contains("\"uid\":\"u1\""));
+
+        // A patch goes out byte for byte, with its content type.
+        let patch = br#"{"metadata":{"uid":"u1","labels":{"a":"b"}}}"#;
+        let request = request_for(&Write {
+            verb: WriteVerb::StrategicPatch,
+            body: Arc::from(&patch[..]),
+            name: "web-1".into(),
+            ..write
+        })
+        .expect("request");
+        assert_eq!(request.method(), http::Method::PATCH);
+        assert_eq!(
+            request.headers()[http::header::CONTENT_TYPE],
+            "application/strategic-merge-patch+json"
+        );
+        assert_eq!(request.body().as_slice(), &patch[..]);
     }
 }

@@ -225,12 +225,14 @@ async fn ordinals_start_at_the_configured_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn available_replicas_follow_min_ready_seconds() {
     let harness = Harness::start().await;
+    // Ready times are whole seconds and availability is inclusive (`<=`), so a pod is ready but
+    // not yet available for more than minReadySeconds - 1 s: 2 s leaves a window the poll sees.
     harness
         .create_set(stateful_set(
             "slow",
             1,
             json!({}),
-            json!({"minReadySeconds": 1}),
+            json!({"minReadySeconds": 2}),
         ))
         .await;
     let api = harness.sets();
