@@ -9,10 +9,11 @@
 //! `cargo bench -p kube-controller-manager --bench e2e -- [--deployments N]
 //! [--deployment-replicas R] [--statefulsets N] [--statefulset-replicas R] [--replicasets N]
 //! [--replicaset-replicas R] [--qps Q] [--burst B] [--manager PATH] [--sim PATH] [--out NAME]`
-//! (a count of 0 skips that kind; `--manager` measures another build of the binary, e.g.
-//! main's before a change; `--sim` defaults to the `kube-sim` beside the manager binary;
-//! `--out` defaults to `e2e`); under `cargo test` it runs a small smoke configuration of each
-//! kind.
+//! [--shadow]` (a count of 0 skips that kind; `--manager` measures another build of the
+//! binary, e.g. main's before a change; `--sim` defaults to the `kube-sim` beside the manager
+//! binary; `--out` defaults to `e2e`; `--shadow` runs a second manager with `--shadow` beside
+//! the first and measures it too: its CPU, peak RSS, writes, and the divergences it reports);
+//! under `cargo test` it runs a small smoke configuration of each kind.
 
 use std::{
     collections::BTreeMap,
@@ -37,7 +38,10 @@ use serde_json::json;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 /// The manager's requests carry this in their user agent.
-const MANAGER_AGENT: &str = "kube-controller-manager/";
+/// The normal manager's requests carry this in their user agent (`<product>/<client>`)...
+const MANAGER_AGENT: &str = " kcm-rs/";
+/// ...and the shadow's this.
+const SHADOW_AGENT: &str = " kcm-rs-shadow/";
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(1800);
 /// The sim's garbage-collection delay per level of ownership.
 const GC_DELAY: Duration = Duration::from_millis(100);
@@ -59,6 +63,8 @@ struct Settings {
     sim_binary: PathBuf,
     /// Results go to `bench-results/<out>.md` and `.json`.
     out: String,
+    /// Also run and measure a `--shadow` manager.
+    shadow: bool,
 }
 
 impl Settings {
@@ -79,6 +85,7 @@ impl Settings {
             manager_binary: PathBuf::from(BINARY),
             sim_binary: Path::new(BINARY).with_file_name("kube-sim"),
             out: "e2e".to_owned(),
+            shadow: !benchmarking,
         };
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -95,6 +102,7 @@ impl Settings {
                 "--manager" => settings.manager_binary = PathBuf::from(value()?),
                 "--sim" => settings.sim_binary = PathBuf::from(value()?),
                 "--out" => settings.out = value()?.clone(),
+                "--shadow" => settings.shadow = true,
                 _ => {}
             }
         }
@@ -112,15 +120,32 @@ struct PhaseResult {
     peak_rss_mib: f64,
     api_calls: BTreeMap<String, u64>,
     api_calls_per_object: f64,
+    /// The shadow manager over the same phase, with `--shadow`.
+    shadow: Option<ShadowUsage>,
 }
 
-/// The manager subprocess and what /proc says about it.
+/// What the shadow manager cost over one phase.
+#[derive(serde::Serialize)]
+struct ShadowUsage {
+    cpu_seconds: f64,
+    peak_rss_mib: f64,
+    /// Its requests other than reads and its Lease: must be 0.
+    writes: u64,
+}
+
+/// A manager subprocess and what /proc says about it.
 struct Manager {
     child: Child,
+    port: u16,
 }
 
 impl Manager {
-    fn start(kubeconfig: &std::path::Path, settings: &Settings) -> anyhow::Result<Self> {
+    /// Starts the manager with `extra` flags.
+    fn start(
+        kubeconfig: &std::path::Path,
+        settings: &Settings,
+        extra: &[&str],
+    ) -> anyhow::Result<Self> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let child = Command::new(&settings.manager_binary)
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
@@ -132,11 +157,35 @@ impl Manager {
             ])
             .arg(format!("--kube-api-qps={}", settings.qps))
             .arg(format!("--kube-api-burst={}", settings.burst))
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .context("starting the manager")?;
-        Ok(Self { child })
+        Ok(Self { child, port })
+    }
+
+    /// Starts the shadow manager: `--shadow`, its report readable without credentials.
+    fn start_shadow(kubeconfig: &std::path::Path, settings: &Settings) -> anyhow::Result<Self> {
+        Self::start(
+            kubeconfig,
+            settings,
+            &[
+                "--shadow",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/shadow",
+            ],
+        )
+    }
+
+    /// The shadow's `/shadow` page (plain HTTP on loopback).
+    fn shadow_report(&self) -> anyhow::Result<serde_json::Value> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port))?;
+        write!(stream, "GET /shadow HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let body = response.split_once("\r\n\r\n").context("no HTTP body")?.1;
+        Ok(serde_json::from_str(body)?)
     }
 
     /// utime + stime of the manager, in seconds.
@@ -237,9 +286,9 @@ impl Drop for Sim {
     }
 }
 
-/// The manager's API calls so far, by "verb resource": the sim's `sim_requests_total` counters
-/// of the manager's user agent, summed over response codes.
-async fn manager_calls(client: &Client) -> anyhow::Result<BTreeMap<String, u64>> {
+/// A manager's API calls so far, by "verb resource": the sim's `sim_requests_total` counters
+/// of user agents containing `agent`, summed over response codes.
+async fn manager_calls(client: &Client, agent: &str) -> anyhow::Result<BTreeMap<String, u64>> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
     let mut calls = BTreeMap::new();
@@ -252,7 +301,7 @@ async fn manager_calls(client: &Client) -> anyhow::Result<BTreeMap<String, u64>>
         };
         let labels = prometheus_labels(labels);
         let label = |name: &str| labels.get(name).map(String::as_str).unwrap_or_default();
-        if label("user_agent").starts_with(MANAGER_AGENT) {
+        if label("user_agent").contains(agent) {
             *calls
                 .entry(format!("{} {}", label("verb"), label("resource")))
                 .or_default() += count.trim().parse::<u64>()?;
@@ -302,12 +351,62 @@ fn difference(
         .collect()
 }
 
+/// Peak RSS over a phase: the larger of the samples and the kernel's high-water mark.
+struct PeakRss<'a> {
+    manager: &'a Manager,
+    sampled: f64,
+    high_water_mark: bool,
+}
+
+impl<'a> PeakRss<'a> {
+    fn start(manager: &'a Manager) -> anyhow::Result<Self> {
+        Ok(Self {
+            high_water_mark: manager.reset_peak_rss(),
+            sampled: manager.status_mib("VmRSS")?,
+            manager,
+        })
+    }
+
+    fn sample(&mut self) -> anyhow::Result<()> {
+        self.sampled = self.sampled.max(self.manager.status_mib("VmRSS")?);
+        Ok(())
+    }
+
+    fn finish(mut self) -> anyhow::Result<f64> {
+        self.sample()?;
+        if self.high_water_mark {
+            self.sampled = self.sampled.max(self.manager.peak_rss_mib()?);
+        }
+        Ok(self.sampled)
+    }
+}
+
+/// The managers a phase measures: the normal one, and the shadow beside it if any.
+#[derive(Clone, Copy)]
+struct Managers<'a> {
+    normal: &'a Manager,
+    shadow: Option<&'a Manager>,
+}
+
+/// Calls that change something, other than the shadow's Lease.
+fn writes(calls: &BTreeMap<String, u64>) -> u64 {
+    calls
+        .iter()
+        .filter(|(key, _)| {
+            let (verb, resource) = key.split_once(' ').unwrap_or_default();
+            ["create", "update", "patch", "delete", "deletecollection"].contains(&verb)
+                && resource != "leases"
+        })
+        .map(|(_, count)| count)
+        .sum()
+}
+
 /// Runs `act`, then polls `converged` every 250 ms while sampling RSS, and measures the phase.
 async fn measure<A, C>(
     name: &str,
     objects: usize,
     client: &Client,
-    manager: &Manager,
+    managers: Managers<'_>,
     act: A,
     mut converged: C,
 ) -> anyhow::Result<PhaseResult>
@@ -315,37 +414,52 @@ where
     A: std::future::Future<Output = anyhow::Result<()>>,
     C: AsyncFnMut() -> anyhow::Result<bool>,
 {
-    let calls_before = manager_calls(client).await?;
+    let manager = managers.normal;
+    let calls_before = manager_calls(client, MANAGER_AGENT).await?;
+    let shadow_calls_before = manager_calls(client, SHADOW_AGENT).await?;
     let cpu_before = manager.cpu_seconds()?;
+    let shadow_cpu_before = managers.shadow.map(Manager::cpu_seconds).transpose()?;
     let started = Instant::now();
-    let high_water_mark = manager.reset_peak_rss();
-    let mut peak_rss = manager.status_mib("VmRSS")?;
+    let mut peak_rss = PeakRss::start(manager)?;
+    let mut shadow_peak_rss = managers.shadow.map(PeakRss::start).transpose()?;
     act.await?;
     while !converged().await? {
-        peak_rss = peak_rss.max(manager.status_mib("VmRSS")?);
+        peak_rss.sample()?;
+        if let Some(shadow) = &mut shadow_peak_rss {
+            shadow.sample()?;
+        }
         if started.elapsed() > CONVERGE_TIMEOUT {
             bail!("{name} did not converge within {CONVERGE_TIMEOUT:?}");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    peak_rss = peak_rss.max(manager.status_mib("VmRSS")?);
-    if high_water_mark {
-        peak_rss = peak_rss.max(manager.peak_rss_mib()?);
-    }
-    let api_calls = difference(&manager_calls(client).await?, &calls_before);
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let api_calls = difference(&manager_calls(client, MANAGER_AGENT).await?, &calls_before);
     let total: u64 = api_calls
         .iter()
         .filter(|(key, _)| !key.starts_with("watch ") && !key.starts_with("list "))
         .map(|(_, count)| count)
         .sum();
+    let shadow = match (managers.shadow, shadow_cpu_before, shadow_peak_rss) {
+        (Some(shadow), Some(cpu_before), Some(peak_rss)) => Some(ShadowUsage {
+            cpu_seconds: shadow.cpu_seconds()? - cpu_before,
+            peak_rss_mib: peak_rss.finish()?,
+            writes: writes(&difference(
+                &manager_calls(client, SHADOW_AGENT).await?,
+                &shadow_calls_before,
+            )),
+        }),
+        _ => None,
+    };
     Ok(PhaseResult {
         phase: name.to_string(),
         objects,
-        wall_seconds: started.elapsed().as_secs_f64(),
+        wall_seconds,
         cpu_seconds: manager.cpu_seconds()? - cpu_before,
-        peak_rss_mib: peak_rss,
+        peak_rss_mib: peak_rss.finish()?,
         api_calls_per_object: total as f64 / objects.max(1) as f64,
         api_calls,
+        shadow,
     })
 }
 
@@ -462,7 +576,7 @@ async fn workload_phases(
     kind: Kind,
     size: Size,
     client: &Client,
-    manager: &Manager,
+    managers: Managers<'_>,
 ) -> anyhow::Result<Vec<PhaseResult>> {
     let api = kind.api(client);
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
@@ -487,7 +601,7 @@ async fn workload_phases(
             &format!("{label}: create"),
             size.count,
             client,
-            manager,
+            managers,
             async {
                 for name in &names {
                     let object: DynamicObject =
@@ -507,7 +621,7 @@ async fn workload_phases(
                 &format!("{label}: rolling update"),
                 size.count,
                 client,
-                manager,
+                managers,
                 patch_all(
                     json!({"spec": {"template": {"metadata": {"annotations": {"rollout": "2"}}}}}),
                 ),
@@ -523,7 +637,7 @@ async fn workload_phases(
             &format!("{label}: scale to {scaled}"),
             size.count,
             client,
-            manager,
+            managers,
             patch_all(json!({"spec": {"replicas": scaled}})),
             async || kind.converged(client, size, scaled).await,
         )
@@ -535,7 +649,7 @@ async fn workload_phases(
             &format!("{label}: delete"),
             size.count,
             client,
-            manager,
+            managers,
             async {
                 api.delete_collection(
                     &DeleteParams::default(),
@@ -555,26 +669,42 @@ async fn workload_phases(
 }
 
 fn markdown(results: &[PhaseResult]) -> String {
+    let shadow = results.iter().any(|result| result.shadow.is_some());
     let mut out = String::from(
-        "| phase | objects | wall s | manager CPU s | manager peak RSS MiB | manager requests per object (excl. list/watch) | manager API calls |\n|---|---:|---:|---:|---:|---:|---|\n",
+        "| phase | objects | wall s | manager CPU s | manager peak RSS MiB | manager requests per object (excl. list/watch) |",
     );
+    if shadow {
+        out.push_str(" shadow CPU s | shadow peak RSS MiB | shadow writes |");
+    }
+    out.push_str(" manager API calls |\n|---|---:|---:|---:|---:|---:|");
+    if shadow {
+        out.push_str("---:|---:|---:|");
+    }
+    out.push_str("---|\n");
     for result in results {
         let calls: Vec<String> = result
             .api_calls
             .iter()
             .map(|(key, count)| format!("{key}: {count}"))
             .collect();
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "| {} | {} | {:.1} | {:.2} | {:.1} | {:.2} | {} |",
+            "| {} | {} | {:.1} | {:.2} | {:.1} | {:.2} |",
             result.phase,
             result.objects,
             result.wall_seconds,
             result.cpu_seconds,
             result.peak_rss_mib,
             result.api_calls_per_object,
-            calls.join(", ")
         );
+        if let Some(usage) = &result.shadow {
+            let _ = write!(
+                out,
+                " {:.2} | {:.1} | {} |",
+                usage.cpu_seconds, usage.peak_rss_mib, usage.writes
+            );
+        }
+        let _ = writeln!(out, " {} |", calls.join(", "));
     }
     out
 }
@@ -584,7 +714,15 @@ async fn main() -> anyhow::Result<()> {
     let settings = Settings::from_args()?;
     let dir = tempfile::tempdir()?;
     let sim = Sim::start(&settings, dir.path()).await?;
-    let manager = Manager::start(&sim.kubeconfig, &settings)?;
+    let manager = Manager::start(&sim.kubeconfig, &settings, &[])?;
+    let shadow = settings
+        .shadow
+        .then(|| Manager::start_shadow(&sim.kubeconfig, &settings))
+        .transpose()?;
+    let managers = Managers {
+        normal: &manager,
+        shadow: shadow.as_ref(),
+    };
     let client = sim.client().await?;
 
     let mut results = Vec::new();
@@ -594,7 +732,7 @@ async fn main() -> anyhow::Result<()> {
         (Kind::ReplicaSet, settings.replica_sets),
     ] {
         if size.count > 0 {
-            results.extend(workload_phases(kind, size, &client, &manager).await?);
+            results.extend(workload_phases(kind, size, &client, managers).await?);
         }
     }
 
@@ -606,7 +744,28 @@ async fn main() -> anyhow::Result<()> {
         bail!("no pod create by the manager was counted: the sim's accounting was not read");
     }
 
-    let table = markdown(&results);
+    let mut table = markdown(&results);
+    if let Some(shadow) = &shadow {
+        // Every intent judged: the settle window (5 s) has passed since the last change.
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        let report = shadow.shadow_report()?;
+        let _ = writeln!(
+            table,
+            "\nShadow: {} intents, {} compared with the settled cluster, {} divergences.",
+            report["intents_total"], report["compared_total"], report["divergences_total"]
+        );
+        if report["divergences_total"] != 0 {
+            let _ = writeln!(table, "\n```json\n{:#}\n```", report["divergences"]);
+        }
+        let shadow_writes: u64 = results
+            .iter()
+            .filter_map(|result| result.shadow.as_ref())
+            .map(|usage| usage.writes)
+            .sum();
+        if shadow_writes > 0 {
+            bail!("the shadow manager wrote {shadow_writes} times");
+        }
+    }
     println!("{table}");
     let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
     std::fs::create_dir_all(&out_dir)?;
@@ -615,6 +774,7 @@ async fn main() -> anyhow::Result<()> {
         out_dir.join(format!("{}.json", settings.out)),
         serde_json::to_string_pretty(&results)?,
     )?;
+    drop(shadow);
     drop(manager);
     drop(sim);
     Ok(())

@@ -12,7 +12,7 @@ use std::{
 use k8s_openapi::api::{apps::v1::ReplicaSet, coordination::v1::Lease};
 use kube::{Api, api::PostParams};
 use serde_json::json;
-use sim::{SimCluster, SimConfig};
+use sim::{SimCluster, SimConfig, testing::workload};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 
@@ -128,14 +128,7 @@ async fn cluster() -> Cluster {
 }
 
 fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
-    serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
-    }))
-    .expect("valid ReplicaSet")
+    serde_json::from_value(workload("ReplicaSet", name, replicas)).expect("valid ReplicaSet")
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! Grafana dashboard and the PrometheusRule query is one a running `kube-controller-manager`
 //! exports (scraped after it synced a Deployment and a StatefulSet against the sim), with the
 //! labels the queries filter and group by, so the dashboard and the alerts cannot rot. And
-//! `kubectl kustomize` builds `deploy/` (the base) and `deploy/overlays/with-monitoring`.
+//! `kubectl kustomize` builds `deploy/` (the base), `deploy/overlays/with-monitoring` and
+//! `deploy/overlays/shadow` (a shadow-mode kcm-rs beside the base's).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -19,7 +20,7 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
-use sim::{SimCluster, SimConfig};
+use sim::{SimCluster, SimConfig, testing::workload};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 
@@ -439,20 +440,6 @@ fn scrape(port: u16) -> Option<String> {
     (head.split_whitespace().nth(1) == Some("200")).then(|| body.to_owned())
 }
 
-fn workload(kind: &str, name: &str, replicas: i32) -> Value {
-    let mut object = json!({
-        "apiVersion": "apps/v1", "kind": kind,
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
-    });
-    if kind == "StatefulSet" {
-        object["spec"]["serviceName"] = json!(name);
-    }
-    object
-}
-
 async fn scale<K>(api: &Api<K>, name: &str, replicas: i32)
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -740,7 +727,7 @@ fn kustomize_builds_the_base_and_the_monitoring_overlay() {
     let rules = &find(&base, "ClusterRole", role)["rules"];
     assert_eq!(
         rules,
-        &json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
+        &json!([{"nonResourceURLs": ["/metrics", "/shadow"], "verbs": ["get"]}])
     );
 
     // The dashboard ConfigMap carries the file unchanged, labelled for Grafana's sidecar.
@@ -758,4 +745,55 @@ fn kustomize_builds_the_base_and_the_monitoring_overlay() {
     let rule = find(&overlay, "PrometheusRule", "kcm-rs");
     let file = yaml_documents(&read("deploy/monitoring/prometheusrule.yaml"));
     assert_eq!(Some(rule), file.first());
+}
+
+#[test]
+fn kustomize_builds_the_shadow_overlay_beside_the_base() {
+    let base = kustomize("deploy");
+    let shadow = kustomize("deploy/overlays/shadow");
+
+    // Nothing of the base is touched: every object is the shadow's own (the Namespace is the
+    // base's), so both apply side by side.
+    let base_keys: BTreeSet<_> = base.iter().map(key).collect();
+    assert!(shadow.iter().all(|object| object["kind"] != "Namespace"));
+    for object in &shadow {
+        assert!(
+            !base_keys.contains(&key(object)),
+            "the shadow overlay would overwrite {:?}",
+            key(object)
+        );
+    }
+
+    let deployment = find(&shadow, "Deployment", "kcm-rs-shadow");
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(args.contains(&"--shadow"), "{args:?}");
+    assert!(
+        args.contains(&"--leader-elect-resource-name=kcm-rs-shadow"),
+        "{args:?}"
+    );
+    assert!(!args.contains(&"--leader-elect-resource-name=kcm-rs"));
+    let role = find(&shadow, "Role", "kcm-rs-leader-election-shadow");
+    assert!(
+        role["rules"]
+            .as_array()
+            .expect("rules")
+            .iter()
+            .any(|rule| rule["resourceNames"] == serde_json::json!(["kcm-rs-shadow"]))
+    );
+    // Its Service selects its pods only, not the normal kcm-rs's.
+    let service = find(&shadow, "Service", "kcm-rs-shadow");
+    let normal = find(&base, "Deployment", "kcm-rs");
+    assert!(selects(
+        &service["spec"]["selector"],
+        &deployment["spec"]["template"]["metadata"]["labels"]
+    ));
+    assert!(!selects(
+        &service["spec"]["selector"],
+        &normal["spec"]["template"]["metadata"]["labels"]
+    ));
 }

@@ -258,10 +258,9 @@ impl PodControl {
             pod = %format!("{namespace}/{pod_name}"),
             "deleting pod"
         );
-        let uid = pod.metadata.uid.as_deref();
         match self
             .writer
-            .delete::<Pod>(namespace, pod_name, uid, "delete replica")
+            .delete::<Pod>(&pod.metadata, true, "delete replica")
             .await
         {
             Ok(_) => {

@@ -11,6 +11,7 @@
 use std::{fmt, future::Future, sync::Arc};
 
 use futures::future::{BoxFuture, join_all};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions},
@@ -34,10 +35,10 @@ pub enum WriteVerb {
     StrategicPatch,
     /// PATCH with a JSON merge patch.
     MergePatch,
-    /// DELETE, with a UID precondition when set.
+    /// DELETE.
     Delete {
-        /// Only delete the object with this UID (not a namesake created since).
-        uid: Option<String>,
+        /// Only delete the object with [`Write::uid`] (not a namesake created since).
+        precondition: bool,
     },
 }
 
@@ -63,6 +64,9 @@ pub struct Write {
     pub namespace: String,
     /// The object's name (`metadata.generateName` for a create that lets the server name it).
     pub name: String,
+    /// The object's UID as the controller saw it (the object a delete or update was decided
+    /// on; `None` for a create or a patch by name).
+    pub uid: Option<String>,
     /// The JSON sent: the object or the patch, as the controller encoded it (a
     /// ControllerRevision keeps Go's exact bytes); empty for a delete.
     pub body: Arc<[u8]>,
@@ -119,11 +123,13 @@ fn request_for(write: &Write) -> Result<http::Request<Vec<u8>>, kube::Error> {
             &PatchParams::default(),
             &Patch::Merge(patch()?),
         ),
-        WriteVerb::Delete { uid } => {
+        WriteVerb::Delete { precondition } => {
             let params = DeleteParams {
-                preconditions: uid.as_ref().map(|uid| Preconditions {
-                    uid: Some(uid.clone()),
-                    resource_version: None,
+                preconditions: write.uid.as_ref().filter(|_| *precondition).map(|uid| {
+                    Preconditions {
+                        uid: Some(uid.clone()),
+                        resource_version: None,
+                    }
                 }),
                 ..DeleteParams::default()
             };
@@ -188,6 +194,7 @@ impl Writer {
             resource: ApiResource::erase::<K>(&()),
             namespace: object.namespace().unwrap_or_default(),
             name,
+            uid: meta.uid.clone(),
             body: body.into(),
             reason,
         }
@@ -262,6 +269,7 @@ impl Writer {
             resource: ApiResource::erase::<K>(&()),
             namespace: namespace.to_owned(),
             name: name.to_owned(),
+            uid: None,
             body: serde_json::to_vec(&patch)
                 .map_err(kube::Error::SerdeError)?
                 .into(),
@@ -270,14 +278,13 @@ impl Writer {
         .await
     }
 
-    /// DELETEs the `K` named `name` in `namespace`, only if it still has `uid` when given.
-    /// A graceful delete answers with the object (its new version); an immediate one with a
-    /// Status, which is `None`.
+    /// DELETEs the `K` described by `target` (its namespace, name and UID), only if it still
+    /// has that UID when `precondition` says so. A graceful delete answers with the object (its
+    /// new version); an immediate one with a Status, which is `None`.
     pub async fn delete<K>(
         &self,
-        namespace: &str,
-        name: &str,
-        uid: Option<&str>,
+        target: &ObjectMeta,
+        precondition: bool,
         reason: &'static str,
     ) -> Result<Option<K>, kube::Error>
     where
@@ -286,12 +293,11 @@ impl Writer {
         let answer = self
             .executor
             .execute(Write {
-                verb: WriteVerb::Delete {
-                    uid: uid.map(str::to_owned),
-                },
+                verb: WriteVerb::Delete { precondition },
                 resource: ApiResource::erase::<K>(&()),
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
+                namespace: target.namespace.clone().unwrap_or_default(),
+                name: target.name.clone().unwrap_or_default(),
+                uid: target.uid.clone(),
                 body: Arc::from([]),
                 reason,
             })
@@ -481,11 +487,10 @@ mod tests {
             (&"Pod".into(), &"v1".into())
         );
         let request = request_for(&Write {
-            verb: WriteVerb::Delete {
-                uid: Some("u1".into()),
-            },
+            verb: WriteVerb::Delete { precondition: true },
             body: Arc::from([]),
             name: "web-1".into(),
+            uid: Some("u1".into()),
             ..write.clone()
         })
         .expect("request");

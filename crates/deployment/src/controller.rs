@@ -10,9 +10,9 @@ use controller_toolkit::{
     controller_ref::{ClaimErrors, ControllerRefManager, recheck_deletion},
     events::{EventRecorder, EventType},
     runtime::{
-        BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler, Reconciler,
+        BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler,
+        Reconciler, RuntimeOptions,
     },
-    stale_reads::StaleSyncSkips,
 };
 use informer::{
     CONTROLLER_UID_INDEX, CachedDeployment, CachedPod, CachedReplicaSet, Lister,
@@ -22,7 +22,7 @@ use informer::{
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind, core::Selector};
 use tokio_util::sync::CancellationToken;
-use workqueue::{ControllerMetrics, RateLimitingQueue, SyncFailure};
+use workqueue::{RateLimitingQueue, SyncFailure};
 
 use crate::{
     constants::{MAX_RETRIES, QUEUE_NAME},
@@ -90,11 +90,8 @@ pub struct DeploymentController {
 /// What the manager chooses for the controller besides its client and caches.
 #[derive(Clone, Default)]
 pub struct DeploymentOptions {
-    /// Workqueue and sync-duration metrics.
-    pub metrics: ControllerMetrics,
-    /// Counts syncs deferred by the stale-read check
-    /// (`deployment_controller_stale_sync_skips_total`).
-    pub stale_sync_skips: Option<StaleSyncSkips>,
+    /// Metrics, stale-read counter and write executor, as for every controller.
+    pub runtime: RuntimeOptions,
     /// Feature gates; `Default` is upstream v1.36's.
     pub gates: FeatureGates,
 }
@@ -125,7 +122,7 @@ impl DeploymentController {
         replica_set_informer
             .add_indexer(CONTROLLER_UID_INDEX, controller_index::<CachedReplicaSet>)?;
 
-        let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.metrics)?;
+        let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         runtime.watches(&deployment_informer, PrimaryHandler::new(runtime.queue()));
         runtime.owns(
             &replica_set_informer,
@@ -146,7 +143,7 @@ impl DeploymentController {
             replica_sets: replica_set_informer.lister(),
             pods: pod_informer.lister(),
             queue: runtime.queue().clone(),
-            writes: Writes::new(runtime.writer().clone(), options.stale_sync_skips),
+            writes: Writes::new(runtime.writer().clone(), options.runtime.stale_sync_skips),
             recorder: runtime.recorder().clone(),
             gates: options.gates,
         });

@@ -29,5 +29,6 @@ pub mod template;
 mod writes;
 
 pub use controller::{CONTROLLER_NAME, DeploymentController, DeploymentError, DeploymentOptions};
+pub use controller_toolkit::runtime::RuntimeOptions;
 pub use error::Error;
 pub use workqueue::ControllerMetrics;

@@ -18,7 +18,6 @@ use controller_toolkit::{
     writes::{RetryOn, StatusRetry, Writer},
 };
 use informer::{CachedDeployment, CachedReplicaSet, object_key};
-use kube::ResourceExt;
 
 use crate::constants::REVISION_ANNOTATION;
 
@@ -179,10 +178,9 @@ impl Writes {
         rs: &CachedReplicaSet,
     ) -> Result<(), kube::Error> {
         self.replica_sets_written.forget(&object_key(rs));
-        let namespace = rs.namespace().unwrap_or_default();
         match self
             .writer
-            .delete::<CachedReplicaSet>(&namespace, &rs.name_any(), None, "cleanup history")
+            .delete::<CachedReplicaSet>(&rs.metadata, false, "cleanup history")
             .await
         {
             Ok(_) => Ok(()),

@@ -106,6 +106,17 @@ impl SharedInformerFactory {
         }
     }
 
+    /// The informer for `K` if one was requested already, without creating one (a reader that
+    /// must not add a watch of its own).
+    pub fn existing<K: InformerResource>(&self) -> Option<SharedInformer<K>> {
+        self.inner
+            .informers
+            .lock()
+            .get(&TypeId::of::<K>())
+            .and_then(|entry| entry.informer.as_any().downcast_ref::<SharedInformer<K>>())
+            .cloned()
+    }
+
     /// Starts every informer created so far that is not running yet (must be called inside a
     /// tokio runtime). Informers requested later need another `start`. All stop on `shutdown`.
     pub fn start(&self, shutdown: CancellationToken) {
@@ -148,5 +159,24 @@ impl SharedInformerFactory {
             .values()
             .filter(|entry| entry.started)
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn existing_finds_requested_informers_and_creates_none() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("valid URL"));
+        let client = Client::try_from(config).expect("client builds");
+        let factory = SharedInformerFactory::new(client, FactoryConfig::default());
+        assert!(factory.existing::<Pod>().is_none());
+        factory.informer::<Pod>();
+        assert!(factory.existing::<Pod>().is_some());
+        assert!(factory.existing::<ConfigMap>().is_none());
+        assert_eq!(factory.inner.informers.lock().len(), 1);
     }
 }

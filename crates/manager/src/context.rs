@@ -1,10 +1,12 @@
 //! What a controller's init function receives: the shared informer factory, a way to get its
-//! own API client, the metrics registry and the options.
+//! own API client, the metrics registry, the options and, in shadow mode, where writes go.
 
 use std::sync::Arc;
 
+use controller_toolkit::writes::WriteExecutor;
 use informer::SharedInformerFactory;
 use prometheus::Registry;
+use shadow::Shadow;
 use workqueue::ControllerMetrics;
 
 use crate::{options::Options, registry::InitError, rest_client::ClientFactory};
@@ -21,6 +23,7 @@ pub struct ControllerContext {
     /// Parsed command-line options (worker counts and the like).
     pub options: Arc<Options>,
     clients: ClientFactory,
+    shadow: Option<Shadow>,
 }
 
 impl ControllerContext {
@@ -31,6 +34,7 @@ impl ControllerContext {
         controller_metrics: ControllerMetrics,
         options: Arc<Options>,
         clients: ClientFactory,
+        shadow: Option<Shadow>,
     ) -> Self {
         Self {
             informers,
@@ -38,7 +42,16 @@ impl ControllerContext {
             controller_metrics,
             options,
             clients,
+            shadow,
         }
+    }
+
+    /// Where `controller`'s writes go: `None` (the API server) unless in shadow mode, where
+    /// they are recorded and not sent.
+    pub fn write_executor(&self, controller: &'static str) -> Option<Arc<dyn WriteExecutor>> {
+        self.shadow
+            .as_ref()
+            .map(|shadow| shadow.executor(controller))
     }
 
     /// An API client named after the controller (its user agent suffix), with its own

@@ -1,7 +1,7 @@
 //! The registry of the controllers kcm-rs implements, with upstream's canonical names and
 //! aliases, and the init functions that adapt each controller crate to the manager.
 
-use controller_toolkit::stale_reads::StaleSyncSkips;
+use controller_toolkit::{runtime::RuntimeOptions, stale_reads::StaleSyncSkips};
 use deployment::{DeploymentController, DeploymentOptions};
 use futures::{FutureExt, future::BoxFuture};
 use informer::SharedInformerFactory;
@@ -10,7 +10,6 @@ use statefulset::{
     BrokenRolloutRecovery, StatefulSetController, StatefulSetMetrics, StatefulSetOptions,
 };
 use tokio_util::sync::CancellationToken;
-use workqueue::ControllerMetrics;
 
 use crate::{
     context::ControllerContext,
@@ -58,70 +57,61 @@ fn init_error(controller: &str, error: impl std::fmt::Display) -> InitError {
 }
 
 /// Builds a controller crate's controller with its own client and binds its worker count:
-/// what every init function does, upstream's `newXController` + `go Run(workers)`.
+/// what every init function does, upstream's `newXController` + `go Run(workers)`. The
+/// controller's runtime options carry the shared metrics, its `<subsystem>_stale_sync_skips_total`
+/// counter and, in shadow mode, the executor that records its writes instead of sending them.
 fn bind<C, E>(
     context: &ControllerContext,
-    name: &str,
+    name: &'static str,
+    subsystem: &str,
     workers: usize,
-    build: impl FnOnce(kube::Client, &SharedInformerFactory, ControllerMetrics) -> Result<C, E>,
+    build: impl FnOnce(kube::Client, &SharedInformerFactory, RuntimeOptions) -> Result<C, E>,
     run: fn(C, usize, CancellationToken) -> BoxFuture<'static, ()>,
 ) -> Result<Option<Box<dyn Controller>>, InitError>
 where
     C: Send + 'static,
     E: std::fmt::Display,
 {
-    let controller = build(
-        context.client(name)?,
-        &context.informers,
-        context.controller_metrics.clone(),
-    )
-    .map_err(|error| init_error(name, error))?;
+    let runtime = RuntimeOptions {
+        metrics: context.controller_metrics.clone(),
+        stale_sync_skips: Some(
+            StaleSyncSkips::register(&context.metrics, subsystem)
+                .map_err(|error| init_error(name, error))?,
+        ),
+        writes: context.write_executor(name),
+    };
+    let controller = build(context.client(name)?, &context.informers, runtime)
+        .map_err(|error| init_error(name, error))?;
     Ok(Some(Box::new(Runner(Box::new(move |shutdown| {
         run(controller, workers, shutdown)
     })))))
 }
 
 fn init_replicaset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
-    let name = replicaset::CONTROLLER_NAME;
-    let stale_sync_skips = Some(
-        StaleSyncSkips::register(&context.metrics, "replicaset_controller")
-            .map_err(|e| init_error(name, e))?,
-    );
     bind(
         context,
-        name,
+        replicaset::CONTROLLER_NAME,
+        "replicaset_controller",
         context.options.concurrent_replicaset_syncs,
-        |client, informers, metrics| {
-            ReplicaSetController::new(
-                client,
-                informers,
-                ReplicaSetOptions {
-                    metrics,
-                    stale_sync_skips,
-                },
-            )
+        |client, informers, runtime| {
+            ReplicaSetController::new(client, informers, ReplicaSetOptions { runtime })
         },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
     )
 }
 
 fn init_deployment(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
-    let name = deployment::CONTROLLER_NAME;
-    let stale_sync_skips = Some(
-        StaleSyncSkips::register(&context.metrics, "deployment_controller")
-            .map_err(|e| init_error(name, e))?,
-    );
     bind(
         context,
-        name,
+        deployment::CONTROLLER_NAME,
+        "deployment_controller",
         context.options.concurrent_deployment_syncs,
-        |client, informers, metrics| {
+        |client, informers, runtime| {
             DeploymentController::new(
                 client,
                 informers,
                 DeploymentOptions {
-                    metrics,
-                    stale_sync_skips,
+                    runtime,
                     ..DeploymentOptions::default()
                 },
             )
@@ -138,21 +128,17 @@ fn init_statefulset(context: &ControllerContext) -> Result<Option<Box<dyn Contro
         grace: context.options.statefulset_recover_grace,
     };
     let gauges = StatefulSetMetrics::register(&context.metrics).map_err(|e| init_error(name, e))?;
-    let stale_sync_skips = Some(
-        StaleSyncSkips::register(&context.metrics, "statefulset_controller")
-            .map_err(|e| init_error(name, e))?,
-    );
     bind(
         context,
         name,
+        "statefulset_controller",
         context.options.concurrent_statefulset_syncs,
-        |client, informers, metrics| {
+        |client, informers, runtime| {
             StatefulSetController::new(
                 client,
                 informers,
                 StatefulSetOptions {
-                    metrics,
-                    stale_sync_skips,
+                    runtime,
                     gauges: Some(gauges),
                     gates,
                     recovery,

@@ -37,6 +37,9 @@ pub struct LeaderElectionConfig {
     pub renew_deadline: Duration,
     /// Pause between attempts.
     pub retry_period: Duration,
+    /// Whether leadership changes are recorded as `LeaderElection` events on the Lease (as
+    /// upstream); shadow mode writes nothing but its Lease, so it only logs them.
+    pub record_events: bool,
 }
 
 impl LeaderElectionConfig {
@@ -257,6 +260,9 @@ impl LeaderElector {
     /// Upstream's `LeaderElection` event on the Lease: `<identity> became leader` /
     /// `<identity> stopped leading`.
     fn record_transition(&self, what: &str) {
+        if !self.config.record_events {
+            return;
+        }
         if let Some((lease, _)) = &self.observed {
             self.recorder.record(
                 lease,

@@ -65,9 +65,10 @@ pub struct Options {
     /// Lock type; only `leases` is supported, as upstream.
     #[arg(long, default_value = "leases")]
     pub leader_elect_resource_lock: String,
-    /// Lease name. kcm-rs defaults to its own name so it can run beside upstream.
-    #[arg(long, default_value = "kcm-rs")]
-    pub leader_elect_resource_name: String,
+    /// Lease name. kcm-rs defaults to its own name so it can run beside upstream:
+    /// `kcm-rs`, or `kcm-rs-shadow` with `--shadow` (see [`Options::lease_name`]).
+    #[arg(long)]
+    pub leader_elect_resource_name: Option<String>,
     /// Lease namespace.
     #[arg(long, default_value = "kube-system")]
     pub leader_elect_resource_namespace: String,
@@ -154,6 +155,16 @@ pub struct Options {
     #[arg(long, default_value = "30s", value_parser = parse_go_duration)]
     pub statefulset_recover_grace: Duration,
 
+    /// kcm-rs only: shadow mode. Run the controllers beside upstream's, send no write for the
+    /// workloads (the Lease and the authn/authz reviews are the only writes), and report where
+    /// the settled cluster differs from what kcm-rs would have written (`/shadow`, the
+    /// `shadow_*` metrics, one log line per divergence).
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub shadow: bool,
+    /// kcm-rs only: how long an object must stay unchanged before shadow mode compares it.
+    #[arg(long, default_value = "5s", value_parser = parse_go_duration)]
+    pub shadow_settle: Duration,
+
     /// Log verbosity (upstream klog levels; 0-2 info, 3-4 debug, 5+ trace).
     #[arg(long = "v", short = 'v', default_value_t = 0)]
     pub verbosity: u8,
@@ -215,6 +226,26 @@ impl Options {
         crate::delegated_auth::AlwaysAllowPaths::parse(&self.authorization_always_allow_paths)?;
         parse_feature_gates(&self.feature_gates)?;
         Ok(())
+    }
+
+    /// The Lease to lead with: `--leader-elect-resource-name`, else `kcm-rs`, or
+    /// `kcm-rs-shadow` in shadow mode (so a shadow runs beside a normal kcm-rs).
+    pub fn lease_name(&self) -> &str {
+        match (&self.leader_elect_resource_name, self.shadow) {
+            (Some(name), _) => name,
+            (None, false) => "kcm-rs",
+            (None, true) => "kcm-rs-shadow",
+        }
+    }
+
+    /// The product in the user agent of every request: `kcm-rs`, or `kcm-rs-shadow` in shadow
+    /// mode, so the API server's audit log and request accounting tell the two apart.
+    pub fn user_agent_product(&self) -> &'static str {
+        if self.shadow {
+            "kcm-rs-shadow"
+        } else {
+            "kcm-rs"
+        }
     }
 
     /// The parsed `--feature-gates` (v1.36's defaults when [`validate`](Self::validate) would
@@ -354,7 +385,7 @@ mod tests {
         assert_eq!(options.leader_elect_lease_duration, Duration::from_secs(15));
         assert_eq!(options.leader_elect_renew_deadline, Duration::from_secs(10));
         assert_eq!(options.leader_elect_retry_period, Duration::from_secs(2));
-        assert_eq!(options.leader_elect_resource_name, "kcm-rs");
+        assert_eq!(options.lease_name(), "kcm-rs");
         assert_eq!(options.leader_elect_resource_namespace, "kube-system");
         assert_eq!(options.secure_port, 10257);
         assert_eq!(
@@ -533,6 +564,23 @@ mod tests {
             Options::try_parse_from(argv).is_err(),
             "a Go duration needs a unit"
         );
+    }
+
+    #[test]
+    fn shadow_mode_leads_with_its_own_lease_unless_named() {
+        let shadow = parse(&["--shadow"]);
+        assert!(shadow.shadow);
+        assert_eq!(shadow.lease_name(), "kcm-rs-shadow");
+        assert_eq!(shadow.user_agent_product(), "kcm-rs-shadow");
+        assert_eq!(shadow.shadow_settle, Duration::from_secs(5));
+        let named = parse(&[
+            "--shadow",
+            "--leader-elect-resource-name=mine",
+            "--shadow-settle=2s",
+        ]);
+        assert_eq!(named.lease_name(), "mine");
+        assert_eq!(named.shadow_settle, Duration::from_secs(2));
+        assert_eq!(parse(&[]).user_agent_product(), "kcm-rs");
     }
 
     #[test]

@@ -96,6 +96,8 @@ pub struct ClientFactory {
     quota: Quota,
     metrics: RestClientMetrics,
     host: String,
+    /// The product named in the user agent (`kcm-rs`, `kcm-rs-shadow`).
+    product: &'static str,
 }
 
 impl ClientFactory {
@@ -126,18 +128,26 @@ impl ClientFactory {
             quota,
             metrics,
             host,
+            product: "kcm-rs",
         })
     }
 
-    /// A client with its own token bucket whose user agent ends in `/<client_name>`, like
-    /// upstream's `kube-controller-manager/<version> (<os>/<arch>) kubernetes/<commit>/<name>`.
+    /// Names `product` (instead of `kcm-rs`) in every client's user agent.
+    pub fn with_product(mut self, product: &'static str) -> Self {
+        self.product = product;
+        self
+    }
+
+    /// A client with its own token bucket whose user agent ends in `<product>/<client_name>`,
+    /// like upstream's `kube-controller-manager/<version> (<os>/<arch>) kubernetes/<commit>/<name>`.
     pub fn client(&self, client_name: &str) -> Result<kube::Client, ClientError> {
         let mut config = self.config.clone();
         let user_agent = format!(
-            "kube-controller-manager/v{} ({}/{}) kcm-rs/{}",
+            "kube-controller-manager/v{} ({}/{}) {}/{}",
             env!("CARGO_PKG_VERSION"),
             std::env::consts::OS,
             std::env::consts::ARCH,
+            self.product,
             client_name
         );
         if let Ok(value) = HeaderValue::from_str(&user_agent) {

@@ -15,10 +15,15 @@ use std::{
     time::Duration,
 };
 
-use informer::{FactoryConfig, SharedInformerFactory};
+use informer::{
+    CachedDeployment, CachedPod, CachedReplicaSet, FactoryConfig, SharedInformerFactory,
+};
+use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::PersistentVolumeClaim};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use prometheus::Registry;
 use rand::Rng;
+use shadow::{ClusterView, Shadow, ShadowMetrics};
+use statefulset::raw::RawStatefulSet;
 use tokio_util::sync::CancellationToken;
 use workqueue::ControllerMetrics;
 
@@ -124,7 +129,21 @@ pub async fn run_with_hooks(
         options.kube_api_qps,
         options.kube_api_burst,
         rest_metrics.clone(),
-    )?;
+    )?
+    .with_product(options.user_agent_product());
+    let shadow = if options.shadow {
+        tracing::info!(
+            settle = ?options.shadow_settle,
+            lease = options.lease_name(),
+            "shadow mode: the controllers write nothing; divergences are reported on /shadow"
+        );
+        Some(Shadow::new(
+            options.shadow_settle,
+            ShadowMetrics::register(&metrics)?,
+        ))
+    } else {
+        None
+    };
 
     let health = Health::default();
     if options.secure_port != 0 {
@@ -144,6 +163,7 @@ pub async fn run_with_hooks(
             auth,
             health.clone(),
             metrics.clone(),
+            shadow.clone(),
             shutdown.clone(),
         )
         .await?;
@@ -163,6 +183,7 @@ pub async fn run_with_hooks(
         controller_metrics,
         options: options.clone(),
         health: health.clone(),
+        shadow,
     };
 
     if !options.leader_elect {
@@ -176,11 +197,12 @@ pub async fn run_with_hooks(
         clients.client("leader-election")?,
         LeaderElectionConfig {
             namespace: options.leader_elect_resource_namespace.clone(),
-            name: options.leader_elect_resource_name.clone(),
+            name: options.lease_name().to_owned(),
             identity: LeaderElectionConfig::default_identity(),
             lease_duration: options.leader_elect_lease_duration,
             renew_deadline: options.leader_elect_renew_deadline,
             retry_period: options.leader_elect_retry_period,
+            record_events: !options.shadow,
         },
         election_metrics,
     );
@@ -247,6 +269,7 @@ struct ControllerPlan {
     controller_metrics: ControllerMetrics,
     options: Arc<Options>,
     health: Health,
+    shadow: Option<Shadow>,
 }
 
 /// Constructs every enabled controller, starts the informers they asked for, then runs each
@@ -266,6 +289,7 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
         plan.controller_metrics.clone(),
         plan.options.clone(),
         plan.clients.clone(),
+        plan.shadow.clone(),
     );
 
     let mut constructed: Vec<(&'static str, Box<dyn Controller>)> = Vec::new();
@@ -286,6 +310,10 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
         }
     }
 
+    if let Some(shadow) = &plan.shadow {
+        shadow.attach(shadow_view(&factory, plan.options.shadow_settle));
+        tokio::spawn(shadow.clone().run(work.clone()));
+    }
     plan.health.set_readiness(Readiness::Syncing);
     factory.start(work.clone());
     let health = plan.health.clone();
@@ -333,6 +361,39 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
     // With no controller enabled (or all stopped) the manager still serves until shutdown.
     work.cancelled().await;
     Ok(())
+}
+
+/// What shadow mode compares against: the caches the enabled controllers asked for (no
+/// informer of its own), with their changes and the pods' deletions kept for ten settle
+/// windows (a minute at least).
+fn shadow_view(factory: &SharedInformerFactory, settle: Duration) -> ClusterView {
+    fn add<K: informer::InformerResource>(
+        view: ClusterView,
+        factory: &SharedInformerFactory,
+        resource: &'static str,
+        to_json: fn(&K) -> serde_json::Value,
+    ) -> ClusterView {
+        match factory.existing::<K>() {
+            Some(informer) => view.with(resource, &informer, to_json),
+            None => view,
+        }
+    }
+    let mut view = ClusterView::new((settle * 10).max(Duration::from_secs(60)));
+    view = add::<CachedReplicaSet>(view, factory, "replicasets", shadow::whole);
+    view = add::<CachedDeployment>(view, factory, "deployments", shadow::whole);
+    view = add::<RawStatefulSet>(view, factory, "statefulsets", |set| set.raw.clone());
+    view = add::<CachedPod>(view, factory, "pods", shadow::metadata_only);
+    view = add::<ControllerRevision>(view, factory, "controllerrevisions", shadow::whole);
+    view = add::<PersistentVolumeClaim>(
+        view,
+        factory,
+        "persistentvolumeclaims",
+        shadow::metadata_only,
+    );
+    match factory.existing::<CachedPod>() {
+        Some(pods) => view.logging_deletions(&pods),
+        None => view,
+    }
 }
 
 /// `--bind-address`, except that `--plain-http` serves on loopback only: a non-loopback

@@ -1,4 +1,5 @@
-//! The manager's HTTP endpoints: `/metrics`, `/healthz`, `/healthz/<name>`, `/livez`, `/readyz`.
+//! The manager's HTTP endpoints: `/metrics`, `/healthz`, `/healthz/<name>`, `/livez`, `/readyz`,
+//! and `/shadow` in shadow mode.
 //!
 //! HTTPS on `--secure-port` as upstream, with the given certificate or an in-memory self-signed
 //! one for `localhost`/`127.0.0.1`; plain HTTP only with `--plain-http`, on loopback only.
@@ -24,6 +25,7 @@ use rustls::{
     ServerConfig,
     pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, pem::PemObject},
 };
+use shadow::Shadow;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -70,17 +72,29 @@ pub enum ServerError {
 struct AppState {
     health: Health,
     registry: Registry,
+    shadow: Option<Shadow>,
 }
 
-/// Builds the router, every route (and the 404 fallback) behind `auth`.
-pub fn router(health: Health, registry: Registry, auth: Arc<DelegatedAuth>) -> Router {
+/// Builds the router, every route (and the 404 fallback) behind `auth`; `/shadow` answers only
+/// in shadow mode.
+pub fn router(
+    health: Health,
+    registry: Registry,
+    shadow: Option<Shadow>,
+    auth: Arc<DelegatedAuth>,
+) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        .route("/shadow", get(shadow_report))
         .route("/healthz", get(healthz))
         .route("/livez", get(healthz))
         .route("/healthz/{name}", get(healthz_one))
         .route("/readyz", get(readyz))
-        .with_state(AppState { health, registry })
+        .with_state(AppState {
+            health,
+            registry,
+            shadow,
+        })
         .layer(middleware::from_fn_with_state(
             auth,
             authenticate_and_authorize,
@@ -94,13 +108,14 @@ pub async fn serve(
     auth: Arc<DelegatedAuth>,
     health: Health,
     registry: Registry,
+    shadow: Option<Shadow>,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, ServerError> {
     let config = match serving {
         Serving::PlainHttp => None,
         _ => Some(tls_config(&serving, auth.client_cas())?),
     };
-    let app = router(health, registry, auth);
+    let app = router(health, registry, shadow, auth);
     let listener =
         std::net::TcpListener::bind(addr).map_err(|source| ServerError::Io { addr, source })?;
     listener
@@ -196,6 +211,14 @@ async fn metrics(State(state): State<AppState>) -> Response {
     match TextEncoder::new().encode(&state.registry.gather(), &mut buffer) {
         Ok(()) => ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], buffer).into_response(),
         Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+    }
+}
+
+/// The shadow report as JSON; 404 (as an unknown path) when not in shadow mode.
+async fn shadow_report(State(state): State<AppState>) -> Response {
+    match &state.shadow {
+        Some(shadow) => axum::Json(shadow.report()).into_response(),
+        None => (StatusCode::NOT_FOUND, "404 page not found").into_response(),
     }
 }
 

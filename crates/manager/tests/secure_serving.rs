@@ -4,17 +4,16 @@
 //! go over real TCP and TLS, with bearer tokens and client certificates minted here.
 
 use std::{
-    net::{SocketAddr, TcpListener},
-    path::{Path, PathBuf},
+    net::SocketAddr,
+    path::PathBuf,
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use clap::Parser;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::Empty;
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use manager::{ControllerRegistry, Options, run::RunHooks};
+use manager::ControllerRegistry;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
 };
@@ -23,7 +22,10 @@ use rustls::{
     pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName},
 };
 use sim::{AuthConfig, SimCluster, SimConfig};
-use tokio_util::sync::CancellationToken;
+
+mod support;
+
+use support::{RunningManager, send, start_manager};
 
 const SCRAPER_TOKEN: &str = "scraper-token";
 const NOBODY_TOKEN: &str = "nobody-token";
@@ -181,59 +183,8 @@ impl Fixture {
     }
 
     async fn manager(&self, flags: &[String]) -> RunningManager {
-        start_manager(&self.kubeconfig, flags).await
+        start_manager(&self.kubeconfig, ControllerRegistry::new(), flags).await
     }
-}
-
-/// A manager running in this process until dropped.
-struct RunningManager {
-    addr: SocketAddr,
-    stop: CancellationToken,
-}
-
-impl Drop for RunningManager {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("free port")
-}
-
-async fn start_manager(kubeconfig: &Path, flags: &[String]) -> RunningManager {
-    let mut argv = vec![
-        "kube-controller-manager".to_string(),
-        format!("--kubeconfig={}", kubeconfig.display()),
-        "--leader-elect=false".to_string(),
-        format!("--secure-port={}", free_port()),
-    ];
-    if !flags.iter().any(|flag| flag.starts_with("--bind-address")) {
-        argv.push("--bind-address=127.0.0.1".to_string());
-    }
-    argv.extend(flags.iter().cloned());
-    let options = Options::try_parse_from(argv).expect("flags");
-    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-    let stop = CancellationToken::new();
-    let run_stop = stop.clone();
-    tokio::spawn(async move {
-        let hooks = RunHooks {
-            on_serving: Some(sender),
-        };
-        if let Err(error) =
-            manager::run::run_with_hooks(options, ControllerRegistry::new(), run_stop, hooks).await
-        {
-            panic!("manager failed: {error}");
-        }
-    });
-    let addr = tokio::time::timeout(Duration::from_secs(20), receiver.recv())
-        .await
-        .expect("manager serves within 20s")
-        .expect("bound address");
-    RunningManager { addr, stop }
 }
 
 /// How a request authenticates.
@@ -274,28 +225,6 @@ async fn get(
         None => send(TokioIo::new(tcp), request).await?,
     };
     Ok(response)
-}
-
-async fn send<IO>(io: IO, request: http::Request<Empty<Bytes>>) -> Result<(u16, String), String>
-where
-    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
-        .await
-        .map_err(|error| error.to_string())?;
-    tokio::spawn(connection);
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|error| error.to_string())?;
-    let code = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|error| error.to_string())?
-        .to_bytes();
-    Ok((code, String::from_utf8_lossy(&body).into_owned()))
 }
 
 fn tls_connector(server_ca: &Ca, certificate: Option<&Leaf>) -> tokio_rustls::TlsConnector {

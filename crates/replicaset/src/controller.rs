@@ -13,9 +13,9 @@ use controller_toolkit::{
     pod_predicates::{filter_active_pods, is_pod_terminating},
     runtime::{
         BuildError, ControllerIdentity, ControllerRuntime, DependentEvents, OwnerRouting,
-        PrimaryHandler, Reconciler,
+        PrimaryHandler, Reconciler, RuntimeOptions,
     },
-    stale_reads::{StaleRead, StaleSyncSkips, WrittenVersions},
+    stale_reads::{StaleRead, WrittenVersions},
     writes::{RetryOn, StatusRetry, Writer},
 };
 use expectations::UidTrackingExpectations;
@@ -27,7 +27,7 @@ use informer::{
 use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
 use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind, core::SelectorExt};
 use tokio_util::sync::CancellationToken;
-use workqueue::{ControllerMetrics, RateLimitingQueue, SyncFailure};
+use workqueue::{RateLimitingQueue, SyncFailure};
 
 use crate::decide::{StatusInputs, calculate_status, parse_selector, status_unchanged};
 
@@ -81,11 +81,8 @@ pub struct ReplicaSetController {
 /// What the manager chooses for the controller besides its client and caches.
 #[derive(Clone, Default)]
 pub struct ReplicaSetOptions {
-    /// Workqueue and sync-duration metrics.
-    pub metrics: ControllerMetrics,
-    /// Counts syncs deferred by the stale-read check
-    /// (`replicaset_controller_stale_sync_skips_total`).
-    pub stale_sync_skips: Option<StaleSyncSkips>,
+    /// Metrics, stale-read counter and write executor, as for every controller.
+    pub runtime: RuntimeOptions,
 }
 
 /// Everything one sync needs; shared by the workers.
@@ -130,7 +127,7 @@ impl ReplicaSetController {
         replica_set_informer
             .add_indexer(CONTROLLER_UID_INDEX, controller_index::<CachedReplicaSet>)?;
 
-        let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.metrics)?;
+        let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         let expectations = Arc::new(UidTrackingExpectations::new());
         let forget = expectations.clone();
         runtime.watches(
@@ -154,7 +151,7 @@ impl ReplicaSetController {
             pod_control: PodControl::new(writer.clone(), runtime.recorder().clone()),
             writer,
             recorder: runtime.recorder().clone(),
-            written: match options.stale_sync_skips {
+            written: match options.runtime.stale_sync_skips {
                 Some(skips) => written.counting(skips),
                 None => written,
             },

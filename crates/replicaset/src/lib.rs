@@ -9,4 +9,5 @@ pub use controller::{
     CONTROLLER_NAME, INVALID_SELECTOR_REASON, QUEUE_NAME, ReplicaSetController, ReplicaSetError,
     ReplicaSetOptions,
 };
+pub use controller_toolkit::runtime::RuntimeOptions;
 pub use workqueue::ControllerMetrics;

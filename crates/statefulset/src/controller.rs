@@ -6,7 +6,8 @@ use std::sync::Arc;
 use controller_toolkit::{
     controller_ref::{ControllerRefManager, controller_of, recheck_deletion},
     runtime::{
-        BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler, Reconciler,
+        BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler,
+        Reconciler, RuntimeOptions,
     },
     stale_reads::{DependentWrites, PendingCreates, StaleRead, StaleSyncSkips, WrittenVersions},
     writes::Writer,
@@ -30,7 +31,7 @@ use kube::{
     core::{Selector, SelectorExt},
 };
 use tokio_util::sync::CancellationToken;
-use workqueue::{ControllerMetrics, RateLimitingQueue, SyncFailure};
+use workqueue::{RateLimitingQueue, SyncFailure};
 
 use crate::{
     decide::{BrokenRolloutRecovery, availability_recheck},
@@ -93,11 +94,8 @@ pub struct StatefulSetController {
 /// What the manager chooses for the controller besides its client and caches.
 #[derive(Clone, Default)]
 pub struct StatefulSetOptions {
-    /// Workqueue and sync-duration metrics.
-    pub metrics: ControllerMetrics,
-    /// Counts syncs deferred by the stale-read checks
-    /// (`statefulset_controller_stale_sync_skips_total`).
-    pub stale_sync_skips: Option<StaleSyncSkips>,
+    /// Metrics, stale-read counter and write executor, as for every controller.
+    pub runtime: RuntimeOptions,
     /// The controller's own gauges (unavailable replicas, maxUnavailable).
     pub gauges: Option<StatefulSetMetrics>,
     /// Feature gates; `Default` is upstream v1.36's.
@@ -145,7 +143,7 @@ impl StatefulSetController {
         let claim_informer = informers.informer::<PersistentVolumeClaim>();
         pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
 
-        let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.metrics)?;
+        let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         runtime.watches(&set_informer, PrimaryHandler::new(runtime.queue()));
         runtime.owns(
             &pod_informer,
@@ -171,11 +169,11 @@ impl StatefulSetController {
             pod_writes,
             revisions_created: PendingCreates::new("apps", "controllerrevisions"),
             semantic: SemanticComparisonCache::default(),
-            written: match &options.stale_sync_skips {
+            written: match &options.runtime.stale_sync_skips {
                 Some(skips) => written.counting(skips.clone()),
                 None => written,
             },
-            dependent_skips: options.stale_sync_skips,
+            dependent_skips: options.runtime.stale_sync_skips,
             metrics: options.gauges,
             gates: options.gates,
             recovery: options.recovery,

@@ -15,6 +15,7 @@ mod revisions;
 pub use controller::{
     CONTROLLER_NAME, QUEUE_NAME, StatefulSetController, StatefulSetError, StatefulSetOptions,
 };
+pub use controller_toolkit::runtime::RuntimeOptions;
 pub use decide::BrokenRolloutRecovery;
 pub use features::FeatureGates;
 pub use metrics::StatefulSetMetrics;

@@ -262,7 +262,7 @@ impl StatefulPodControl {
         let pod_name = name_of(&pod.metadata);
         match self
             .writer
-            .delete::<Pod>(Self::namespace(set), pod_name, None, "delete stateful pod")
+            .delete::<Pod>(&pod.metadata, false, "delete stateful pod")
             .await
         {
             Ok(deleted) => {

@@ -170,9 +170,8 @@ pub async fn truncate(
     for revision in revisions_to_truncate(sorted, &live, history_limit) {
         let name = revision.metadata.name.clone().unwrap_or_default();
         tracing::debug!(revision = %name, "truncating revision history");
-        let namespace = revision.metadata.namespace.as_deref().unwrap_or_default();
         match writer
-            .delete::<ControllerRevision>(namespace, &name, None, "truncate history")
+            .delete::<ControllerRevision>(&revision.metadata, false, "truncate history")
             .await
         {
             Ok(_) => {}

@@ -23,7 +23,8 @@ use workqueue::{
 
 use crate::{
     events::{EventRecorder, RecorderConfig},
-    writes::Writer,
+    stale_reads::StaleSyncSkips,
+    writes::{WriteExecutor, Writer},
 };
 
 pub use routing::{
@@ -62,6 +63,20 @@ pub struct ControllerIdentity {
     pub max_retries: Option<usize>,
 }
 
+/// What the manager chooses for every controller alike, besides its client and caches.
+#[derive(Clone, Default)]
+pub struct RuntimeOptions {
+    /// Workqueue and sync-duration metrics.
+    pub metrics: ControllerMetrics,
+    /// Counts syncs deferred by the stale-read checks
+    /// (`<controller>_stale_sync_skips_total`).
+    pub stale_sync_skips: Option<StaleSyncSkips>,
+    /// Where the controller's writes (events included) go. `None` sends them to the API server
+    /// through the controller's client; shadow mode passes an executor that records them and
+    /// sends nothing.
+    pub writes: Option<Arc<dyn WriteExecutor>>,
+}
+
 /// The queue, write layer, recorder, handlers and worker pool of one controller.
 pub struct ControllerRuntime {
     identity: ControllerIdentity,
@@ -74,18 +89,21 @@ pub struct ControllerRuntime {
 
 impl ControllerRuntime {
     /// Creates the queue (with the workqueue metrics, if given), the write layer (sending to
-    /// the API server through `client`) and starts the event recorder on it. Must be called
-    /// inside a tokio runtime.
+    /// the API server through `client` unless `options` names another executor) and starts
+    /// the event recorder on it. Must be called inside a tokio runtime.
     pub fn new(
         client: &Client,
         identity: ControllerIdentity,
-        metrics: &ControllerMetrics,
+        options: &RuntimeOptions,
     ) -> Result<Self, QueueError> {
         let mut queue_config = QueueConfig::new(identity.queue);
-        if let Some(workqueue_metrics) = &metrics.workqueue {
+        if let Some(workqueue_metrics) = &options.metrics.workqueue {
             queue_config = queue_config.with_metrics(workqueue_metrics.clone());
         }
-        let writer = Writer::new(client.clone());
+        let writer = match &options.writes {
+            Some(executor) => Writer::with_executor(client.clone(), executor.clone()),
+            None => Writer::new(client.clone()),
+        };
         Ok(Self {
             identity,
             queue: RateLimitingQueue::new(queue_config)?,
@@ -95,7 +113,7 @@ impl ControllerRuntime {
             ),
             writer,
             caches: Vec::new(),
-            sync_metrics: metrics.sync.clone(),
+            sync_metrics: options.metrics.sync.clone(),
         })
     }
 

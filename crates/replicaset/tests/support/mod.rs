@@ -16,7 +16,7 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use prometheus::Registry;
-use replicaset::{ControllerMetrics, ReplicaSetController, ReplicaSetOptions};
+use replicaset::{ControllerMetrics, ReplicaSetController, ReplicaSetOptions, RuntimeOptions};
 use serde_json::json;
 use sim::{
     SimConfig,
@@ -55,11 +55,14 @@ impl Harness {
     /// Starts the controller with its workqueue, sync and stale-sync-skip metrics in `registry`.
     pub fn start_controller_with(&mut self, registry: &Registry) {
         self.start_controller_with_options(ReplicaSetOptions {
-            metrics: ControllerMetrics::register(registry).expect("metrics register"),
-            stale_sync_skips: Some(
-                StaleSyncSkips::register(registry, "replicaset_controller")
-                    .expect("skips metric registers"),
-            ),
+            runtime: RuntimeOptions {
+                metrics: ControllerMetrics::register(registry).expect("metrics register"),
+                stale_sync_skips: Some(
+                    StaleSyncSkips::register(registry, "replicaset_controller")
+                        .expect("skips metric registers"),
+                ),
+                writes: None,
+            },
         });
     }
 

@@ -18,7 +18,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use cluster::TestCluster;
-pub use objects::{controller_uid, is_active, is_ready, is_serving};
+pub use objects::{controller_uid, is_active, is_ready, is_serving, workload};
 
 use crate::{FaultConfig, KubeletConfig, SimConfig};
 

@@ -38,3 +38,20 @@ pub fn controller_uid(meta: &ObjectMeta) -> Option<String> {
         .find(|owner| owner.controller == Some(true))
         .map(|owner| owner.uid.clone())
 }
+
+/// A Deployment, ReplicaSet or StatefulSet (`kind`) named `name` in [`super::NAMESPACE`] with
+/// `replicas` pods labelled `app=<name>` running `nginx:1.25` (a StatefulSet's service is named
+/// after it), as JSON for a typed decode or a dynamic create.
+pub fn workload(kind: &str, name: &str, replicas: i32) -> serde_json::Value {
+    let mut object = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": kind,
+        "metadata": {"name": name, "namespace": super::NAMESPACE},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
+    });
+    if kind == "StatefulSet" {
+        object["spec"]["serviceName"] = serde_json::json!(name);
+    }
+    object
+}

@@ -1,0 +1,113 @@
+//! What the manager's integration tests share: a manager running in this process (from real
+//! flags, against the sim) and a plain HTTP/1.1 exchange with its endpoints.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::{
+    net::{SocketAddr, TcpListener},
+    path::Path,
+    time::Duration,
+};
+
+use clap::Parser;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use manager::{ControllerRegistry, Options, run::RunHooks};
+use tokio_util::sync::CancellationToken;
+
+/// A manager running in this process until dropped.
+pub struct RunningManager {
+    /// Where its endpoints listen.
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl Drop for RunningManager {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("free port")
+}
+
+/// Runs the manager with `registry` and `flags` (after `--kubeconfig` and a free
+/// `--secure-port`; `--bind-address=127.0.0.1` and `--leader-elect=false` unless `flags` say
+/// otherwise); returns once it serves.
+pub async fn start_manager(
+    kubeconfig: &Path,
+    registry: ControllerRegistry,
+    flags: &[String],
+) -> RunningManager {
+    let mut argv = vec![
+        "kube-controller-manager".to_string(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--secure-port={}", free_port()),
+    ];
+    for (flag, default) in [
+        ("--bind-address", "--bind-address=127.0.0.1"),
+        ("--leader-elect", "--leader-elect=false"),
+    ] {
+        if !flags.iter().any(|given| given.starts_with(flag)) {
+            argv.push(default.to_string());
+        }
+    }
+    argv.extend(flags.iter().cloned());
+    let options = Options::try_parse_from(argv).expect("flags");
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let stop = CancellationToken::new();
+    let run_stop = stop.clone();
+    tokio::spawn(async move {
+        let hooks = RunHooks {
+            on_serving: Some(sender),
+        };
+        if let Err(error) = manager::run::run_with_hooks(options, registry, run_stop, hooks).await {
+            panic!("manager failed: {error}");
+        }
+    });
+    let addr = tokio::time::timeout(Duration::from_secs(20), receiver.recv())
+        .await
+        .expect("manager serves within 20s")
+        .expect("bound address");
+    RunningManager { addr, stop }
+}
+
+/// A plain-HTTP GET of `path`: the status code and the body.
+pub async fn plain_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|error| error.to_string())?;
+    let request = http::Request::get(path)
+        .header(http::header::HOST, "127.0.0.1")
+        .body(Empty::<Bytes>::new())
+        .expect("request");
+    send(TokioIo::new(tcp), request).await
+}
+
+/// Sends `request` over `io` (HTTP/1.1): the status code and the body.
+pub async fn send<IO>(io: IO, request: http::Request<Empty<Bytes>>) -> Result<(u16, String), String>
+where
+    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|error| error.to_string())?;
+    tokio::spawn(connection);
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|error| error.to_string())?;
+    let code = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| error.to_string())?
+        .to_bytes();
+    Ok((code, String::from_utf8_lossy(&body).into_owned()))
+}
