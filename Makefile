@@ -5,7 +5,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= $(CURDIR)/target/kube-sim.kubeconfig
 
-.PHONY: build dist run test bench lint fmt image
+.PHONY: build dist run test bench chaos lint fmt image
 
 ## build: optimized binaries kube-controller-manager and kube-sim (release profile)
 build:
@@ -31,6 +31,11 @@ bench:
 	$(CARGO) bench --profile dist --workspace --exclude kube-controller-manager
 	hack/bench.sh
 	hack/bench.sh --deployments 200 --statefulsets 0 --replicasets 0 --qps 20 --burst 30 --out e2e-200x5-default-qps
+
+## chaos: failover, crashes mid-rollout and API faults at the issue's sizes (hack/chaos.sh; long,
+## not part of `make test`, which runs its small variant)
+chaos:
+	hack/chaos.sh
 
 ## lint: formatting and clippy, warnings are errors
 lint:

@@ -17,15 +17,8 @@ const CONDITION_READY: &str = "Ready";
 const CONDITION_TRUE: &str = "True";
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
-fn phase(pod: &CachedPod) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or_default()
-}
-
 fn is_pod_terminal(pod: &CachedPod) -> bool {
-    matches!(phase(pod), PHASE_SUCCEEDED | PHASE_FAILED)
+    matches!(pod.phase(), Some(PHASE_SUCCEEDED | PHASE_FAILED))
 }
 
 /// A pod that still counts as a replica: not Succeeded, not Failed and not being deleted
@@ -42,7 +35,7 @@ pub fn filter_active_pods(pods: &[Arc<CachedPod>]) -> Vec<Arc<CachedPod>> {
             if !active {
                 tracing::trace!(
                     pod = %crate::keys::pod_key(pod),
-                    phase = phase(pod),
+                    phase = pod.phase().unwrap_or_default(),
                     deleting = pod.metadata.deletion_timestamp.is_some(),
                     "ignoring inactive pod"
                 );

@@ -104,17 +104,15 @@ pub fn deletes_before(a: &RankedPod, b: &RankedPod, now: Timestamp) -> bool {
     false
 }
 
+/// The pod's node, `""` when it is not scheduled (upstream compares the empty string).
 fn node_name(pod: &CachedPod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .unwrap_or_default()
+    pod.node_name().unwrap_or_default()
 }
 
 /// Upstream's `podPhaseToOrdinal`: phases missing from its map (Succeeded, Failed, empty)
 /// count as 0, like Pending.
 fn phase_ordinal(pod: &CachedPod) -> u8 {
-    match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
+    match pod.phase() {
         Some("Unknown") => 1,
         Some("Running") => 2,
         _ => 0,
@@ -366,20 +364,16 @@ mod tests {
     /// and loses on every later rule, so the test fails unless rules apply in order.
     #[test]
     fn every_rule_in_order() {
+        // The two tie on the default deletion cost and rank.
         let loser_on_later_rules = Shape {
             uid: "z",
             ready_since: Some(NOW - 400_000),
-            cost: Some("100"),
-            rank: 1,
-            restarts: 0,
             created: Some(NOW - 800_000),
             ..Shape::default()
         };
         let keeper_later = Shape {
             uid: "a",
             ready_since: Some(NOW - 10),
-            cost: Some("100"),
-            rank: 1,
             restarts: 9,
             sidecar_restarts: 9,
             created: Some(NOW - 20),

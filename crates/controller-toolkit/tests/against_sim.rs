@@ -15,27 +15,42 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, Deployment, ReplicaSet, ReplicaSetSpec, StatefulSet,
 };
-use k8s_openapi::api::core::v1::{Container, Event, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Event, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::core::{GroupVersionKind, Selector};
 use kube::{Api, Client};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sim::{SimCluster, testing::quiet_config};
+use sim::SimCluster;
+use sim::testing::{quiet_config, workload};
 
 const NS: &str = "default";
 const COMPONENT: &str = "replicaset-controller";
 
-async fn start_sim() -> SimCluster {
-    SimCluster::start(quiet_config()).await.expect("sim starts")
+/// A quiet sim (no kubelet) and the test's client.
+async fn start_sim() -> (SimCluster, Client) {
+    let sim = SimCluster::start(quiet_config()).await.expect("sim starts");
+    let client = sim.client();
+    (sim, client)
 }
 
 /// A quiet sim holding the ReplicaSet `name` (selecting `app=web`), and the test's client.
 async fn sim_with_replica_set(name: &str) -> (SimCluster, Client, ReplicaSet) {
-    let sim = start_sim().await;
-    let client = sim.client();
+    let (sim, client) = start_sim().await;
     let rs = create_rs(&client, name, "web", None).await;
     (sim, client, rs)
+}
+
+/// [`sim_with_replica_set`], with pod control acting for the ReplicaSet and the recorder its
+/// events go through.
+async fn sim_with_pod_control(
+    name: &str,
+) -> (SimCluster, Client, ReplicaSet, PodControl, EventRecorder) {
+    let (sim, client, rs) = sim_with_replica_set(name).await;
+    let recorder = recorder(&client);
+    let control = PodControl::new(Writer::new(client.clone()), recorder.clone());
+    (sim, client, rs, control, recorder)
 }
 
 /// An event recorder for [`COMPONENT`].
@@ -43,15 +58,50 @@ fn recorder(client: &Client) -> EventRecorder {
     EventRecorder::start(client.clone(), RecorderConfig::new(COMPONENT))
 }
 
-/// Pod control and the recorder its events go through.
-fn pod_control(client: &Client) -> (PodControl, EventRecorder) {
-    let recorder = recorder(client);
-    let control = PodControl::new(Writer::new(client.clone()), recorder.clone());
-    (control, recorder)
+/// The `K`s of [`NS`], through `client`.
+fn api<K>(client: &Client) -> Api<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+{
+    Api::namespaced(client.clone(), NS)
+}
+
+/// Creates `object` in [`NS`] and returns it as the server stored it.
+async fn create<K>(client: &Client, object: &K) -> K
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + std::fmt::Debug,
+{
+    api::<K>(client)
+        .create(&PostParams::default(), object)
+        .await
+        .unwrap_or_else(|e| panic!("{} created: {e}", K::kind(&())))
+}
+
+/// Deletes the `K` named `name` from [`NS`] (gracefully, as `kubectl delete` would).
+async fn delete<K>(client: &Client, name: &str)
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    api::<K>(client)
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("delete of {} {name} accepted: {e}", K::kind(&())));
 }
 
 fn rs_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk("apps", "v1", "ReplicaSet")
+}
+
+/// `object` decoded as a `K` (a test's literal object).
+fn typed<K: DeserializeOwned>(object: serde_json::Value) -> K {
+    serde_json::from_value(object).expect("valid object")
 }
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -61,22 +111,12 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Pods labelled `app=<app>` running `nginx:1.25`, with an annotation that needs escaping.
 fn template(app: &str) -> PodTemplateSpec {
-    PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(labels(&[("app", app)])),
-            annotations: Some(labels(&[("note", "a<b & c>d")])),
-            ..ObjectMeta::default()
-        }),
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "nginx".to_owned(),
-                image: Some("nginx:1.25".to_owned()),
-                ..Container::default()
-            }],
-            ..PodSpec::default()
-        }),
-    }
+    typed(serde_json::json!({
+        "metadata": {"labels": {"app": app}, "annotations": {"note": "a<b & c>d"}},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}
+    }))
 }
 
 async fn create_rs(
@@ -103,10 +143,7 @@ async fn create_rs(
         }),
         ..ReplicaSet::default()
     };
-    Api::<ReplicaSet>::namespaced(client.clone(), NS)
-        .create(&PostParams::default(), &rs)
-        .await
-        .expect("replicaset created")
+    create(client, &rs).await
 }
 
 async fn create_pod(
@@ -125,12 +162,7 @@ async fn create_pod(
         spec: template(app).spec,
         status: None,
     };
-    Arc::new(CachedPod::from(
-        Api::<Pod>::namespaced(client.clone(), NS)
-            .create(&PostParams::default(), &pod)
-            .await
-            .expect("pod created"),
-    ))
+    Arc::new(CachedPod::from(create(client, &pod).await))
 }
 
 fn manager_for(client: &Client, rs: &ReplicaSet) -> ControllerRefManager {
@@ -155,7 +187,7 @@ where
         + Sync
         + 'static,
 {
-    let can_adopt = recheck_deletion(Api::<O>::namespaced(client.clone(), NS), owner);
+    let can_adopt = recheck_deletion(api::<O>(client), owner);
     let selector: Selector = selector
         .cloned()
         .unwrap_or_default()
@@ -170,10 +202,7 @@ async fn owned_pod(client: &Client, name: &str, rs: &ReplicaSet) -> Arc<CachedPo
 }
 
 async fn live_pod(client: &Client, name: &str) -> Pod {
-    Api::<Pod>::namespaced(client.clone(), NS)
-        .get(name)
-        .await
-        .expect("pod exists")
+    api::<Pod>(client).get(name).await.expect("pod exists")
 }
 
 fn names<T: kube::Resource>(result: &ClaimResult<T>) -> Vec<String> {
@@ -277,10 +306,7 @@ async fn release_of_a_vanished_pod_is_not_an_error() {
     let (sim, client, rs) = sim_with_replica_set("web").await;
     let ours = new_controller_ref(&rs, &rs_gvk());
     let gone = create_pod(&client, "gone", "db", vec![ours]).await;
-    Api::<Pod>::namespaced(client.clone(), NS)
-        .delete("gone", &DeleteParams::default())
-        .await
-        .expect("deleted");
+    delete::<Pod>(&client, "gone").await;
 
     let result = manager_for(&client, &rs).claim(&[gone]).await;
 
@@ -317,16 +343,12 @@ async fn owner_being_deleted_in_cache_adopts_and_releases_nothing() {
 
 #[tokio::test]
 async fn live_recheck_refuses_an_owner_deleted_since_the_cache_saw_it() {
-    let sim = start_sim().await;
-    let client = sim.client();
+    let (sim, client) = start_sim().await;
     let finalizer = "example.com/hold".to_owned();
     let cached = create_rs(&client, "web", "web", Some(vec![finalizer])).await;
     let orphan = create_pod(&client, "orphan", "web", vec![]).await;
-    Api::<ReplicaSet>::namespaced(client.clone(), NS)
-        .delete("web", &DeleteParams::default())
-        .await
-        .expect("delete accepted");
-    let live = Api::<ReplicaSet>::namespaced(client.clone(), NS)
+    delete::<ReplicaSet>(&client, "web").await;
+    let live = api::<ReplicaSet>(&client)
         .get("web")
         .await
         .expect("held by the finalizer");
@@ -361,15 +383,11 @@ async fn live_recheck_refuses_an_owner_deleted_since_the_cache_saw_it() {
 
 #[tokio::test]
 async fn live_recheck_refuses_an_owner_replaced_by_a_namesake() {
-    let sim = start_sim().await;
-    let client = sim.client();
+    let (sim, client) = start_sim().await;
     let cached = create_rs(&client, "web", "web", None).await;
     let first = create_pod(&client, "orphan-1", "web", vec![]).await;
     let second = create_pod(&client, "orphan-2", "web", vec![]).await;
-    Api::<ReplicaSet>::namespaced(client.clone(), NS)
-        .delete("web", &DeleteParams::default())
-        .await
-        .expect("deleted");
+    delete::<ReplicaSet>(&client, "web").await;
     let replacement = create_rs(&client, "web", "web", None).await;
     let gets_before = sim.accounting().count("get", "replicasets");
 
@@ -403,24 +421,8 @@ async fn live_recheck_refuses_an_owner_replaced_by_a_namesake() {
 
 #[tokio::test]
 async fn deployment_adopts_an_orphan_replica_set() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let deployment: Deployment = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}
-            }
-        }
-    }))
-    .expect("valid deployment");
-    let deployment = Api::<Deployment>::namespaced(client.clone(), NS)
-        .create(&PostParams::default(), &deployment)
-        .await
-        .expect("deployment created");
+    let (sim, client) = start_sim().await;
+    let deployment: Deployment = create(&client, &typed(workload("Deployment", "web", 0))).await;
     let orphan = Arc::new(
         CachedReplicaSet::try_from(&create_rs(&client, "web-1", "web", None).await)
             .expect("cached form"),
@@ -433,7 +435,7 @@ async fn deployment_adopts_an_orphan_replica_set() {
 
     assert!(result.errors.is_empty(), "{:?}", result.errors);
     assert_eq!(names(&result), ["web-1"]);
-    let live = Api::<ReplicaSet>::namespaced(client.clone(), NS)
+    let live = api::<ReplicaSet>(&client)
         .get("web-1")
         .await
         .expect("exists");
@@ -445,7 +447,7 @@ async fn deployment_adopts_an_orphan_replica_set() {
 }
 
 async fn events_for(client: &Client, object: &str) -> Vec<Event> {
-    let mut events: Vec<Event> = Api::<Event>::namespaced(client.clone(), NS)
+    let mut events: Vec<Event> = api::<Event>(client)
         .list(&ListParams::default())
         .await
         .expect("events listed")
@@ -459,8 +461,7 @@ async fn events_for(client: &Client, object: &str) -> Vec<Event> {
 
 #[tokio::test]
 async fn creates_pods_from_the_template_and_records_upstream_events() {
-    let (sim, client, rs) = sim_with_replica_set("web-896bb5df7").await;
-    let (control, recorder) = pod_control(&client);
+    let (sim, client, rs, control, recorder) = sim_with_pod_control("web-896bb5df7").await;
     let controller_ref = new_controller_ref(&rs, &rs_gvk());
     let template = rs
         .spec
@@ -561,8 +562,7 @@ async fn creates_pods_from_the_template_and_records_upstream_events() {
 
 #[tokio::test]
 async fn refuses_templates_without_labels_and_bad_refs_without_calling_the_server() {
-    let (sim, client, rs) = sim_with_replica_set("web").await;
-    let (control, _) = pod_control(&client);
+    let (sim, _, rs, control, _) = sim_with_pod_control("web").await;
     let mut unlabelled = template("web");
     if let Some(meta) = unlabelled.metadata.as_mut() {
         meta.labels = None;
@@ -589,8 +589,7 @@ async fn refuses_templates_without_labels_and_bad_refs_without_calling_the_serve
 
 #[tokio::test]
 async fn failed_create_records_a_warning_with_the_server_message() {
-    let (sim, client, rs) = sim_with_replica_set("web").await;
-    let (control, recorder) = pod_control(&client);
+    let (sim, client, rs, control, recorder) = sim_with_pod_control("web").await;
     let controller_ref = new_controller_ref(&rs, &rs_gvk());
 
     let err = control
@@ -612,8 +611,7 @@ async fn failed_create_records_a_warning_with_the_server_message() {
 
 #[tokio::test]
 async fn deletes_pods_and_reports_not_found_without_an_event() {
-    let (sim, client, rs) = sim_with_replica_set("web").await;
-    let (control, recorder) = pod_control(&client);
+    let (sim, client, rs, control, recorder) = sim_with_pod_control("web").await;
     let victim = owned_pod(&client, "victim", &rs).await;
 
     control.delete_pod(&victim, &rs).await.expect("deleted");
@@ -623,7 +621,7 @@ async fn deletes_pods_and_reports_not_found_without_an_event() {
         missing.as_ref().is_err_and(PodControlError::is_not_found),
         "{missing:?}"
     );
-    let pods = Api::<Pod>::namespaced(client.clone(), NS);
+    let pods = api::<Pod>(&client);
     assert!(pods.get_opt("victim").await.expect("get works").is_none());
     recorder.flush().await;
     let events = events_for(&client, "web").await;
@@ -645,22 +643,16 @@ async fn deletes_pods_and_reports_not_found_without_an_event() {
 async fn a_repeated_event_is_patched_into_count_two() {
     let (sim, client, rs) = sim_with_replica_set("web").await;
     let recorder = recorder(&client);
+    let quota_exceeded = || {
+        let message = "Error creating: quota exceeded";
+        recorder.record(&rs, EventType::Warning, "FailedCreate", message);
+    };
 
-    recorder.record(
-        &rs,
-        EventType::Warning,
-        "FailedCreate",
-        "Error creating: quota exceeded",
-    );
+    quota_exceeded();
     recorder.flush().await;
     let first = events_for(&client, "web").await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    recorder.record(
-        &rs,
-        EventType::Warning,
-        "FailedCreate",
-        "Error creating: quota exceeded",
-    );
+    quota_exceeded();
     recorder.record(
         &rs,
         EventType::Normal,
@@ -695,10 +687,7 @@ async fn a_repeat_of_an_event_deleted_meanwhile_is_created_again() {
     recorder.flush().await;
     let first = events_for(&client, "web").await;
     let first_name = first[0].metadata.name.clone().expect("named");
-    Api::<Event>::namespaced(client.clone(), NS)
-        .delete(&first_name, &DeleteParams::default())
-        .await
-        .expect("event deleted");
+    delete::<Event>(&client, &first_name).await;
 
     recorder.record(&rs, EventType::Normal, "SuccessfulDelete", "Deleted pod: p");
     recorder.flush().await;
@@ -744,8 +733,7 @@ async fn recording_never_waits_for_the_server() {
 
 #[tokio::test]
 async fn failed_delete_records_a_warning_and_wraps_the_error() {
-    let (sim, client, rs) = sim_with_replica_set("web").await;
-    let (control, recorder) = pod_control(&client);
+    let (sim, client, rs, control, recorder) = sim_with_pod_control("web").await;
     let victim = owned_pod(&client, "victim", &rs).await;
 
     // On this current-thread runtime the event writer cannot run between the failed delete
@@ -795,28 +783,11 @@ async fn failed_delete_records_a_warning_and_wraps_the_error() {
 
 #[tokio::test]
 async fn stateful_set_claims_controller_revisions() {
-    let sim = start_sim().await;
-    let client = sim.client();
-    let set: StatefulSet = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "db"},
-        "spec": {
-            "replicas": 0,
-            "serviceName": "db",
-            "selector": {"matchLabels": {"app": "db"}},
-            "template": {
-                "metadata": {"labels": {"app": "db"}},
-                "spec": {"containers": [{"name": "c", "image": "postgres:16"}]}
-            }
-        }
-    }))
-    .expect("valid statefulset");
-    let set = Api::<StatefulSet>::namespaced(client.clone(), NS)
-        .create(&PostParams::default(), &set)
-        .await
-        .expect("statefulset created");
+    let (sim, client) = start_sim().await;
+    let set: StatefulSet = create(&client, &typed(workload("StatefulSet", "db", 0))).await;
     let gvk = GroupVersionKind::gvk("apps", "v1", "StatefulSet");
     let ours = new_controller_ref(&set, &gvk);
-    let revisions = Api::<ControllerRevision>::namespaced(client.clone(), NS);
+    let revisions = api::<ControllerRevision>(&client);
     let revision =
         |name: &str, app: &str, owners: Option<Vec<OwnerReference>>| ControllerRevision {
             metadata: ObjectMeta {
@@ -833,12 +804,7 @@ async fn stateful_set_claims_controller_revisions() {
         revision("db-1", "db", None),
         revision("db-2", "other", Some(vec![ours.clone()])),
     ] {
-        cached.push(Arc::new(
-            revisions
-                .create(&PostParams::default(), &rev)
-                .await
-                .expect("revision created"),
-        ));
+        cached.push(Arc::new(create(&client, &rev).await));
     }
     let manager = owner_manager(&client, &set, &gvk, set.spec.as_ref().map(|s| &s.selector));
 
@@ -889,13 +855,20 @@ fn quick_retries(attempts: u32) -> RecorderConfig {
     }
 }
 
-#[tokio::test]
-async fn event_writes_are_retried_while_the_server_is_unreachable() {
+/// Records one event about the ReplicaSet `web` through a front dropping the first `drops`
+/// connections, with `attempts` attempts per write, and waits until the recorder is done;
+/// returns the sim and the test's client.
+async fn record_through_flaky_front(drops: usize, attempts: u32) -> (SimCluster, Client) {
     let (sim, client, rs) = sim_with_replica_set("web").await;
-    let recorder = EventRecorder::start(flaky_front(&sim, 2).await, quick_retries(4));
-
+    let recorder = EventRecorder::start(flaky_front(&sim, drops).await, quick_retries(attempts));
     recorder.record(&rs, EventType::Normal, "SuccessfulCreate", "Created pod: p");
     recorder.flush().await;
+    (sim, client)
+}
+
+#[tokio::test]
+async fn event_writes_are_retried_while_the_server_is_unreachable() {
+    let (sim, client) = record_through_flaky_front(2, 4).await;
 
     let events = events_for(&client, "web").await;
     assert_eq!(events.len(), 1);
@@ -905,11 +878,7 @@ async fn event_writes_are_retried_while_the_server_is_unreachable() {
 
 #[tokio::test]
 async fn event_writes_give_up_after_the_configured_attempts() {
-    let (sim, client, rs) = sim_with_replica_set("web").await;
-    let recorder = EventRecorder::start(flaky_front(&sim, 3).await, quick_retries(3));
-
-    recorder.record(&rs, EventType::Normal, "SuccessfulCreate", "Created pod: p");
-    recorder.flush().await;
+    let (sim, client) = record_through_flaky_front(3, 3).await;
 
     assert!(events_for(&client, "web").await.is_empty());
     assert_eq!(sim.accounting().count("create", "events"), 0);
@@ -918,11 +887,10 @@ async fn event_writes_give_up_after_the_configured_attempts() {
 
 #[tokio::test]
 async fn never_deletes_a_namesake_of_the_chosen_pod() {
-    let (sim, client, rs) = sim_with_replica_set("web").await;
-    let (control, _) = pod_control(&client);
+    let (sim, client, rs, control, _) = sim_with_pod_control("web").await;
     let chosen = owned_pod(&client, "victim", &rs).await;
     // The pod is replaced under the same name after the controller chose it from its cache.
-    let pods = Api::<Pod>::namespaced(client.clone(), NS);
+    let pods = api::<Pod>(&client);
     pods.delete(
         "victim",
         &kube::api::DeleteParams::default().grace_period(0),

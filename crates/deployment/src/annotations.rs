@@ -8,7 +8,8 @@ use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::constants::{
     DESIRED_REPLICAS_ANNOTATION, LAST_APPLIED_CONFIG_ANNOTATION, MAX_REPLICAS_ANNOTATION,
-    REVISION_ANNOTATION, REVISION_HISTORY_ANNOTATION, ROLLBACK_TO_ANNOTATION,
+    REVISION_ANNOTATION, REVISION_HISTORY_ANNOTATION, REVISION_HISTORY_LIMIT_CHARS,
+    ROLLBACK_TO_ANNOTATION,
 };
 use crate::replica_set::deployment_replicas;
 use crate::rollout_limits::max_total_replicas;
@@ -26,7 +27,11 @@ pub fn skip_copy_annotation(key: &str) -> bool {
     )
 }
 
-fn annotation<'a>(annotations: Option<&'a BTreeMap<String, String>>, key: &str) -> &'a str {
+/// The value of annotation `key` ("" when absent, as Go reads a missing map key).
+pub(crate) fn annotation<'a>(
+    annotations: Option<&'a BTreeMap<String, String>>,
+    key: &str,
+) -> &'a str {
     annotations
         .and_then(|a| a.get(key))
         .map_or("", String::as_str)
@@ -86,7 +91,6 @@ pub fn set_new_replica_set_annotations(
     rs: &mut CachedReplicaSet,
     new_revision: &str,
     exists: bool,
-    history_limit_chars: usize,
 ) -> bool {
     let mut changed = copy_deployment_annotations(d, rs);
     let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
@@ -114,13 +118,13 @@ pub fn set_new_replica_set_annotations(
         changed = true;
         if let Some(old_revision) = old_revision {
             let history = annotation(Some(annotations), REVISION_HISTORY_ANNOTATION);
-            match append_revision_history(history, &old_revision, history_limit_chars) {
+            match append_revision_history(history, &old_revision, REVISION_HISTORY_LIMIT_CHARS) {
                 Some(updated) => {
                     annotations.insert(REVISION_HISTORY_ANNOTATION.to_owned(), updated);
                 }
                 None => tracing::info!(
                     replica_set = rs.metadata.name.as_deref(),
-                    limit = history_limit_chars,
+                    limit = REVISION_HISTORY_LIMIT_CHARS,
                     "not appending revision: revision history length limit reached"
                 ),
             }
@@ -300,8 +304,7 @@ mod tests {
             &d,
             &mut existing,
             "5",
-            true,
-            2000
+            true
         ));
         assert_eq!(ann(&existing, REVISION_ANNOTATION), Some("5"));
         assert_eq!(ann(&existing, REVISION_HISTORY_ANNOTATION), Some("1,2"));
@@ -311,21 +314,16 @@ mod tests {
             &d,
             &mut existing,
             "5",
-            true,
-            2000
+            true
         ));
         // Unparseable old revision: reported unchanged even though "team" was copied.
         let mut bad = annotate(rs("b", 0, 1, 1), REVISION_ANNOTATION, "x");
-        assert!(!set_new_replica_set_annotations(
-            &d, &mut bad, "5", true, 2000
-        ));
+        assert!(!set_new_replica_set_annotations(&d, &mut bad, "5", true));
         assert_eq!(ann(&bad, "team"), Some("a"));
         assert_eq!(ann(&bad, REVISION_ANNOTATION), Some("x"));
         // New RS: revision without history, and desired/max = 10 / 10+3.
         let mut fresh = rs("n", 0, 0, 0);
-        assert!(set_new_replica_set_annotations(
-            &d, &mut fresh, "1", false, 2000
-        ));
+        assert!(set_new_replica_set_annotations(&d, &mut fresh, "1", false));
         assert_eq!(ann(&fresh, REVISION_ANNOTATION), Some("1"));
         assert_eq!(ann(&fresh, REVISION_HISTORY_ANNOTATION), None);
         assert_eq!(ann(&fresh, DESIRED_REPLICAS_ANNOTATION), Some("10"));

@@ -4,8 +4,6 @@
 
 /// Name of the controller's work queue (and of its metrics).
 pub const QUEUE_NAME: &str = "deployment";
-/// `source.component` of the events the controller records.
-pub const EVENT_SOURCE_COMPONENT: &str = "deployment-controller";
 /// Requeues of a failing key before it is dropped (`maxRetries`).
 pub const MAX_RETRIES: u32 = 15;
 

@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+use crate::constants::REASON_FAILED_RS_CREATE;
+use EventType::{Normal, Warning};
+
 /// Normal or Warning, as in `core/v1` Event `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -10,16 +13,6 @@ pub enum EventType {
     Normal,
     /// Something needs attention.
     Warning,
-}
-
-impl EventType {
-    /// The API string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
 }
 
 /// An event to record on the Deployment.
@@ -35,8 +28,6 @@ pub struct Event {
 
 /// Reason of scaling events.
 pub const REASON_SCALING_REPLICA_SET: &str = "ScalingReplicaSet";
-/// Reason of the create-failure warning.
-pub const REASON_REPLICA_SET_CREATE_ERROR: &str = "ReplicaSetCreateError";
 /// Reason of the empty-selector warning.
 pub const REASON_SELECTING_ALL: &str = "SelectingAll";
 /// Reason of a performed rollback.
@@ -46,31 +37,25 @@ pub const REASON_ROLLBACK_REVISION_NOT_FOUND: &str = "DeploymentRollbackRevision
 /// Reason of a rollback to the current template.
 pub const REASON_ROLLBACK_TEMPLATE_UNCHANGED: &str = "DeploymentRollbackTemplateUnchanged";
 
-fn event(type_: EventType, reason: &'static str, message: String) -> Event {
+fn event(type_: EventType, reason: &'static str, message: impl Into<String>) -> Event {
     Event {
         type_,
         reason,
-        message,
+        message: message.into(),
     }
 }
 
 /// `Scaled up replica set <rs> to <n>` after creating a ReplicaSet with `n > 0` replicas.
 pub fn scaled_up_on_creation(replica_set: &str, replicas: i32) -> Event {
-    event(
-        EventType::Normal,
-        REASON_SCALING_REPLICA_SET,
-        format!("Scaled up replica set {replica_set} to {replicas}"),
-    )
+    let message = format!("Scaled up replica set {replica_set} to {replicas}");
+    event(Normal, REASON_SCALING_REPLICA_SET, message)
 }
 
 /// `Scaled <op> replica set <rs> from <old> to <n>` after a successful resize (the order
 /// since v1.32, kubernetes#125118; before: "to <n> from <old>").
 pub fn scaled(operation: impl fmt::Display, replica_set: &str, to: i32, from: i32) -> Event {
-    event(
-        EventType::Normal,
-        REASON_SCALING_REPLICA_SET,
-        format!("Scaled {operation} replica set {replica_set} from {from} to {to}"),
-    )
+    let message = format!("Scaled {operation} replica set {replica_set} from {from} to {to}");
+    event(Normal, REASON_SCALING_REPLICA_SET, message)
 }
 
 /// The message of a failed ReplicaSet creation (event and Progressing condition).
@@ -80,58 +65,40 @@ pub fn replica_set_create_error_message(replica_set: &str, error: impl fmt::Disp
 
 /// Warning after a failed ReplicaSet creation.
 pub fn replica_set_create_error(replica_set: &str, error: impl fmt::Display) -> Event {
-    event(
-        EventType::Warning,
-        REASON_REPLICA_SET_CREATE_ERROR,
-        replica_set_create_error_message(replica_set, error),
-    )
+    let message = replica_set_create_error_message(replica_set, error);
+    event(Warning, REASON_FAILED_RS_CREATE, message)
 }
 
 /// Warning for a Deployment whose selector is empty.
 pub fn selecting_all() -> Event {
-    event(
-        EventType::Warning,
-        REASON_SELECTING_ALL,
-        "This deployment is selecting all pods. A non-empty selector is required.".to_owned(),
-    )
+    let message = "This deployment is selecting all pods. A non-empty selector is required.";
+    event(Warning, REASON_SELECTING_ALL, message)
 }
 
 /// Normal event after a performed rollback.
 pub fn rollback_done(deployment: &str, revision: i64) -> Event {
-    event(
-        EventType::Normal,
-        REASON_ROLLBACK_DONE,
-        format!("Rolled back deployment {deployment:?} to revision {revision}"),
-    )
+    let message = format!("Rolled back deployment {deployment:?} to revision {revision}");
+    event(Normal, REASON_ROLLBACK_DONE, message)
 }
 
 /// Warning when rollback-to-previous finds no previous revision.
 pub fn rollback_last_revision_not_found() -> Event {
-    event(
-        EventType::Warning,
-        REASON_ROLLBACK_REVISION_NOT_FOUND,
-        "Unable to find last revision.".to_owned(),
-    )
+    let message = "Unable to find last revision.";
+    event(Warning, REASON_ROLLBACK_REVISION_NOT_FOUND, message)
 }
 
 /// Warning when no ReplicaSet has the requested revision.
 pub fn rollback_revision_not_found() -> Event {
-    event(
-        EventType::Warning,
-        REASON_ROLLBACK_REVISION_NOT_FOUND,
-        "Unable to find the revision to rollback to.".to_owned(),
-    )
+    let message = "Unable to find the revision to rollback to.";
+    event(Warning, REASON_ROLLBACK_REVISION_NOT_FOUND, message)
 }
 
 /// Warning when the requested revision has the current template.
 pub fn rollback_template_unchanged(deployment: &str) -> Event {
-    event(
-        EventType::Warning,
-        REASON_ROLLBACK_TEMPLATE_UNCHANGED,
-        format!(
-            "The rollback revision contains the same template as current deployment {deployment:?}"
-        ),
-    )
+    let message = format!(
+        "The rollback revision contains the same template as current deployment {deployment:?}"
+    );
+    event(Warning, REASON_ROLLBACK_TEMPLATE_UNCHANGED, message)
 }
 
 #[cfg(test)]
@@ -196,6 +163,5 @@ mod tests {
                 (type_, reason, message)
             );
         }
-        assert_eq!(EventType::Warning.as_str(), "Warning");
     }
 }

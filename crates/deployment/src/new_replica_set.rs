@@ -20,15 +20,15 @@ use std::collections::BTreeMap;
 
 use informer::{CachedDeployment, CachedReplicaSet, CachedReplicaSetSpec, CompactPodTemplate};
 
-use k8s_openapi::api::apps::v1::DeploymentStatus;
+use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 
-use crate::annotations::set_new_replica_set_annotations;
+use crate::annotations::{annotation, set_new_replica_set_annotations};
 use crate::conditions::{get_condition, new_condition, set_condition};
 use crate::constants::{
     CONDITION_PROGRESSING, POD_TEMPLATE_HASH_LABEL, REASON_FAILED_RS_CREATE, REASON_FOUND_NEW_RS,
-    REASON_NEW_REPLICA_SET, REVISION_ANNOTATION, REVISION_HISTORY_LIMIT_CHARS,
+    REASON_NEW_REPLICA_SET, REVISION_ANNOTATION,
 };
 use crate::error::Error;
 use crate::events::{self, Event};
@@ -63,8 +63,9 @@ pub enum ExistingNewReplicaSet {
     Unchanged,
 }
 
-/// Step 2: bring the existing new ReplicaSet's annotations and minReadySeconds up to date,
-/// else the Deployment's revision annotation and Progressing condition.
+/// getNewReplicaSet with an existing new ReplicaSet: bring its annotations and
+/// minReadySeconds up to date, else the Deployment's revision annotation and Progressing
+/// condition.
 pub fn sync_existing_new_replica_set(
     d: &CachedDeployment,
     new_rs: &CachedReplicaSet,
@@ -73,13 +74,7 @@ pub fn sync_existing_new_replica_set(
 ) -> ExistingNewReplicaSet {
     let revision = new_revision(old);
     let mut copy = new_rs.clone();
-    let annotations_updated = set_new_replica_set_annotations(
-        d,
-        &mut copy,
-        &revision,
-        true,
-        REVISION_HISTORY_LIMIT_CHARS,
-    );
+    let annotations_updated = set_new_replica_set_annotations(d, &mut copy, &revision, true);
     let rs_min_ready = copy.spec.as_ref().and_then(|spec| spec.min_ready_seconds);
     if annotations_updated || rs_min_ready.unwrap_or(0) != min_ready_seconds(d).unwrap_or(0) {
         copy.spec
@@ -87,45 +82,45 @@ pub fn sync_existing_new_replica_set(
             .min_ready_seconds = min_ready_seconds(d);
         return ExistingNewReplicaSet::UpdateReplicaSet(copy);
     }
-    let rs_revision = copy
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(REVISION_ANNOTATION))
-        .cloned()
-        .unwrap_or_default();
-    let mut updated = d.clone();
-    let mut needs_update = set_deployment_revision(&mut updated, &rs_revision);
-    if has_progress_deadline(d) && get_condition(d.status.as_ref(), CONDITION_PROGRESSING).is_none()
-    {
-        let condition = new_condition(
+    let rs_revision = annotation(copy.metadata.annotations.as_ref(), REVISION_ANNOTATION);
+    let without_progressing = get_condition(d.status.as_ref(), CONDITION_PROGRESSING).is_none();
+    let found = (has_progress_deadline(d) && without_progressing).then(|| {
+        let message = format!("Found new replica set {:?}", rs_name(&copy));
+        new_condition(
             CONDITION_PROGRESSING,
             "True",
             REASON_FOUND_NEW_RS,
-            format!("Found new replica set {:?}", rs_name(&copy)),
+            message,
             now,
-        );
-        set_condition(
-            updated.status.get_or_insert_with(Default::default),
-            condition,
-        );
-        needs_update = true;
+        )
+    });
+    match with_revision(d, rs_revision, found) {
+        Some(updated) => ExistingNewReplicaSet::UpdateDeploymentStatus(updated),
+        None => ExistingNewReplicaSet::Unchanged,
     }
-    if needs_update {
-        ExistingNewReplicaSet::UpdateDeploymentStatus(updated)
-    } else {
-        ExistingNewReplicaSet::Unchanged
+}
+
+/// The Deployment with its revision annotation set to `revision` and, if given, the
+/// Progressing condition; `None` when neither changes it.
+fn with_revision(
+    d: &CachedDeployment,
+    revision: &str,
+    progressing: Option<DeploymentCondition>,
+) -> Option<CachedDeployment> {
+    let mut updated = d.clone();
+    let mut changed = set_deployment_revision(&mut updated, revision);
+    if let Some(condition) = progressing {
+        let status = updated.status.get_or_insert_with(Default::default);
+        set_condition(status, condition);
+        changed = true;
     }
+    changed.then_some(updated)
 }
 
 /// SetDeploymentRevision: sets the Deployment's revision annotation; whether it changed.
 pub fn set_deployment_revision(d: &mut CachedDeployment, revision: &str) -> bool {
     let annotations = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
-    if annotations
-        .get(REVISION_ANNOTATION)
-        .map_or("", String::as_str)
-        == revision
-    {
+    if annotation(Some(annotations), REVISION_ANNOTATION) == revision {
         return false;
     }
     annotations.insert(REVISION_ANNOTATION.to_owned(), revision.to_owned());
@@ -155,16 +150,10 @@ pub fn build_new_replica_set(
     d: &CachedDeployment,
     old: &[&CachedReplicaSet],
 ) -> Result<CachedReplicaSet, Error> {
-    let name = d
-        .metadata
-        .name
-        .clone()
-        .ok_or(Error::MissingDeploymentField("name"))?;
-    let uid = d
-        .metadata
-        .uid
-        .clone()
-        .ok_or(Error::MissingDeploymentField("uid"))?;
+    let required =
+        |value: &Option<String>, field| value.clone().ok_or(Error::MissingDeploymentField(field));
+    let name = required(&d.metadata.name, "name")?;
+    let uid = required(&d.metadata.uid, "uid")?;
     let spec = d.spec.clone().unwrap_or_default();
     let collision_count = d.status.as_ref().and_then(|status| status.collision_count);
     let mut template = deployment_template(d);
@@ -211,13 +200,7 @@ pub fn build_new_replica_set(
     if let Some(rs_spec) = rs.spec.as_mut() {
         rs_spec.replicas = Some(replicas);
     }
-    set_new_replica_set_annotations(
-        d,
-        &mut rs,
-        &new_revision(old),
-        false,
-        REVISION_HISTORY_LIMIT_CHARS,
-    );
+    set_new_replica_set_annotations(d, &mut rs, &new_revision(old), false);
     Ok(rs)
 }
 
@@ -270,7 +253,8 @@ pub struct CreateFailure {
     pub event: Event,
 }
 
-///, other errors: the condition and event for a failed creation.
+/// getNewReplicaSet after a failed POST (not AlreadyExists, not NamespaceTerminating): the
+/// ReplicaSetCreateError condition and event.
 pub fn create_failed(
     d: &CachedDeployment,
     rs_name: &str,
@@ -305,8 +289,8 @@ pub struct AfterCreate {
     pub update: Option<CachedDeployment>,
 }
 
-///. `planned` is the ReplicaSet from [`build_new_replica_set`]; `created`
-/// is false when an existing ReplicaSet was reused after AlreadyExists.
+/// getNewReplicaSet after the POST. `planned` is the ReplicaSet from [`build_new_replica_set`];
+/// `created` is false when an existing ReplicaSet was reused after AlreadyExists.
 pub fn after_create(
     d: &CachedDeployment,
     planned: &CachedReplicaSet,
@@ -317,25 +301,19 @@ pub fn after_create(
     let replicas = rs_spec_replicas(planned);
     let event = (created && replicas > 0)
         .then(|| events::scaled_up_on_creation(rs_name(planned), replicas));
-    let mut updated = d.clone();
-    let mut needs_update = set_deployment_revision(&mut updated, &new_revision(old));
-    if created && has_progress_deadline(d) {
-        let condition = new_condition(
+    let created_condition = (created && has_progress_deadline(d)).then(|| {
+        let message = format!("Created new replica set {:?}", rs_name(planned));
+        new_condition(
             CONDITION_PROGRESSING,
             "True",
             REASON_NEW_REPLICA_SET,
-            format!("Created new replica set {:?}", rs_name(planned)),
+            message,
             now,
-        );
-        set_condition(
-            updated.status.get_or_insert_with(Default::default),
-            condition,
-        );
-        needs_update = true;
-    }
+        )
+    });
     AfterCreate {
         event,
-        update: needs_update.then_some(updated),
+        update: with_revision(d, &new_revision(old), created_condition),
     }
 }
 
@@ -357,22 +335,17 @@ impl SyncContext {
         let Some(new) = rs_list.iter().find(|rs| is_new(rs)).cloned() else {
             return Ok(Resolved { new: None, old });
         };
-        match sync_existing_new_replica_set(d, &new, &split.old, Timestamp::now()) {
+        let new = match sync_existing_new_replica_set(d, &new, &split.old, Timestamp::now()) {
             ExistingNewReplicaSet::UpdateReplicaSet(body) => {
-                let written = self
-                    .writes
-                    .update_replica_set(&body, "new replica set annotations")
-                    .await?;
-                return Ok(Resolved {
-                    new: Some(Arc::new(written)),
-                    old,
-                });
+                let reason = "new replica set annotations";
+                Arc::new(self.writes.update_replica_set(&body, reason).await?)
             }
             ExistingNewReplicaSet::UpdateDeploymentStatus(updated) => {
                 *d = self.writes.update_status(&updated).await?;
+                new
             }
-            ExistingNewReplicaSet::Unchanged => {}
-        }
+            ExistingNewReplicaSet::Unchanged => new,
+        };
         Ok(Resolved {
             new: Some(new),
             old,
@@ -395,8 +368,9 @@ impl SyncContext {
         };
         Ok((new, resolved.old))
     }
-    /// Step 4: POST the new ReplicaSet; on AlreadyExists reuse ours or count a hash
-    /// collision; on other failures set the ReplicaSetCreateError condition and event.
+    /// getNewReplicaSet, creating: POST the new ReplicaSet; on AlreadyExists reuse ours or
+    /// count a hash collision; on other failures set the ReplicaSetCreateError condition and
+    /// event.
     pub(crate) async fn create_new_replica_set(
         &self,
         d: &mut CachedDeployment,
@@ -421,9 +395,7 @@ impl SyncContext {
                 match resolve_create_conflict(d, &existing) {
                     CreateConflict::UseExisting => (existing, false),
                     CreateConflict::Collision(status) => {
-                        let mut updated = d.clone();
-                        updated.status = Some(status);
-                        match self.writes.update_status(&updated).await {
+                        match self.put_status(d, status).await {
                             Ok(written) => *d = written,
                             Err(update_error) => {
                                 tracing::debug!(replica_set = %name, error = %update_error, "recording collisionCount");
@@ -438,12 +410,10 @@ impl SyncContext {
             }
             Err(error) => {
                 let failure = create_failed(d, &name, &error_message(&error), now);
-                if let Some(status) = failure.status {
-                    let mut updated = d.clone();
-                    updated.status = Some(status);
-                    if let Err(update_error) = self.writes.update_status(&updated).await {
-                        tracing::debug!(replica_set = %name, error = %update_error, "recording ReplicaSetCreateError");
-                    }
+                if let Some(status) = failure.status
+                    && let Err(update_error) = self.put_status(d, status).await
+                {
+                    tracing::debug!(replica_set = %name, error = %update_error, "recording ReplicaSetCreateError");
                 }
                 self.record(d, failure.event);
                 return Err(error.into());
@@ -469,20 +439,16 @@ mod tests {
     use crate::constants::{
         DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION, REVISION_HISTORY_ANNOTATION,
     };
-    use crate::replica_set::test_support::{annotate, at, rolling, rs};
+    use crate::replica_set::test_support::{annotate, at, compact, pct, rolling, rs, template};
     use crate::template::{split_replica_sets, without_hash_label};
 
-    fn ann(meta: &ObjectMeta, key: &str) -> Option<String> {
-        meta.annotations.as_ref()?.get(key).cloned()
+    fn ann<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+        meta.annotations.as_ref()?.get(key).map(String::as_str)
     }
 
     #[test]
     fn built_replica_set_matches_upstream_shape() {
-        let mut d = rolling(
-            10,
-            IntOrString::String("25%".into()),
-            IntOrString::String("25%".into()),
-        );
+        let mut d = rolling(10, pct("25%"), pct("25%"));
         d.metadata.annotations = Some(BTreeMap::from([("team".to_owned(), "a".to_owned())]));
         let old = annotate(rs("web-old", 0, 10, 10), REVISION_ANNOTATION, "4");
         let built = build_new_replica_set(&d, &[&old]).expect("built");
@@ -518,19 +484,13 @@ mod tests {
             ),
             ("Deployment", "d-uid", Some(true), Some(true))
         );
+        assert_eq!(ann(&built.metadata, REVISION_ANNOTATION), Some("5"));
         assert_eq!(
-            ann(&built.metadata, REVISION_ANNOTATION).as_deref(),
-            Some("5")
-        );
-        assert_eq!(
-            ann(&built.metadata, DESIRED_REPLICAS_ANNOTATION).as_deref(),
+            ann(&built.metadata, DESIRED_REPLICAS_ANNOTATION),
             Some("10")
         );
-        assert_eq!(
-            ann(&built.metadata, MAX_REPLICAS_ANNOTATION).as_deref(),
-            Some("13")
-        );
-        assert_eq!(ann(&built.metadata, "team").as_deref(), Some("a"));
+        assert_eq!(ann(&built.metadata, MAX_REPLICAS_ANNOTATION), Some("13"));
+        assert_eq!(ann(&built.metadata, "team"), Some("a"));
         // The built RS is recognized as new once it exists.
         let split = split_replica_sets(&d, &[&old, &built]);
         assert_eq!(split.new.map(rs_name), built.metadata.name.as_deref());
@@ -585,12 +545,9 @@ mod tests {
         let reused = annotate(rs("web-new", 1, 3, 3), REVISION_ANNOTATION, "1");
         match sync_existing_new_replica_set(&d, &reused, &[&old], at(0)) {
             ExistingNewReplicaSet::UpdateReplicaSet(updated) => {
+                assert_eq!(ann(&updated.metadata, REVISION_ANNOTATION), Some("4"));
                 assert_eq!(
-                    ann(&updated.metadata, REVISION_ANNOTATION).as_deref(),
-                    Some("4")
-                );
-                assert_eq!(
-                    ann(&updated.metadata, REVISION_HISTORY_ANNOTATION).as_deref(),
+                    ann(&updated.metadata, REVISION_HISTORY_ANNOTATION),
                     Some("1")
                 );
             }
@@ -611,10 +568,7 @@ mod tests {
         // RS current: the Deployment gets the revision and FoundNewReplicaSet.
         match sync_existing_new_replica_set(&d, &current, &[&old], at(0)) {
             ExistingNewReplicaSet::UpdateDeploymentStatus(updated) => {
-                assert_eq!(
-                    ann(&updated.metadata, REVISION_ANNOTATION).as_deref(),
-                    Some("4")
-                );
+                assert_eq!(ann(&updated.metadata, REVISION_ANNOTATION), Some("4"));
                 let c = get_condition(updated.status.as_ref(), CONDITION_PROGRESSING).expect("set");
                 assert_eq!(reason(c), REASON_FOUND_NEW_RS);
                 assert_eq!(
@@ -651,9 +605,7 @@ mod tests {
             })
         );
         if let Some(spec) = ours.spec.as_mut() {
-            spec.template = Some(crate::replica_set::test_support::compact(
-                &without_hash_label(&crate::replica_set::test_support::template("other")),
-            ));
+            spec.template = Some(compact(&without_hash_label(&template("other"))));
         }
         let mut counted = d.clone();
         counted.status = Some(DeploymentStatus {
@@ -690,10 +642,7 @@ mod tests {
             Some(format!("Scaled up replica set {} to 3", rs_name(&planned)))
         );
         let updated = done.update.expect("status write");
-        assert_eq!(
-            ann(&updated.metadata, REVISION_ANNOTATION).as_deref(),
-            Some("1")
-        );
+        assert_eq!(ann(&updated.metadata, REVISION_ANNOTATION), Some("1"));
         let c = get_condition(updated.status.as_ref(), CONDITION_PROGRESSING).expect("set");
         assert_eq!(reason(c), REASON_NEW_REPLICA_SET);
         // Reused after AlreadyExists: no event, no condition; revision only.

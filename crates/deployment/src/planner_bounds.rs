@@ -149,15 +149,22 @@ fn check(
     Ok(())
 }
 
+prop_compose! {
+    /// A Deployment, maybe a new ReplicaSet, and up to three old ones.
+    fn scenario()(
+        d in deployment(),
+        new_rs in proptest::option::of(replica_set("new")),
+        old in old_replica_sets(),
+    ) -> (CachedDeployment, Option<CachedReplicaSet>, Vec<CachedReplicaSet>) {
+        (d, new_rs, old)
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
 
     #[test]
-    fn proportional_scaling_stays_within_bounds(
-        d in deployment(),
-        new_rs in proptest::option::of(replica_set("new")),
-        old in old_replica_sets(),
-    ) {
+    fn proportional_scaling_stays_within_bounds((d, new_rs, old) in scenario()) {
         let old_refs: Vec<&CachedReplicaSet> = old.iter().collect();
         check(&d, "plan_scale", &plan_scale(&d, new_rs.as_ref(), &old_refs))?;
         check(&d, "plan_sync", &plan_sync(&d, new_rs.as_ref(), &old_refs).actions)?;
@@ -180,11 +187,7 @@ proptest! {
     }
 
     #[test]
-    fn recreate_stays_within_bounds(
-        d in deployment(),
-        new_rs in proptest::option::of(replica_set("new")),
-        old in old_replica_sets(),
-    ) {
+    fn recreate_stays_within_bounds((d, new_rs, old) in scenario()) {
         let old_refs: Vec<&CachedReplicaSet> = old.iter().collect();
         match plan_recreate(&d, new_rs.as_ref(), &old_refs, &[]) {
             RecreatePlan::ScaleDownOld(actions) => check(&d, "recreate scale down", &actions)?,
@@ -194,10 +197,7 @@ proptest! {
     }
 
     #[test]
-    fn a_new_replica_set_is_created_within_bounds(
-        d in deployment(),
-        old in old_replica_sets(),
-    ) {
+    fn a_new_replica_set_is_created_within_bounds(d in deployment(), old in old_replica_sets()) {
         let old_refs: Vec<&CachedReplicaSet> = old.iter().collect();
         if let Ok(new_rs) = build_new_replica_set(&d, &old_refs) {
             let size = new_rs.spec.as_ref().and_then(|spec| spec.replicas).unwrap_or(-1);

@@ -19,7 +19,7 @@ use crate::constants::{
     CONDITION_PROGRESSING, CONDITION_REPLICA_FAILURE, REASON_NEW_RS_AVAILABLE, REASON_PAUSED,
     REASON_REPLICA_SET_UPDATED, REASON_RESUMED, REASON_TIMED_OUT, UNLIMITED,
 };
-use crate::replica_set::{deployment_name, deployment_replicas, rs_name};
+use crate::replica_set::{deployment_name, deployment_paused, deployment_replicas, rs_name};
 use crate::status::{FeatureGates, calculate_status, counter, status_equal};
 
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
@@ -142,6 +142,32 @@ pub fn replica_failures(
     all.iter().flat_map(|rs| failures(rs)).collect()
 }
 
+/// The Progressing condition syncRolloutStatus sets for `status`: complete, progressing or
+/// timed out, in that order; `None` when none applies.
+fn progressing_condition(
+    d: &CachedDeployment,
+    status: &DeploymentStatus,
+    subject: &str,
+    now: Timestamp,
+) -> Option<DeploymentCondition> {
+    let (state, why, what) = if deployment_complete(d, Some(status)) {
+        (
+            "True",
+            REASON_NEW_RS_AVAILABLE,
+            "has successfully progressed",
+        )
+    } else if deployment_progressing(d, status) {
+        ("True", REASON_REPLICA_SET_UPDATED, "is progressing")
+    } else if deployment_timed_out(d, status, now) {
+        ("False", REASON_TIMED_OUT, "has timed out progressing")
+    } else {
+        return None;
+    };
+    let message = format!("{subject} {what}.");
+    let condition = new_condition(CONDITION_PROGRESSING, state, why, message, now);
+    Some(condition)
+}
+
 /// syncRolloutStatus. `all` includes `new_rs`.
 pub fn sync_rollout_status(
     all: &[&CachedReplicaSet],
@@ -161,41 +187,21 @@ pub fn sync_rollout_status(
         Some(rs) => format!("ReplicaSet {:?}", rs_name(rs)),
         None => format!("Deployment {:?}", deployment_name(d)),
     };
-    if has_progress_deadline(d) && !complete_already {
-        if deployment_complete(d, Some(&status)) {
-            let condition = new_condition(
-                CONDITION_PROGRESSING,
-                "True",
-                REASON_NEW_RS_AVAILABLE,
-                format!("{subject} has successfully progressed."),
-                now,
-            );
-            set_condition(&mut status, condition);
-        } else if deployment_progressing(d, &status) {
-            let mut condition = new_condition(
-                CONDITION_PROGRESSING,
-                "True",
-                REASON_REPLICA_SET_UPDATED,
-                format!("{subject} is progressing."),
-                now,
-            );
-            if let Some(current) = current {
-                if current.status == "True" {
-                    condition.last_transition_time = current.last_transition_time.clone();
-                }
-                remove_condition(&mut status, CONDITION_PROGRESSING);
+    if has_progress_deadline(d)
+        && !complete_already
+        && let Some(mut condition) = progressing_condition(d, &status, &subject, now)
+    {
+        // Progress always refreshes lastUpdateTime: the stored condition is replaced even
+        // with the same reason, keeping its lastTransitionTime while the status stays True.
+        if reason(&condition) == REASON_REPLICA_SET_UPDATED
+            && let Some(current) = current
+        {
+            if current.status == "True" {
+                condition.last_transition_time = current.last_transition_time.clone();
             }
-            set_condition(&mut status, condition);
-        } else if deployment_timed_out(d, &status, now) {
-            let condition = new_condition(
-                CONDITION_PROGRESSING,
-                "False",
-                REASON_TIMED_OUT,
-                format!("{subject} has timed out progressing."),
-                now,
-            );
-            set_condition(&mut status, condition);
+            remove_condition(&mut status, CONDITION_PROGRESSING);
         }
+        set_condition(&mut status, condition);
     }
     match replica_failures(all, new_rs).into_iter().next() {
         Some(failure) => set_condition(&mut status, failure),
@@ -251,31 +257,13 @@ pub fn check_paused_conditions(d: &CachedDeployment, now: Timestamp) -> Option<D
         return None;
     }
     let paused_condition_exists = current.is_some_and(|c| reason(c) == REASON_PAUSED);
-    let paused = d
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.paused)
-        .unwrap_or(false);
-    let condition = if paused && !paused_condition_exists {
-        new_condition(
-            CONDITION_PROGRESSING,
-            "Unknown",
-            REASON_PAUSED,
-            "Deployment is paused",
-            now,
-        )
-    } else if !paused && paused_condition_exists {
-        new_condition(
-            CONDITION_PROGRESSING,
-            "Unknown",
-            REASON_RESUMED,
-            "Deployment is resumed",
-            now,
-        )
-    } else {
-        return None;
+    let (why, message) = match (deployment_paused(d), paused_condition_exists) {
+        (true, false) => (REASON_PAUSED, "Deployment is paused"),
+        (false, true) => (REASON_RESUMED, "Deployment is resumed"),
+        _ => return None,
     };
     let mut status = d.status.clone().unwrap_or_default();
+    let condition = new_condition(CONDITION_PROGRESSING, "Unknown", why, message, now);
     set_condition(&mut status, condition);
     Some(status)
 }
@@ -293,11 +281,7 @@ impl SyncContext {
         let decision =
             crate::progress::sync_rollout_status(all, new, d, self.gates, Timestamp::now());
         match decision.update {
-            Some(status) => {
-                let mut updated = d.clone();
-                updated.status = Some(status);
-                *d = self.writes.update_status(&updated).await?;
-            }
+            Some(status) => *d = self.put_status(d, status).await?,
             None => match decision.requeue {
                 Requeue::Never => {}
                 Requeue::RateLimited => self.queue.add_rate_limited(key.to_owned()),
@@ -325,6 +309,10 @@ mod tests {
         let mut c = new_condition(CONDITION_PROGRESSING, status, why, "m", at(updated_at));
         c.last_transition_time = Some(Time(at(0)));
         c
+    }
+
+    fn updated_at(seconds: i64) -> DeploymentCondition {
+        progressing("True", REASON_REPLICA_SET_UPDATED, seconds)
     }
 
     fn stored(
@@ -399,13 +387,7 @@ mod tests {
     #[test]
     fn rollout_status_complete_sets_new_rs_available() {
         let mut d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
-        stored(
-            &mut d,
-            3,
-            2,
-            2,
-            vec![progressing("True", REASON_REPLICA_SET_UPDATED, 10)],
-        );
+        stored(&mut d, 3, 2, 2, vec![updated_at(10)]);
         let new_rs = rs("web-new", 1, 2, 2);
         let decision = sync_rollout_status(&[&new_rs], Some(&new_rs), &d, gates(), at(20));
         let status = decision.update.expect("written");
@@ -434,13 +416,7 @@ mod tests {
     #[test]
     fn rollout_status_progress_refreshes_update_time() {
         let mut d = rolling(2, IntOrString::Int(1), IntOrString::Int(0));
-        stored(
-            &mut d,
-            2,
-            0,
-            2,
-            vec![progressing("True", REASON_REPLICA_SET_UPDATED, 10)],
-        );
+        stored(&mut d, 2, 0, 2, vec![updated_at(10)]);
         let old = rs("web-old", 0, 2, 2);
         let new_rs = rs("web-new", 1, 1, 0);
         let decision = sync_rollout_status(&[&old, &new_rs], Some(&new_rs), &d, gates(), at(20));
@@ -466,13 +442,7 @@ mod tests {
             ..Default::default()
         });
         // Stored status equals what will be computed: no progress.
-        stored(
-            &mut d,
-            3,
-            1,
-            2,
-            vec![progressing("True", REASON_REPLICA_SET_UPDATED, 100)],
-        );
+        stored(&mut d, 3, 1, 2, vec![updated_at(100)]);
         let all = [&old, &new_rs_counted];
         // Before the deadline (100 + 600 = 700): Available gets set, so compute once and store.
         let first = sync_rollout_status(&all, Some(&new_rs_counted), &d, gates(), at(200));
@@ -520,13 +490,8 @@ mod tests {
         if let Some(spec) = d.spec.as_mut() {
             spec.progress_deadline_seconds = Some(i32::MAX);
         }
-        stored(
-            &mut d,
-            1,
-            1,
-            1,
-            vec![progressing("True", REASON_NEW_RS_AVAILABLE, 1)],
-        );
+        let complete = progressing("True", REASON_NEW_RS_AVAILABLE, 1);
+        stored(&mut d, 1, 1, 1, vec![complete]);
         let r = rs("web-new", 0, 1, 1);
         let status = sync_rollout_status(&[&r], Some(&r), &d, gates(), at(5))
             .update

@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use informer::{CachedDeployment, CachedReplicaSet};
 
-use crate::annotations::{desired_replicas_annotation, max_replicas_annotation, rollback_to};
+use crate::annotations::{
+    annotation, desired_replicas_annotation, max_replicas_annotation, rollback_to,
+};
 use crate::constants::DESIRED_REPLICAS_ANNOTATION;
 use crate::replica_set::{
-    active, by_creation, by_size_newer, by_size_older, deployment_replicas, rs_available_replicas,
-    rs_name, rs_spec_replicas, sum_spec_replicas,
+    active, by_creation, by_size_newer, by_size_older, deployment_paused, deployment_replicas,
+    rs_available_replicas, rs_name, rs_spec_replicas, sum_spec_replicas,
 };
 use crate::rollout_limits::{is_rolling_update, max_total_replicas};
 use crate::scaling::{ScaleAction, ScalingOperation, scale_and_record, scale_needs_update};
@@ -58,13 +60,8 @@ pub fn is_saturated(d: &CachedDeployment, rs: Option<&CachedReplicaSet>) -> bool
     let Some(rs) = rs else {
         return false;
     };
-    let Some(desired) = rs
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(DESIRED_REPLICAS_ANNOTATION))
-        .and_then(|value| value.parse::<i32>().ok())
-    else {
+    let annotations = rs.metadata.annotations.as_ref();
+    let Ok(desired) = annotation(annotations, DESIRED_REPLICAS_ANNOTATION).parse::<i32>() else {
         return false;
     };
     let replicas = deployment_replicas(d);
@@ -222,14 +219,9 @@ pub fn plan_sync(
     new_rs: Option<&CachedReplicaSet>,
     old: &[&CachedReplicaSet],
 ) -> SyncPlan {
-    let paused = d
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.paused)
-        .unwrap_or(false);
     SyncPlan {
         actions: plan_scale(d, new_rs, old),
-        cleanup: paused && rollback_to(d).is_none(),
+        cleanup: deployment_paused(d) && rollback_to(d).is_none(),
     }
 }
 
@@ -260,7 +252,7 @@ mod tests {
 
     use super::*;
     use crate::constants::{MAX_REPLICAS_ANNOTATION, ROLLBACK_TO_ANNOTATION};
-    use crate::replica_set::test_support::{annotate, recreate, rolling, rs};
+    use crate::replica_set::test_support::{annotate, pct, recreate, rolling, rs};
 
     /// An RS last scaled when the Deployment had `desired` replicas and `max` allowed.
     fn scaled_rs(
@@ -280,6 +272,17 @@ mod tests {
             MAX_REPLICAS_ANNOTATION,
             &max.to_string(),
         )
+    }
+
+    /// A rolling Deployment of `replicas` (maxSurge `surge`, maxUnavailable 1) whose status
+    /// still reports `status_replicas`.
+    fn resized(replicas: i32, surge: i32, status_replicas: i32) -> CachedDeployment {
+        let mut d = rolling(replicas, IntOrString::Int(surge), IntOrString::Int(1));
+        d.status = Some(DeploymentStatus {
+            replicas: Some(status_replicas),
+            ..Default::default()
+        });
+        d
     }
 
     fn sizes(actions: &[ScaleAction], name: &str, before: i32) -> i32 {
@@ -336,11 +339,7 @@ mod tests {
             ("to zero", 6, 0, 2, vec![4], 0, vec![0]),
         ];
         for (name, from, to, new_size, olds, want_new, want_olds) in cases {
-            let mut d = rolling(to, IntOrString::Int(0), IntOrString::Int(1));
-            d.status = Some(DeploymentStatus {
-                replicas: Some(from),
-                ..Default::default()
-            });
+            let d = resized(to, 0, from);
             let new_rs = scaled_rs("new", 100, new_size, 0, from, from);
             let old: Vec<_> = olds
                 .iter()
@@ -381,7 +380,6 @@ mod tests {
         //   old: round(8 * 25 / 13) - 8 = round(15.38) - 8 = 7, min(7, 12) = 7 -> 15
         //   new: round(5 * 25 / 13) - 5 = round(9.62) - 5 = 5, min(5, 12 - 7) = 5 -> 10
         //   leftover 12 - 12 = 0. Total 25 = 20 + maxSurge.
-        let pct = |s: &str| IntOrString::String(s.to_owned());
         let d = rolling(20, pct("25%"), pct("25%"));
         let old = scaled_rs("web-old", 0, 8, 8, 10, 13);
         let new_rs = scaled_rs("web-new", 10, 5, 0, 10, 13);
@@ -493,11 +491,7 @@ mod tests {
             (0, 0, 0, 10, None, -10),
         ];
         for (replicas, status_replicas, surge, rs_replicas, max, want) in cases {
-            let mut d = rolling(replicas, IntOrString::Int(surge), IntOrString::Int(1));
-            d.status = Some(DeploymentStatus {
-                replicas: Some(status_replicas),
-                ..Default::default()
-            });
+            let d = resized(replicas, surge, status_replicas);
             let mut r = rs("a", 0, rs_replicas, rs_replicas);
             if let Some(max) = max {
                 r = annotate(r, MAX_REPLICAS_ANNOTATION, max);
@@ -517,11 +511,7 @@ mod tests {
         // 2,147,483,647. Now it falls back to status.replicas = 10: toAdd = -5, sorted by
         // size, older first [old 5, new 5]: old round(25/10)-5 = -2, new -2, the leftover -1
         // goes to the first -> old 2, new 3.
-        let mut d = rolling(5, IntOrString::Int(0), IntOrString::Int(1));
-        d.status = Some(DeploymentStatus {
-            replicas: Some(10),
-            ..Default::default()
-        });
+        let mut d = resized(5, 0, 10);
         let old = annotate(
             scaled_rs("old", 0, 5, 5, 10, 10),
             MAX_REPLICAS_ANNOTATION,
@@ -541,11 +531,7 @@ mod tests {
 
     #[test]
     fn missing_max_annotation_falls_back_to_status_replicas() {
-        let mut d = rolling(20, IntOrString::Int(0), IntOrString::Int(1));
-        d.status = Some(DeploymentStatus {
-            replicas: Some(10),
-            ..Default::default()
-        });
+        let d = resized(20, 0, 10);
         let r = rs("a", 0, 5, 5);
         // round(5 * 20 / 10) - 5 = 5.
         assert_eq!(get_proportion(&r, &d, 10, 0), 5);

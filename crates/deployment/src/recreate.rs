@@ -88,8 +88,8 @@ pub fn plan_recreate(
     }
 }
 
-/// Steps 5-6: scale the new ReplicaSet to `spec.replicas`; cleanup if complete per the
-/// stored status.
+/// The end of rolloutRecreate (scaleUpNewReplicaSetForRecreate, then cleanupDeployment): scale
+/// the new ReplicaSet to `spec.replicas`; cleanup if complete per the stored status.
 pub fn plan_recreate_scale_up(d: &CachedDeployment, new_rs: &CachedReplicaSet) -> RecreateScaleUp {
     RecreateScaleUp {
         scale: scale_and_record(new_rs, deployment_replicas(d)),

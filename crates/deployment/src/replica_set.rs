@@ -62,6 +62,14 @@ pub fn deployment_replicas(d: &CachedDeployment) -> i32 {
         .max(0)
 }
 
+/// `spec.paused` (false when absent).
+pub fn deployment_paused(d: &CachedDeployment) -> bool {
+    d.spec
+        .as_ref()
+        .and_then(|spec| spec.paused)
+        .unwrap_or(false)
+}
+
 /// `metadata.name` of a Deployment ("" when absent).
 pub fn deployment_name(d: &CachedDeployment) -> &str {
     d.metadata.name.as_deref().unwrap_or_default()
@@ -73,29 +81,33 @@ pub fn same_replica_set(a: &CachedReplicaSet, b: &CachedReplicaSet) -> bool {
     a.metadata.uid == b.metadata.uid && a.metadata.name == b.metadata.name
 }
 
+/// The saturating sum of one count over ReplicaSets.
+fn sum<'a>(
+    rss: impl IntoIterator<Item = &'a CachedReplicaSet>,
+    count: fn(&CachedReplicaSet) -> i32,
+) -> i32 {
+    rss.into_iter()
+        .fold(0i32, |sum, rs| sum.saturating_add(count(rs)))
+}
+
 /// GetReplicaCountForReplicaSets: sum of `spec.replicas`.
 pub fn sum_spec_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
-    rss.into_iter()
-        .fold(0i32, |sum, rs| sum.saturating_add(rs_spec_replicas(rs)))
+    sum(rss, rs_spec_replicas)
 }
 
 /// GetActualReplicaCountForReplicaSets: sum of `status.replicas`.
 pub fn sum_status_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
-    rss.into_iter()
-        .fold(0i32, |sum, rs| sum.saturating_add(rs_status_replicas(rs)))
+    sum(rss, rs_status_replicas)
 }
 
 /// GetAvailableReplicaCountForReplicaSets: sum of `status.availableReplicas`.
 pub fn sum_available_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
-    rss.into_iter().fold(0i32, |sum, rs| {
-        sum.saturating_add(rs_available_replicas(rs))
-    })
+    sum(rss, rs_available_replicas)
 }
 
 /// GetReadyReplicaCountForReplicaSets: sum of `status.readyReplicas`.
 pub fn sum_ready_replicas<'a>(rss: impl IntoIterator<Item = &'a CachedReplicaSet>) -> i32 {
-    rss.into_iter()
-        .fold(0i32, |sum, rs| sum.saturating_add(rs_ready_replicas(rs)))
+    sum(rss, rs_ready_replicas)
 }
 
 /// FilterActiveReplicaSets: those with `spec.replicas > 0`, order kept.
@@ -176,6 +188,11 @@ pub(crate) mod test_support {
         }
     }
 
+    /// A percentage (or any string) IntOrString.
+    pub fn pct(value: &str) -> IntOrString {
+        IntOrString::String(value.to_owned())
+    }
+
     /// A rolling-update Deployment `web` with the given size and fenceposts.
     pub fn rolling(
         replicas: i32,
@@ -246,6 +263,15 @@ pub(crate) mod test_support {
                 ..Default::default()
             }),
         }
+    }
+
+    /// ReplicaSets `old0`, `old1`, .. created 0, 1, .. seconds after the base time, with the
+    /// given (spec, available) replicas.
+    pub fn olds(sizes: &[(i32, i32)]) -> Vec<CachedReplicaSet> {
+        let old = |(i, (spec, available)): (usize, &(i32, i32))| {
+            rs(&format!("old{i}"), i as i64, *spec, *available)
+        };
+        sizes.iter().enumerate().map(old).collect()
     }
 
     /// Sets one annotation.

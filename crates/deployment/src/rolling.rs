@@ -16,7 +16,7 @@ use crate::replica_set::{
     active, by_creation, deployment_replicas, rs_available_replicas, rs_name, rs_spec_replicas,
     sum_available_replicas, sum_spec_replicas,
 };
-use crate::rollout_limits::{max_unavailable, new_rs_new_replicas};
+use crate::rollout_limits::{min_available, new_rs_new_replicas};
 use crate::scaling::{ScaleAction, scale_and_record, with_spec_replicas};
 
 /// What one rolling-update sync does after the new ReplicaSet exists.
@@ -124,11 +124,9 @@ pub fn reconcile_old_replica_sets(
         return OldScalePlan::default();
     }
     let all_pods = sum_spec_replicas(all.iter().copied());
-    let min_available = deployment_replicas(d).saturating_sub(max_unavailable(d));
     let new_unavailable = rs_spec_replicas(new_rs).saturating_sub(rs_available_replicas(new_rs));
-    //.
     let max_scaled_down = all_pods
-        .saturating_sub(min_available)
+        .saturating_sub(min_available(d))
         .saturating_sub(new_unavailable);
     if max_scaled_down <= 0 {
         return OldScalePlan::default();
@@ -144,18 +142,10 @@ pub fn reconcile_old_replica_sets(
     };
     let cleaned_refs: Vec<&CachedReplicaSet> = cleaned_old.iter().collect();
     let all_after: Vec<&CachedReplicaSet> = cleaned_refs.iter().copied().chain([new_rs]).collect();
-    let scale_down = scale_down_old_for_rolling_update(d, &all_after, &cleaned_refs);
-    actions.extend(scale_down.actions);
-    match scale_down.scaled_down {
-        Some(count) => OldScalePlan {
-            scaled: cleanup.scaled_down.saturating_add(count) > 0,
-            actions,
-        },
-        None => OldScalePlan {
-            actions,
-            scaled: false,
-        },
-    }
+    let (scale_down, scaled_down) = scale_down_old_for_rolling_update(d, &all_after, &cleaned_refs);
+    actions.extend(scale_down);
+    let scaled = cleanup.scaled_down.saturating_add(scaled_down) > 0;
+    OldScalePlan { actions, scaled }
 }
 
 /// Result of cleanupUnhealthyReplicas.
@@ -203,9 +193,7 @@ pub fn cleanup_unhealthy_replicas(old: &[&CachedReplicaSet], max_cleanup: i32) -
                 scaled_down: total,
             };
         }
-        if let Some(action) = scale_and_record(rs, target) {
-            actions.push(action);
-        }
+        actions.extend(scale_and_record(rs, target));
         *rs = with_spec_replicas(rs, target);
         total = total.saturating_add(count);
     }
@@ -216,35 +204,21 @@ pub fn cleanup_unhealthy_replicas(old: &[&CachedReplicaSet], max_cleanup: i32) -
     }
 }
 
-/// Result of scaleDownOldReplicaSetsForRollingUpdate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RollingScaleDown {
-    /// Resizes made.
-    pub actions: Vec<ScaleAction>,
-    /// Replicas removed; `None` when upstream aborted on an invalid request.
-    pub scaled_down: Option<i32>,
-}
-
-/// scaleDownOldReplicaSetsForRollingUpdate: remove available old replicas
-/// beyond `spec.replicas - MaxUnavailable`, oldest ReplicaSet first.
+/// scaleDownOldReplicaSetsForRollingUpdate: remove available old replicas beyond
+/// `spec.replicas - MaxUnavailable`, oldest ReplicaSet first (none when availability is not
+/// above that); the resizes and the replicas removed. Upstream's "invalid request to scale
+/// down" abort cannot happen here: each step removes between 1 and the ReplicaSet's
+/// (non-negative) size.
 pub fn scale_down_old_for_rolling_update(
     d: &CachedDeployment,
     all: &[&CachedReplicaSet],
     old: &[&CachedReplicaSet],
-) -> RollingScaleDown {
-    let min_available = deployment_replicas(d).saturating_sub(max_unavailable(d));
+) -> (Vec<ScaleAction>, i32) {
     let available = sum_available_replicas(all.iter().copied());
-    let mut actions = Vec::new();
-    if available <= min_available {
-        return RollingScaleDown {
-            actions,
-            scaled_down: Some(0),
-        };
-    }
+    let budget = available.saturating_sub(min_available(d));
     let mut sorted = old.to_vec();
     sorted.sort_by(|a, b| by_creation(a, b));
-    let budget = available.saturating_sub(min_available);
-    let mut total = 0i32;
+    let (mut actions, mut total) = (Vec::new(), 0i32);
     for rs in sorted {
         if total >= budget {
             break;
@@ -254,28 +228,10 @@ pub fn scale_down_old_for_rolling_update(
             continue;
         }
         let count = replicas.min(budget.saturating_sub(total));
-        let target = replicas.saturating_sub(count);
-        if target > replicas {
-            tracing::info!(
-                replica_set = rs_name(rs),
-                from = replicas,
-                to = target,
-                "when scaling down old replica sets, got invalid request to scale down"
-            );
-            return RollingScaleDown {
-                actions,
-                scaled_down: None,
-            };
-        }
-        if let Some(action) = scale_and_record(rs, target) {
-            actions.push(action);
-        }
+        actions.extend(scale_and_record(rs, replicas.saturating_sub(count)));
         total = total.saturating_add(count);
     }
-    RollingScaleDown {
-        actions,
-        scaled_down: Some(total),
-    }
+    (actions, total)
 }
 
 impl SyncContext {
@@ -322,25 +278,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     use super::*;
-    use crate::replica_set::test_support::{rolling, rs};
-    use crate::scaling::ScalingOperation;
-
-    fn action(name: &str, from: i32, to: i32) -> ScaleAction {
-        ScaleAction {
-            replica_set: name.to_owned(),
-            from,
-            to,
-            operation: if from > to {
-                ScalingOperation::Down
-            } else {
-                ScalingOperation::Up
-            },
-        }
-    }
-
-    fn pct(s: &str) -> IntOrString {
-        IntOrString::String(s.to_owned())
-    }
+    use crate::replica_set::test_support::{olds as old_replica_sets, pct, rolling, rs};
 
     #[test]
     fn reconcile_new_replica_set_table() {
@@ -355,14 +293,9 @@ mod tests {
         ];
         for (replicas, surge, olds, new_size, want) in cases {
             let d = rolling(replicas, surge, pct("25%"));
-            let old: Vec<_> = olds
-                .iter()
-                .enumerate()
-                .map(|(i, (s, a))| rs(&format!("old{i}"), i as i64, *s, *a))
-                .collect();
+            let old = old_replica_sets(&olds);
             let new_rs = rs("new", 50, new_size, 0);
-            let mut all: Vec<&CachedReplicaSet> = old.iter().collect();
-            all.push(&new_rs);
+            let all: Vec<&CachedReplicaSet> = old.iter().chain([&new_rs]).collect();
             let got = reconcile_new_replica_set(&d, &all, &new_rs).expect("no error");
             assert_eq!(got.map(|a| a.to), want, "{olds:?} new={new_size}");
         }
@@ -370,111 +303,66 @@ mod tests {
 
     #[test]
     fn reconcile_old_replica_sets_table() {
-        struct Case {
-            name: &'static str,
-            replicas: i32,
-            max_unavailable: i32,
-            old: Vec<(&'static str, i64, i32, i32)>,
-            new: (i32, i32),
-            want: Vec<ScaleAction>,
-            scaled: bool,
-        }
-        let cases = [
-            Case {
-                // all = 10 + 3 = 13; minAvailable = 10 - 2 = 8; new unavailable = 3
-                // maxScaledDown = 13 - 8 - 3 = 2; nothing unhealthy; available 10 > 8 -> 2.
-                name: "scale down by the availability budget",
-                replicas: 10,
-                max_unavailable: 2,
-                old: vec![("a", 0, 10, 10)],
-                new: (3, 0),
-                want: vec![action("a", 10, 8)],
-                scaled: true,
-            },
-            Case {
-                // maxScaledDown = 12 - 9 - 2 = 1 -> cleanup removes one unavailable from "a";
-                // then available 6 <= 9 so no further scale down.
-                name: "unhealthy replicas go first, oldest first",
-                replicas: 10,
-                max_unavailable: 1,
-                old: vec![("a", 0, 5, 3), ("b", 1, 5, 3)],
-                new: (2, 0),
-                want: vec![action("a", 5, 4)],
-                scaled: true,
-            },
-            Case {
-                // maxScaledDown = 10 - 9 - 0 = 1 but only budget: available 10, 10 - 9 = 1.
-                name: "both steps, budget split",
-                replicas: 10,
-                max_unavailable: 1,
-                old: vec![("a", 0, 4, 2), ("b", 1, 4, 4)],
-                new: (2, 2),
-                // all=10, minAvail=9, newUnavail=0 -> maxScaledDown=1: cleanup a 4->3.
-                // scaleDown: available = 2+4+2 = 8 <= 9 -> nothing.
-                want: vec![action("a", 4, 3)],
-                scaled: true,
-            },
-            Case {
-                name: "no room: new replicas are unavailable",
-                replicas: 10,
-                max_unavailable: 0,
-                old: vec![("a", 0, 10, 10)],
-                new: (1, 0),
-                want: vec![],
-                scaled: false,
-            },
-            Case {
-                name: "no old pods",
-                replicas: 3,
-                max_unavailable: 1,
-                old: vec![("a", 0, 0, 0)],
-                new: (3, 3),
-                want: vec![],
-                scaled: false,
-            },
-            Case {
-                // availableReplicas > spec.replicas: upstream aborts with invalid request.
-                name: "over-available old replica set not reached",
-                replicas: 4,
-                max_unavailable: 1,
-                old: vec![("a", 0, 2, 1), ("b", 1, 2, 3)],
-                new: (2, 0),
-                // all=6, minAvail=3, newUnavail=2 -> 1: cleanup a 2->1 (budget used) and
-                // never reaches "b". Scale-down then sees the stale status of "a" (available
-                // 1) as upstream does with the PUT response: available 1+3+0 = 4 > 3, budget
-                // 1 -> "a" 1->0.
-                want: vec![action("a", 2, 1), action("a", 1, 0)],
-                scaled: true,
-            },
-            Case {
-                name: "over-available old replica set first aborts",
-                replicas: 4,
-                max_unavailable: 1,
-                old: vec![("a", 0, 2, 3), ("b", 1, 2, 1)],
-                new: (2, 0),
-                want: vec![],
-                scaled: false,
-            },
+        // (replicas, maxUnavailable, old ReplicaSets "a", "b" as (spec, available), the new
+        // one as (spec, available)) -> (resizes as (name, from, to), scaled).
+        type Resizes = &'static [(&'static str, i32, i32)];
+        type Case = (i32, i32, &'static [(i32, i32)], (i32, i32), Resizes, bool);
+        let cases: [Case; 7] = [
+            // Scale down by the availability budget: all = 10 + 3 = 13; minAvailable =
+            // 10 - 2 = 8; new unavailable = 3; maxScaledDown = 13 - 8 - 3 = 2; nothing
+            // unhealthy; available 10 > 8 -> 2.
+            (10, 2, &[(10, 10)], (3, 0), &[("a", 10, 8)], true),
+            // Unhealthy replicas go first, oldest first: maxScaledDown = 12 - 9 - 2 = 1 ->
+            // cleanup removes one unavailable from "a"; then available 6 <= 9 so no further
+            // scale down.
+            (10, 1, &[(5, 3), (5, 3)], (2, 0), &[("a", 5, 4)], true),
+            // Both steps, budget split: all = 10, minAvailable = 9, new unavailable = 0 ->
+            // maxScaledDown = 1: cleanup "a" 4 -> 3. Scale down: available = 2 + 4 + 2 = 8
+            // <= 9 -> nothing.
+            (10, 1, &[(4, 2), (4, 4)], (2, 2), &[("a", 4, 3)], true),
+            // No room: new replicas are unavailable.
+            (10, 0, &[(10, 10)], (1, 0), &[], false),
+            // No old pods.
+            (3, 1, &[(0, 0)], (3, 3), &[], false),
+            // Over-available old ReplicaSet not reached (availableReplicas > spec.replicas
+            // makes upstream abort with an invalid request): all = 6, minAvailable = 3, new
+            // unavailable = 2 -> 1: cleanup "a" 2 -> 1 (budget used) and never reaches "b".
+            // Scale down then sees the stale status of "a" (available 1) as upstream does
+            // with the PUT response: available 1 + 3 + 0 = 4 > 3, budget 1 -> "a" 1 -> 0.
+            (
+                4,
+                1,
+                &[(2, 1), (2, 3)],
+                (2, 0),
+                &[("a", 2, 1), ("a", 1, 0)],
+                true,
+            ),
+            // Over-available old ReplicaSet first: cleanup aborts.
+            (4, 1, &[(2, 3), (2, 1)], (2, 0), &[], false),
         ];
-        for case in cases {
-            let d = rolling(
-                case.replicas,
-                IntOrString::Int(1),
-                IntOrString::Int(case.max_unavailable),
-            );
-            let old: Vec<_> = case
-                .old
+        for (replicas, unavailable, olds, (new_spec, new_available), want, scaled) in cases {
+            let d = rolling(replicas, IntOrString::Int(1), IntOrString::Int(unavailable));
+            let old: Vec<_> = ["a", "b"]
                 .iter()
-                .map(|(n, c, s, a)| rs(n, *c, *s, *a))
+                .zip(olds)
+                .enumerate()
+                .map(|(created, (name, (spec, available)))| {
+                    rs(name, created as i64, *spec, *available)
+                })
                 .collect();
-            let new_rs = rs("new", 100, case.new.0, case.new.1);
+            let new_rs = rs("new", 100, new_spec, new_available);
             let old_refs: Vec<&CachedReplicaSet> = old.iter().collect();
             let mut all = old_refs.clone();
             all.push(&new_rs);
             let active_old = active(old_refs.iter().copied());
             let plan = reconcile_old_replica_sets(&d, &all, &active_old, &new_rs);
-            assert_eq!(plan.actions, case.want, "{}", case.name);
-            assert_eq!(plan.scaled, case.scaled, "{}", case.name);
+            let want: Vec<ScaleAction> = want
+                .iter()
+                .map(|(name, from, to)| ScaleAction::resize(name, *from, *to))
+                .collect();
+            let case = format!("{replicas}/{unavailable} {olds:?} new {new_spec}/{new_available}");
+            assert_eq!(plan.actions, want, "{case}");
+            assert_eq!(plan.scaled, scaled, "{case}");
         }
     }
 

@@ -112,6 +112,11 @@ pub fn max_unavailable(d: &CachedDeployment) -> i32 {
     deployment_fenceposts(d).1.clamp(0, replicas)
 }
 
+/// `spec.replicas - MaxUnavailable`: the fewest available replicas a rolling update keeps.
+pub fn min_available(d: &CachedDeployment) -> i32 {
+    deployment_replicas(d).saturating_sub(max_unavailable(d))
+}
+
 /// NewRSNewReplicas: how many replicas the new ReplicaSet may have now.
 /// `all` are every ReplicaSet of the Deployment including `new_rs`.
 pub fn new_rs_new_replicas(
@@ -152,11 +157,7 @@ pub fn new_rs_new_replicas(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replica_set::test_support::{recreate, rolling, rs};
-
-    fn pct(s: &str) -> IntOrString {
-        IntOrString::String(s.to_owned())
-    }
+    use crate::replica_set::test_support::{olds, pct, recreate, rolling, rs};
 
     #[test]
     fn scaled_value_table() {
@@ -226,28 +227,23 @@ mod tests {
 
     #[test]
     fn new_rs_new_replicas_table() {
-        // (deployment replicas, surge, sizes of old RSs, new RS size, want)
+        // (deployment replicas, surge, old RSs as (spec, available), new RS size, want)
         let cases = [
-            (10, IntOrString::Int(3), vec![10], 0, 3),
-            (10, IntOrString::Int(3), vec![8], 3, 5),
-            (10, IntOrString::Int(3), vec![10], 3, 3),
+            (10, IntOrString::Int(3), vec![(10, 10)], 0, 3),
+            (10, IntOrString::Int(3), vec![(8, 8)], 3, 5),
+            (10, IntOrString::Int(3), vec![(10, 10)], 3, 3),
             (10, IntOrString::Int(30), vec![], 2, 10),
-            (10, pct("25%"), vec![5], 5, 8),
+            (10, pct("25%"), vec![(5, 5)], 5, 8),
         ];
-        for (replicas, surge, olds, new_size, want) in cases {
+        for (replicas, surge, sizes, new_size, want) in cases {
             let d = rolling(replicas, surge.clone(), IntOrString::Int(0));
-            let old: Vec<_> = olds
-                .iter()
-                .enumerate()
-                .map(|(i, n)| rs(&format!("old{i}"), i as i64, *n, *n))
-                .collect();
+            let old = olds(&sizes);
             let new_rs = rs("new", 100, new_size, 0);
-            let mut all: Vec<&CachedReplicaSet> = old.iter().collect();
-            all.push(&new_rs);
+            let all: Vec<&CachedReplicaSet> = old.iter().chain([&new_rs]).collect();
             assert_eq!(
                 new_rs_new_replicas(&d, &all, &new_rs),
                 Ok(want),
-                "{replicas} {surge:?} {olds:?} {new_size}"
+                "{replicas} {surge:?} {sizes:?} {new_size}"
             );
         }
         let d = recreate(4);

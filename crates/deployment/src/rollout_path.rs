@@ -11,9 +11,10 @@ use crate::constants::{STRATEGY_RECREATE, STRATEGY_ROLLING_UPDATE};
 use crate::error::Error;
 use crate::events::{self, Event};
 use crate::proportional::is_scaling_event;
+use crate::replica_set::deployment_paused;
 use crate::rollout_limits::strategy_type;
 
-/// for a Deployment whose selector is empty (`{}`).
+/// What syncDeployment does for a Deployment whose selector is empty (`{}`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectingAll {
     /// Warning `SelectingAll` to record.
@@ -22,8 +23,8 @@ pub struct SelectingAll {
     pub status: Option<DeploymentStatus>,
 }
 
-/// Step 2: `Some` when the selector deep-equals an empty selector; the sync then ends
-/// successfully.
+/// syncDeployment's empty-selector check: `Some` when the selector deep-equals an empty
+/// selector; the sync then ends successfully.
 pub fn selecting_all(d: &CachedDeployment) -> Option<SelectingAll> {
     let selector = &d.spec.as_ref()?.selector;
     if selector.match_labels.is_some() || selector.match_expressions.is_some() {
@@ -45,7 +46,8 @@ pub fn selecting_all(d: &CachedDeployment) -> Option<SelectingAll> {
     })
 }
 
-/// Step 5: a Deployment being deleted only gets its status synced.
+/// syncDeployment's deletion check: a Deployment being deleted only gets its status synced
+/// (syncStatusOnly).
 pub fn is_being_deleted(d: &CachedDeployment) -> bool {
     d.metadata.deletion_timestamp.is_some()
 }
@@ -63,18 +65,14 @@ pub enum RolloutPath {
     RollingUpdate,
 }
 
-/// on the ReplicaSets resolved *without* creating (the scaling-event test
-/// needs them).
+/// syncDeployment's choice of path (paused, rollback, isScalingEvent, then the strategy), on
+/// the ReplicaSets resolved *without* creating (the scaling-event test needs them).
 pub fn choose_rollout_path(
     d: &CachedDeployment,
     new_rs: Option<&CachedReplicaSet>,
     old: &[&CachedReplicaSet],
 ) -> Result<RolloutPath, Error> {
-    if d.spec
-        .as_ref()
-        .and_then(|spec| spec.paused)
-        .unwrap_or(false)
-    {
+    if deployment_paused(d) {
         return Ok(RolloutPath::Sync);
     }
     if rollback_to(d).is_some() {

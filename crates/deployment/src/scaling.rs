@@ -50,6 +50,21 @@ pub struct ScaleAction {
 }
 
 impl ScaleAction {
+    /// A resize of `replica_set` from `from` to `to`: "down" when shrinking, else "up".
+    pub fn resize(replica_set: &str, from: i32, to: i32) -> Self {
+        let operation = if from > to {
+            ScalingOperation::Down
+        } else {
+            ScalingOperation::Up
+        };
+        ScaleAction {
+            replica_set: replica_set.to_owned(),
+            from,
+            to,
+            operation,
+        }
+    }
+
     /// Why the ReplicaSet is written, for the write layer.
     pub fn reason(&self) -> &'static str {
         match self.operation {
@@ -68,19 +83,10 @@ impl ScaleAction {
 }
 
 /// scaleReplicaSetAndRecordEvent: nothing when the size is already `to`; otherwise a
-/// resize whose operation is "down" when shrinking, else "up".
+/// [`ScaleAction::resize`].
 pub fn scale_and_record(rs: &CachedReplicaSet, to: i32) -> Option<ScaleAction> {
     let from = rs_spec_replicas(rs);
-    (from != to).then(|| ScaleAction {
-        replica_set: rs_name(rs).to_owned(),
-        from,
-        to,
-        operation: if from > to {
-            ScalingOperation::Down
-        } else {
-            ScalingOperation::Up
-        },
-    })
+    (from != to).then(|| ScaleAction::resize(rs_name(rs), from, to))
 }
 
 /// The desired/max annotation values a scale writes: `spec.replicas` and
@@ -101,8 +107,7 @@ pub fn scaled_replica_set(
     to: i32,
     d: &CachedDeployment,
 ) -> CachedReplicaSet {
-    let mut copy = rs.clone();
-    copy.spec.get_or_insert_with(Default::default).replicas = Some(to);
+    let mut copy = with_spec_replicas(rs, to);
     let (desired, max) = replicas_annotation_values(d);
     set_replicas_annotations(&mut copy, desired, max);
     copy

@@ -119,26 +119,7 @@ fn parse_quantity_nanos(text: &str) -> Option<i128> {
     if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
         return None;
     }
-    let (pow10, pow2): (i32, u32) = match suffix {
-        "n" => (-9, 0),
-        "u" => (-6, 0),
-        "m" => (-3, 0),
-        "" => (0, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        "Ki" => (0, 10),
-        "Mi" => (0, 20),
-        "Gi" => (0, 30),
-        "Ti" => (0, 40),
-        "Pi" => (0, 50),
-        "Ei" => (0, 60),
-        exponent if exponent.starts_with(['e', 'E']) => (exponent[1..].parse().ok()?, 0),
-        _ => return None,
-    };
+    let (pow10, pow2) = suffix_scale(suffix)?;
     let mut mantissa: i128 = 0;
     for digit in whole.bytes().chain(fraction.bytes()) {
         mantissa = mantissa
@@ -157,16 +138,23 @@ fn parse_quantity_nanos(text: &str) -> Option<i128> {
     Some(if negative { -nanos } else { nanos })
 }
 
-#[derive(Debug)]
-struct SemError(String);
-
-impl fmt::Display for SemError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+/// `(power of 10, power of 2)` of a quantity suffix: the decimal ones are factors of 1000
+/// apart (from nano to exa), the binary ones factors of 1024 (from kibi to exbi).
+fn suffix_scale(suffix: &str) -> Option<(i32, u32)> {
+    const DECIMAL: [&str; 10] = ["n", "u", "m", "", "k", "M", "G", "T", "P", "E"];
+    const BINARY: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    if let Some(index) = DECIMAL.iter().position(|prefix| *prefix == suffix) {
+        return Some((3 * i32::try_from(index).ok()? - 9, 0));
     }
+    if let Some(index) = BINARY.iter().position(|prefix| *prefix == suffix) {
+        return Some((0, 10 * (u32::try_from(index).ok()? + 1)));
+    }
+    Some((suffix.strip_prefix(['e', 'E'])?.parse().ok()?, 0))
 }
 
-impl std::error::Error for SemError {}
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct SemError(String);
 
 impl ser::Error for SemError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
@@ -183,13 +171,11 @@ struct SeqBuilder {
 }
 
 impl SeqBuilder {
-    fn push<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), SemError> {
-        self.items.push(value.serialize(SemSerializer)?);
-        Ok(())
-    }
-
-    fn finish(self) -> Sem {
-        wrap_variant(self.variant, Sem::Seq(self.items))
+    fn new(variant: Option<&'static str>, len: usize) -> Self {
+        SeqBuilder {
+            variant,
+            items: Vec::with_capacity(len),
+        }
     }
 }
 
@@ -200,14 +186,11 @@ struct StructBuilder {
 }
 
 impl StructBuilder {
-    fn field<T: ?Sized + Serialize>(&mut self, key: &str, value: &T) -> Result<(), SemError> {
-        self.fields
-            .insert(key.to_owned(), value.serialize(SemSerializer)?);
-        Ok(())
-    }
-
-    fn finish(self) -> Sem {
-        wrap_variant(self.variant, Sem::Struct(self.fields))
+    fn new(variant: Option<&'static str>) -> Self {
+        StructBuilder {
+            variant,
+            fields: BTreeMap::new(),
+        }
     }
 }
 
@@ -230,6 +213,15 @@ fn key_text(key: Sem) -> String {
     }
 }
 
+/// `Serializer` methods of the integer types, which all widen to [`Sem::Int`].
+macro_rules! serialize_ints {
+    ($($method:ident: $ty:ty),* $(,)?) => {$(
+        fn $method(self, v: $ty) -> Result<Sem, SemError> {
+            Ok(Sem::Int(v.into()))
+        }
+    )*};
+}
+
 impl ser::Serializer for SemSerializer {
     type Ok = Sem;
     type Error = SemError;
@@ -241,35 +233,22 @@ impl ser::Serializer for SemSerializer {
     type SerializeStruct = StructBuilder;
     type SerializeStructVariant = StructBuilder;
 
+    serialize_ints!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+    );
+
     fn serialize_bool(self, v: bool) -> Result<Sem, SemError> {
         Ok(Sem::Bool(v))
     }
-    fn serialize_i8(self, v: i8) -> Result<Sem, SemError> {
-        Ok(Sem::Int(v.into()))
-    }
-    fn serialize_i16(self, v: i16) -> Result<Sem, SemError> {
-        Ok(Sem::Int(v.into()))
-    }
-    fn serialize_i32(self, v: i32) -> Result<Sem, SemError> {
-        Ok(Sem::Int(v.into()))
-    }
-    fn serialize_i64(self, v: i64) -> Result<Sem, SemError> {
-        Ok(Sem::Int(v.into()))
-    }
     fn serialize_i128(self, v: i128) -> Result<Sem, SemError> {
         Ok(Sem::Int(v))
-    }
-    fn serialize_u8(self, v: u8) -> Result<Sem, SemError> {
-        Ok(Sem::Int(v.into()))
-    }
-    fn serialize_u16(self, v: u16) -> Result<Sem, SemError> {
-        Ok(Sem::Int(v.into()))
-    }
-    fn serialize_u32(self, v: u32) -> Result<Sem, SemError> {
-        Ok(Sem::Int(v.into()))
-    }
-    fn serialize_u64(self, v: u64) -> Result<Sem, SemError> {
-        Ok(Sem::Int(v.into()))
     }
     fn serialize_u128(self, v: u128) -> Result<Sem, SemError> {
         i128::try_from(v)
@@ -331,20 +310,17 @@ impl ser::Serializer for SemSerializer {
         Ok(wrap_variant(Some(variant), value.serialize(SemSerializer)?))
     }
     fn serialize_seq(self, len: Option<usize>) -> Result<SeqBuilder, SemError> {
-        Ok(SeqBuilder {
-            variant: None,
-            items: Vec::with_capacity(len.unwrap_or(0)),
-        })
+        Ok(SeqBuilder::new(None, len.unwrap_or(0)))
     }
     fn serialize_tuple(self, len: usize) -> Result<SeqBuilder, SemError> {
-        self.serialize_seq(Some(len))
+        Ok(SeqBuilder::new(None, len))
     }
     fn serialize_tuple_struct(
         self,
         _name: &'static str,
         len: usize,
     ) -> Result<SeqBuilder, SemError> {
-        self.serialize_seq(Some(len))
+        Ok(SeqBuilder::new(None, len))
     }
     fn serialize_tuple_variant(
         self,
@@ -353,10 +329,7 @@ impl ser::Serializer for SemSerializer {
         variant: &'static str,
         len: usize,
     ) -> Result<SeqBuilder, SemError> {
-        Ok(SeqBuilder {
-            variant: Some(variant),
-            items: Vec::with_capacity(len),
-        })
+        Ok(SeqBuilder::new(Some(variant), len))
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<MapBuilder, SemError> {
         Ok(MapBuilder {
@@ -365,10 +338,7 @@ impl ser::Serializer for SemSerializer {
         })
     }
     fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<StructBuilder, SemError> {
-        Ok(StructBuilder {
-            variant: None,
-            fields: BTreeMap::new(),
-        })
+        Ok(StructBuilder::new(None))
     }
     fn serialize_struct_variant(
         self,
@@ -377,56 +347,57 @@ impl ser::Serializer for SemSerializer {
         variant: &'static str,
         _len: usize,
     ) -> Result<StructBuilder, SemError> {
-        Ok(StructBuilder {
-            variant: Some(variant),
-            fields: BTreeMap::new(),
-        })
+        Ok(StructBuilder::new(Some(variant)))
     }
 }
 
-impl ser::SerializeSeq for SeqBuilder {
-    type Ok = Sem;
-    type Error = SemError;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), SemError> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Sem, SemError> {
-        Ok(self.finish())
-    }
+/// serde's list-like traits (`SerializeSeq`, `SerializeTuple`, `SerializeTupleStruct`,
+/// `SerializeTupleVariant`), identical but for the name of the element method.
+macro_rules! impl_seq_builder {
+    ($($trait:ident::$method:ident),* $(,)?) => {$(
+        impl ser::$trait for SeqBuilder {
+            type Ok = Sem;
+            type Error = SemError;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), SemError> {
+                self.items.push(value.serialize(SemSerializer)?);
+                Ok(())
+            }
+            fn end(self) -> Result<Sem, SemError> {
+                Ok(wrap_variant(self.variant, Sem::Seq(self.items)))
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for SeqBuilder {
-    type Ok = Sem;
-    type Error = SemError;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), SemError> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Sem, SemError> {
-        Ok(self.finish())
-    }
+impl_seq_builder!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
+
+/// serde's struct-like traits (`SerializeStruct`, `SerializeStructVariant`), identical.
+macro_rules! impl_struct_builder {
+    ($($trait:ident),* $(,)?) => {$(
+        impl ser::$trait for StructBuilder {
+            type Ok = Sem;
+            type Error = SemError;
+            fn serialize_field<T: ?Sized + Serialize>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), SemError> {
+                self.fields.insert(key.to_owned(), value.serialize(SemSerializer)?);
+                Ok(())
+            }
+            fn end(self) -> Result<Sem, SemError> {
+                Ok(wrap_variant(self.variant, Sem::Struct(self.fields)))
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for SeqBuilder {
-    type Ok = Sem;
-    type Error = SemError;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), SemError> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Sem, SemError> {
-        Ok(self.finish())
-    }
-}
-
-impl ser::SerializeTupleVariant for SeqBuilder {
-    type Ok = Sem;
-    type Error = SemError;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), SemError> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Sem, SemError> {
-        Ok(self.finish())
-    }
-}
+impl_struct_builder!(SerializeStruct, SerializeStructVariant);
 
 impl ser::SerializeMap for MapBuilder {
     type Ok = Sem;
@@ -445,36 +416,6 @@ impl ser::SerializeMap for MapBuilder {
     }
     fn end(self) -> Result<Sem, SemError> {
         Ok(Sem::Map(self.entries))
-    }
-}
-
-impl ser::SerializeStruct for StructBuilder {
-    type Ok = Sem;
-    type Error = SemError;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), SemError> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Sem, SemError> {
-        Ok(self.finish())
-    }
-}
-
-impl ser::SerializeStructVariant for StructBuilder {
-    type Ok = Sem;
-    type Error = SemError;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), SemError> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Sem, SemError> {
-        Ok(self.finish())
     }
 }
 

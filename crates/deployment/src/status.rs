@@ -14,10 +14,9 @@ use crate::constants::{
     CONDITION_AVAILABLE, REASON_MINIMUM_REPLICAS_AVAILABLE, REASON_MINIMUM_REPLICAS_UNAVAILABLE,
 };
 use crate::replica_set::{
-    deployment_replicas, sum_available_replicas, sum_ready_replicas, sum_spec_replicas,
-    sum_status_replicas,
+    sum_available_replicas, sum_ready_replicas, sum_spec_replicas, sum_status_replicas,
 };
-use crate::rollout_limits::max_unavailable;
+use crate::rollout_limits::min_available;
 
 /// Feature gates that change the Deployment status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,23 +90,14 @@ pub fn calculate_status(
             .and_then(|s| s.conditions.clone())
             .filter(|c| !c.is_empty()),
     };
-    let condition = if available >= deployment_replicas(d).saturating_sub(max_unavailable(d)) {
-        new_condition(
-            CONDITION_AVAILABLE,
-            "True",
-            REASON_MINIMUM_REPLICAS_AVAILABLE,
-            "Deployment has minimum availability.",
-            now,
-        )
+    let (state, reason, message) = if available >= min_available(d) {
+        let message = "Deployment has minimum availability.";
+        ("True", REASON_MINIMUM_REPLICAS_AVAILABLE, message)
     } else {
-        new_condition(
-            CONDITION_AVAILABLE,
-            "False",
-            REASON_MINIMUM_REPLICAS_UNAVAILABLE,
-            "Deployment does not have minimum availability.",
-            now,
-        )
+        let message = "Deployment does not have minimum availability.";
+        ("False", REASON_MINIMUM_REPLICAS_UNAVAILABLE, message)
     };
+    let condition = new_condition(CONDITION_AVAILABLE, state, reason, message, now);
     set_condition(&mut status, condition);
     status
 }
@@ -145,15 +135,9 @@ pub fn status_equal(a: Option<&DeploymentStatus>, b: Option<&DeploymentStatus>) 
     normalized(a.unwrap_or(&empty)) == normalized(b.unwrap_or(&empty))
 }
 
-/// syncDeploymentStatus: the status to PUT, or `None` when it would not change.
-pub fn sync_deployment_status(
-    all: &[&CachedReplicaSet],
-    new_rs: Option<&CachedReplicaSet>,
-    d: &CachedDeployment,
-    gates: FeatureGates,
-    now: Timestamp,
-) -> Option<DeploymentStatus> {
-    let status = calculate_status(all, new_rs, d, gates, now);
+/// syncDeploymentStatus's test: `status` when it differs from the stored one (the PUT to
+/// make), else `None`.
+pub fn changed_status(d: &CachedDeployment, status: DeploymentStatus) -> Option<DeploymentStatus> {
     (!status_equal(d.status.as_ref(), Some(&status))).then_some(status)
 }
 
@@ -174,6 +158,7 @@ impl SyncContext {
         self.sync_deployment_status(d, &all, resolved.new.as_deref())
             .await
     }
+
     /// syncDeploymentStatus: PUT the status when it changed.
     pub(crate) async fn sync_deployment_status(
         &self,
@@ -181,14 +166,22 @@ impl SyncContext {
         all: &[&CachedReplicaSet],
         new: Option<&CachedReplicaSet>,
     ) -> Result<(), SyncError> {
-        if let Some(status) =
-            crate::status::sync_deployment_status(all, new, d, self.gates, Timestamp::now())
-        {
-            let mut updated = d.clone();
-            updated.status = Some(status);
-            *d = self.writes.update_status(&updated).await?;
+        let status = calculate_status(all, new, d, self.gates, Timestamp::now());
+        if let Some(status) = changed_status(d, status) {
+            *d = self.put_status(d, status).await?;
         }
         Ok(())
+    }
+
+    /// PUTs `d` with `status` through the status endpoint; the written Deployment.
+    pub(crate) async fn put_status(
+        &self,
+        d: &CachedDeployment,
+        status: DeploymentStatus,
+    ) -> Result<CachedDeployment, kube::Error> {
+        let mut updated = d.clone();
+        updated.status = Some(status);
+        self.writes.update_status(&updated).await
     }
 }
 
@@ -307,12 +300,11 @@ mod tests {
     fn sync_deployment_status_skips_unchanged() {
         let mut d = rolling(1, IntOrString::Int(1), IntOrString::Int(0));
         let r = rs("a", 0, 1, 1);
-        let status = sync_deployment_status(&[&r], Some(&r), &d, FeatureGates::default(), at(0))
-            .expect("first write");
+        let calculate = |d: &CachedDeployment, now| {
+            calculate_status(&[&r], Some(&r), d, FeatureGates::default(), now)
+        };
+        let status = changed_status(&d, calculate(&d, at(0))).expect("first write");
         d.status = Some(status);
-        assert_eq!(
-            sync_deployment_status(&[&r], Some(&r), &d, FeatureGates::default(), at(9)),
-            None
-        );
+        assert_eq!(changed_status(&d, calculate(&d, at(9))), None);
     }
 }

@@ -17,10 +17,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use sim::{
-    FaultConfig, SimConfig,
-    testing::{chaos_faults, eventually, retry_write},
+    FaultConfig,
+    testing::{eventually, retry_write},
 };
-use support::{BoundsChecker, Harness, is_complete};
+use support::{BoundsChecker, Harness, is_complete, template_image};
 
 const DEPLOYMENTS: usize = 100;
 const REPLICAS: i32 = 5;
@@ -47,15 +47,10 @@ async fn wait_all_complete(harness: &Harness, image: &str) {
             async move {
                 let list = api.list(&ListParams::default()).await.ok()?;
                 let done = list.items.len() == DEPLOYMENTS
-                    && list.items.iter().all(|d| {
-                        is_complete(d)
-                            && d.spec
-                                .as_ref()
-                                .and_then(|s| s.template.spec.as_ref())
-                                .and_then(|s| s.containers.first())
-                                .and_then(|c| c.image.as_deref())
-                                == Some(image)
-                    });
+                    && list
+                        .items
+                        .iter()
+                        .all(|d| is_complete(d) && template_image(d) == Some(image));
                 let pod_count = pods.list(&ListParams::default()).await.ok()?.items.len();
                 (done && pod_count == DEPLOYMENTS * REPLICAS as usize).then_some(())
             }
@@ -66,10 +61,8 @@ async fn wait_all_complete(harness: &Harness, image: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollouts_finish_under_faults_within_bounds() {
-    let harness = Harness::start_with(SimConfig::default()).await;
-    harness
-        .sim
-        .set_faults(chaos_faults(7, Duration::from_secs(3)));
+    let harness = Harness::start().await;
+    harness.set_chaos_faults(7, Duration::from_secs(3));
     let api = harness.deployments();
     let (post, patch_params) = (PostParams::default(), PatchParams::default());
     for index in 0..DEPLOYMENTS {
@@ -78,13 +71,7 @@ async fn rollouts_finish_under_faults_within_bounds() {
     }
     wait_all_complete(&harness, "nginx:1.25").await;
 
-    let checker = BoundsChecker::start(harness.client.clone());
-    eventually(
-        "the checker's initial list",
-        Duration::from_secs(10),
-        || async { (checker.report().events > 0).then_some(()) },
-    )
-    .await;
+    let checker = BoundsChecker::start(harness.client.clone()).await;
     let patch = Patch::Merge(
         json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}}),
     );

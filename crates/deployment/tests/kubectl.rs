@@ -6,7 +6,7 @@ mod support;
 
 use std::{path::Path, process::Output};
 
-use support::{Harness, deployment, image_of, revision_of, spec_replicas};
+use support::{Harness, deployment, image_of, revision_of, spec_replicas, template_image};
 
 const KUBECTL: &str = "/usr/bin/kubectl";
 
@@ -77,13 +77,7 @@ async fn kubectl_rollout_status_and_undo() {
     assert!(status.status.success(), "{}", text(&status));
 
     let d = harness.wait_complete("kc").await;
-    let image = d
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|s| s.containers.first())
-        .and_then(|c| c.image.clone());
-    assert_eq!(image.as_deref(), Some("nginx:1.25"));
+    assert_eq!(template_image(&d), Some("nginx:1.25"));
     let reused = harness.replica_set_with_image("kc", "nginx:1.25").await;
     assert_eq!(reused.metadata.uid, first.metadata.uid);
     assert_eq!((spec_replicas(&reused), revision_of(&reused)), (3, 3));

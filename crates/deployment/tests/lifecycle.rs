@@ -14,11 +14,15 @@ use std::{
 };
 
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, runtime::watcher};
 use serde_json::json;
 use sim::{KubeletConfig, SimConfig, testing::eventually};
-use support::{Harness, annotation, condition, deployment, image_of, revision_of, spec_replicas};
+use support::{
+    Harness, assert_deployment_annotations, condition, deployment, image_of, revision_of,
+    spec_replicas, template_image,
+};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -28,6 +32,21 @@ fn pod_image(pod: &Pod) -> &str {
         .and_then(|s| s.containers.first())
         .and_then(|c| c.image.as_deref())
         .unwrap_or_default()
+}
+
+/// Asks for a rollback of `name` to `revision` through the legacy annotation, and waits for the
+/// event (reason, message) that answers it.
+async fn roll_back_by_annotation(
+    harness: &Harness,
+    name: &str,
+    revision: &str,
+    (reason, message): (&str, &str),
+) {
+    let request = json!({"deprecated.deployment.rollback.to": revision});
+    harness
+        .patch(name, json!({"metadata": {"annotations": request}}))
+        .await;
+    harness.wait_for_event(name, reason, message).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,10 +115,7 @@ async fn recreate_starts_no_new_pod_before_every_old_pod_is_gone() {
     let new = harness.replica_set_with_image("re", "nginx:1.27").await;
     assert_eq!((spec_replicas(&old), spec_replicas(&new)), (0, 3));
     // Recreate has no surge: max-replicas equals desired-replicas.
-    assert_eq!(
-        annotation(&new, "deployment.kubernetes.io/max-replicas"),
-        Some("3")
-    );
+    assert_deployment_annotations(&new, &[("max-replicas", "3")]);
     assert_eq!(d.status.and_then(|s| s.updated_replicas), Some(3));
     let old_name = old.metadata.name.expect("name");
     harness
@@ -124,39 +140,35 @@ async fn recreate_starts_no_new_pod_before_every_old_pod_is_gone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_deployment_scales_but_does_not_roll_until_resumed() {
-    let harness = Harness::start().await;
-    harness.create(&deployment("p", 4, "nginx:1.25", 0)).await;
-    harness.wait_complete("p").await;
+    let harness = Harness::with_complete(&deployment("p", 4, "nginx:1.25", 0)).await;
 
     harness.patch("p", json!({"spec": {"paused": true}})).await;
-    let paused = eventually("Progressing=Unknown DeploymentPaused", WAIT, || async {
-        let d = harness.deployments().get("p").await.ok()?;
-        let c = condition(&d, "Progressing")?;
-        (c.status == "Unknown" && c.reason.as_deref() == Some("DeploymentPaused"))
-            .then(|| c.message.clone())
-    })
-    .await;
+    let what = "Progressing=Unknown DeploymentPaused";
+    let paused = harness
+        .wait_for("p", what, WAIT, |d: Deployment| {
+            let c = condition(&d, "Progressing")?;
+            (c.status == "Unknown" && c.reason.as_deref() == Some("DeploymentPaused"))
+                .then(|| c.message.clone())
+        })
+        .await;
     assert_eq!(paused.as_deref(), Some("Deployment is paused"));
 
     // A template change while paused creates no ReplicaSet; a resize scales the current one.
     harness.set_image("p", "nginx:1.27").await;
     harness.patch("p", json!({"spec": {"replicas": 6}})).await;
-    let d = eventually("scaled to 6 while paused", WAIT, || async {
-        let d = harness.deployments().get("p").await.ok()?;
-        let status = d.status.as_ref()?;
-        (status.available_replicas == Some(6)
-            && status.observed_generation == d.metadata.generation)
-            .then_some(d)
-    })
-    .await;
+    let d = harness
+        .wait_for("p", "scaled to 6 while paused", WAIT, |d: Deployment| {
+            let status = d.status.as_ref()?;
+            (status.available_replicas == Some(6)
+                && status.observed_generation == d.metadata.generation)
+                .then_some(d)
+        })
+        .await;
     let sets = harness.replica_sets_of("p").await;
     assert_eq!(sets.len(), 1, "no new ReplicaSet while paused");
     assert_eq!(spec_replicas(&sets[0]), 6);
     assert_eq!(image_of(&sets[0]), "nginx:1.25");
-    assert_eq!(
-        annotation(&sets[0], "deployment.kubernetes.io/desired-replicas"),
-        Some("6")
-    );
+    assert_deployment_annotations(&sets[0], &[("desired-replicas", "6")]);
     // Paused: the template is not rolled out, so nothing is updated.
     assert_eq!(d.status.as_ref().and_then(|s| s.updated_replicas), None);
 
@@ -171,9 +183,7 @@ async fn paused_deployment_scales_but_does_not_roll_until_resumed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollback_reuses_the_old_replica_set_and_moves_its_revision_forward() {
-    let harness = Harness::start().await;
-    harness.create(&deployment("rb", 2, "nginx:1.25", 0)).await;
-    harness.wait_complete("rb").await;
+    let harness = Harness::with_complete(&deployment("rb", 2, "nginx:1.25", 0)).await;
     let first = harness.replica_set_with_image("rb", "nginx:1.25").await;
     harness.set_image("rb", "nginx:1.27").await;
     harness.wait_complete("rb").await;
@@ -186,39 +196,15 @@ async fn rollback_reuses_the_old_replica_set_and_moves_its_revision_forward() {
     let reused = harness.replica_set_with_image("rb", "nginx:1.25").await;
     assert_eq!(reused.metadata.uid, first.metadata.uid);
     assert_eq!(spec_replicas(&reused), 2);
-    assert_eq!(
-        annotation(&reused, "deployment.kubernetes.io/revision"),
-        Some("3")
-    );
-    assert_eq!(
-        annotation(&reused, "deployment.kubernetes.io/revision-history"),
-        Some("1")
-    );
+    assert_deployment_annotations(&reused, &[("revision", "3"), ("revision-history", "1")]);
     let second = harness.replica_set_with_image("rb", "nginx:1.27").await;
     assert_eq!((spec_replicas(&second), revision_of(&second)), (0, 2));
 
     // The legacy annotation: roll back to the previous revision (2, nginx:1.27).
-    harness
-        .patch(
-            "rb",
-            json!({"metadata": {"annotations": {"deprecated.deployment.rollback.to": "0"}}}),
-        )
-        .await;
-    harness
-        .wait_for_event(
-            "rb",
-            "DeploymentRollback",
-            "Rolled back deployment \"rb\" to revision 2",
-        )
-        .await;
+    let rolled_back = "Rolled back deployment \"rb\" to revision 2";
+    roll_back_by_annotation(&harness, "rb", "0", ("DeploymentRollback", rolled_back)).await;
     let d = harness.wait_complete("rb").await;
-    let template_image = d
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|s| s.containers.first())
-        .and_then(|c| c.image.clone());
-    assert_eq!(template_image.as_deref(), Some("nginx:1.27"));
+    assert_eq!(template_image(&d), Some("nginx:1.27"));
     assert!(
         !d.metadata
             .annotations
@@ -234,29 +220,19 @@ async fn rollback_reuses_the_old_replica_set_and_moves_its_revision_forward() {
     );
 
     // A rollback to a revision that does not exist only clears the request.
-    harness
-        .patch(
-            "rb",
-            json!({"metadata": {"annotations": {"deprecated.deployment.rollback.to": "42"}}}),
-        )
-        .await;
-    harness
-        .wait_for_event(
-            "rb",
-            "DeploymentRollbackRevisionNotFound",
-            "Unable to find the revision to rollback to.",
-        )
-        .await;
+    let not_found = (
+        "DeploymentRollbackRevisionNotFound",
+        "Unable to find the revision to rollback to.",
+    );
+    roll_back_by_annotation(&harness, "rb", "42", not_found).await;
     harness.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revision_history_limit_1_keeps_one_old_replica_set() {
-    let harness = Harness::start().await;
     let mut d = deployment("hist", 2, "nginx:1.0", 0);
     d.spec.as_mut().expect("spec").revision_history_limit = Some(1);
-    harness.create(&d).await;
-    harness.wait_complete("hist").await;
+    let harness = Harness::with_complete(&d).await;
     for image in ["nginx:1.1", "nginx:1.2", "nginx:1.3"] {
         harness.set_image("hist", image).await;
         harness.wait_complete("hist").await;
@@ -276,27 +252,22 @@ async fn revision_history_limit_1_keeps_one_old_replica_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_deadline_exceeded_when_new_pods_never_turn_ready() {
-    let harness = Harness::start().await;
     let mut d = deployment("stuck", 2, "nginx:1.25", 0);
     d.spec.as_mut().expect("spec").progress_deadline_seconds = Some(2);
-    harness.create(&d).await;
-    harness.wait_complete("stuck").await;
+    let harness = Harness::with_complete(&d).await;
 
-    harness
-        .patch(
+    harness.roll_out_never_ready("stuck", "nginx:1.27").await;
+    let d = harness
+        .wait_for(
             "stuck",
-            json!({"spec": {"template": {
-                "metadata": {"annotations": {"sim.kcm-rs.io/never-ready": "true"}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}
-            }}}),
+            "ProgressDeadlineExceeded",
+            WAIT,
+            |d: Deployment| {
+                let c = condition(&d, "Progressing")?;
+                (c.reason.as_deref() == Some("ProgressDeadlineExceeded")).then_some(d)
+            },
         )
         .await;
-    let d = eventually("ProgressDeadlineExceeded", WAIT, || async {
-        let d = harness.deployments().get("stuck").await.ok()?;
-        let c = condition(&d, "Progressing")?;
-        (c.reason.as_deref() == Some("ProgressDeadlineExceeded")).then_some(d)
-    })
-    .await;
     let new = harness.replica_set_with_image("stuck", "nginx:1.27").await;
     let progressing = condition(&d, "Progressing").expect("Progressing");
     assert_eq!(progressing.status, "False");
@@ -318,22 +289,10 @@ async fn progress_deadline_exceeded_when_new_pods_never_turn_ready() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proportional_scaling_10_to_20_during_a_stuck_rollout() {
-    let harness = Harness::start().await;
-    harness
-        .create(&deployment("prop", 10, "nginx:1.25", 0))
-        .await;
-    harness.wait_complete("prop").await;
+    let harness = Harness::with_complete(&deployment("prop", 10, "nginx:1.25", 0)).await;
 
     // New pods never turn ready: the rollout sticks at old 8, new 5 (25%/25% of 10: 3/2).
-    harness
-        .patch(
-            "prop",
-            json!({"spec": {"template": {
-                "metadata": {"annotations": {"sim.kcm-rs.io/never-ready": "true"}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}
-            }}}),
-        )
-        .await;
+    harness.roll_out_never_ready("prop", "nginx:1.27").await;
     let sizes = || async {
         let sets = harness.replica_sets_of("prop").await;
         let old = sets.iter().find(|rs| image_of(rs) == "nginx:1.25")?.clone();
@@ -347,11 +306,17 @@ async fn proportional_scaling_10_to_20_during_a_stuck_rollout() {
     .await;
     // The Deployment status is computed from the controller's cache: once it reports the
     // 13 pods, the controller has seen both ReplicaSets at their stuck sizes.
-    eventually("status of the stuck rollout", WAIT, || async {
-        let status = harness.deployments().get("prop").await.ok()?.status?;
-        (status.replicas == Some(13) && status.updated_replicas == Some(5)).then_some(())
-    })
-    .await;
+    harness
+        .wait_for(
+            "prop",
+            "status of the stuck rollout",
+            WAIT,
+            |d: Deployment| {
+                let status = d.status?;
+                (status.replicas == Some(13) && status.updated_replicas == Some(5)).then_some(())
+            },
+        )
+        .await;
 
     // 20 replicas: allowed 20 + 5 = 25, 12 to add; old gets round(8*25/13)-8 = 7, new the
     // remaining 5 (upstream's numbers).
@@ -364,14 +329,7 @@ async fn proportional_scaling_10_to_20_during_a_stuck_rollout() {
     })
     .await;
     for rs in [&old, &new] {
-        assert_eq!(
-            annotation(rs, "deployment.kubernetes.io/desired-replicas"),
-            Some("20")
-        );
-        assert_eq!(
-            annotation(rs, "deployment.kubernetes.io/max-replicas"),
-            Some("25")
-        );
+        assert_deployment_annotations(rs, &[("desired-replicas", "20"), ("max-replicas", "25")]);
     }
     let old_name = old.metadata.name.expect("name");
     let new_name = new.metadata.name.expect("name");
@@ -407,7 +365,7 @@ async fn hash_collision_bumps_collision_count_and_renames_the_new_replica_set() 
     let first_name = format!("col-{}", deployment::hash::compute_hash(&template, None));
 
     // Someone else's ReplicaSet squats the name (labels the Deployment does not select).
-    let squatter: k8s_openapi::api::apps::v1::ReplicaSet = serde_json::from_value(json!({
+    let squatter: ReplicaSet = serde_json::from_value(json!({
         "metadata": {"name": first_name, "namespace": "default", "labels": {"squatter": "yes"}},
         "spec": {
             "replicas": 0,
@@ -448,7 +406,7 @@ async fn hash_collision_bumps_collision_count_and_renames_the_new_replica_set() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adopts_a_matching_orphan_replica_set_as_its_new_one() {
     let harness = Harness::start().await;
-    let orphan: k8s_openapi::api::apps::v1::ReplicaSet = serde_json::from_value(json!({
+    let orphan: ReplicaSet = serde_json::from_value(json!({
         "metadata": {"name": "adopt-orphan", "namespace": "default", "labels": {"app": "adopt"}},
         "spec": {
             "replicas": 2,
@@ -468,11 +426,14 @@ async fn adopts_a_matching_orphan_replica_set_as_its_new_one() {
         .expect("create orphan");
     // Let the orphan settle first, so the controller's ReplicaSet cache has it when the
     // Deployment appears (two watch streams, no ordering between them).
-    eventually("the orphan's pods available", WAIT, || async {
-        let rs = harness.replica_sets().get("adopt-orphan").await.ok()?;
-        (rs.status?.available_replicas == Some(2)).then_some(())
-    })
-    .await;
+    harness
+        .wait_for(
+            "adopt-orphan",
+            "the orphan's pods available",
+            WAIT,
+            |rs: ReplicaSet| (rs.status?.available_replicas == Some(2)).then_some(()),
+        )
+        .await;
     let d = harness
         .create(&deployment("adopt", 2, "nginx:1.25", 0))
         .await;
@@ -491,10 +452,7 @@ async fn adopts_a_matching_orphan_replica_set_as_its_new_one() {
             Some(true)
         )
     );
-    assert_eq!(
-        annotation(adopted, "deployment.kubernetes.io/revision"),
-        Some("1")
-    );
+    assert_deployment_annotations(adopted, &[("revision", "1")]);
     assert_eq!(
         harness.sim.accounting().count_for_agent(
             support::DEPLOYMENT_AGENT,

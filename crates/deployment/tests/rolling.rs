@@ -4,11 +4,24 @@
 
 mod support;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::{Value, json};
 use sim::testing::eventually;
-use support::{BoundsChecker, Harness, annotation, condition, image_of, spec_replicas};
+use support::{
+    BoundsChecker, Harness, assert_deployment_annotations, condition, image_of, label,
+    spec_replicas,
+};
 
 const REPLICAS: i32 = 10;
+
+/// The status, reason and message of the Deployment's condition `type_`, to compare at once.
+fn condition_state<'a>(
+    d: &'a Deployment,
+    type_: &str,
+) -> (&'a str, Option<&'a str>, Option<&'a str>) {
+    let c = condition(d, type_).expect(type_);
+    (c.status.as_str(), c.reason.as_deref(), c.message.as_deref())
+}
 
 async fn rolls_within_bounds(
     name: &str,
@@ -17,17 +30,8 @@ async fn rolls_within_bounds(
     surge: i32,
     unavailable: i32,
 ) {
-    let harness = Harness::start().await;
-    harness
-        .create(&support::rolling_deployment(
-            name,
-            REPLICAS,
-            "nginx:1.25",
-            max_surge,
-            max_unavailable,
-        ))
-        .await;
-    harness.wait_complete(name).await;
+    let d = support::rolling_deployment(name, REPLICAS, "nginx:1.25", max_surge, max_unavailable);
+    let harness = Harness::with_complete(&d).await;
     let old = harness.replica_set_with_image(name, "nginx:1.25").await;
     let old_name = old.metadata.name.clone().expect("name");
     harness
@@ -38,13 +42,7 @@ async fn rolls_within_bounds(
         )
         .await;
 
-    let checker = BoundsChecker::start(harness.client.clone());
-    eventually(
-        "the checker's initial list",
-        std::time::Duration::from_secs(10),
-        || async { (checker.report().events > 0).then_some(()) },
-    )
-    .await;
+    let checker = BoundsChecker::start(harness.client.clone()).await;
     harness.set_image(name, "nginx:1.27").await;
     let d = harness.wait_complete(name).await;
     // Complete counts available replicas from ReplicaSet statuses; also wait for the last old
@@ -77,13 +75,7 @@ async fn rolls_within_bounds(
     // ReplicaSets: the new one full, the old one at 0, upstream's annotations.
     let new = harness.replica_set_with_image(name, "nginx:1.27").await;
     let new_name = new.metadata.name.clone().expect("name");
-    let hash = new
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get("pod-template-hash"))
-        .cloned()
-        .expect("hash label");
+    let hash = label(&new, "pod-template-hash").expect("hash label");
     assert_eq!(new_name, format!("{name}-{hash}"));
     let new_spec = new.spec.as_ref().expect("spec");
     assert_eq!(
@@ -92,18 +84,14 @@ async fn rolls_within_bounds(
     );
     assert_eq!(spec_replicas(&new), REPLICAS);
     assert_eq!(image_of(&new), "nginx:1.27");
-    assert_eq!(
-        annotation(&new, "deployment.kubernetes.io/revision"),
-        Some("2")
-    );
-    assert_eq!(
-        annotation(&new, "deployment.kubernetes.io/desired-replicas"),
-        Some("10")
-    );
     let max_replicas = (REPLICAS + surge).to_string();
-    assert_eq!(
-        annotation(&new, "deployment.kubernetes.io/max-replicas"),
-        Some(max_replicas.as_str())
+    assert_deployment_annotations(
+        &new,
+        &[
+            ("revision", "2"),
+            ("desired-replicas", "10"),
+            ("max-replicas", &max_replicas),
+        ],
     );
     let owner = &new.metadata.owner_references.as_ref().expect("owner")[0];
     assert_eq!(
@@ -117,10 +105,7 @@ async fn rolls_within_bounds(
     assert_eq!(owner.uid, d.metadata.uid.clone().expect("uid"));
     let old = harness.replica_set_with_image(name, "nginx:1.25").await;
     assert_eq!(spec_replicas(&old), 0);
-    assert_eq!(
-        annotation(&old, "deployment.kubernetes.io/revision"),
-        Some("1")
-    );
+    assert_deployment_annotations(&old, &[("revision", "1")]);
 
     // The Deployment carries its new ReplicaSet's revision (written through /status).
     assert_eq!(
@@ -140,27 +125,17 @@ async fn rolls_within_bounds(
     assert_eq!(status.ready_replicas, Some(REPLICAS));
     assert_eq!(status.available_replicas, Some(REPLICAS));
     assert_eq!(status.unavailable_replicas.unwrap_or(0), 0);
-    let available = condition(&d, "Available").expect("Available");
     assert_eq!(
-        (
-            available.status.as_str(),
-            available.reason.as_deref(),
-            available.message.as_deref()
-        ),
+        condition_state(&d, "Available"),
         (
             "True",
             Some("MinimumReplicasAvailable"),
             Some("Deployment has minimum availability.")
         )
     );
-    let progressing = condition(&d, "Progressing").expect("Progressing");
     let message = format!("ReplicaSet \"{new_name}\" has successfully progressed.");
     assert_eq!(
-        (
-            progressing.status.as_str(),
-            progressing.reason.as_deref(),
-            progressing.message.as_deref()
-        ),
+        condition_state(&d, "Progressing"),
         (
             "True",
             Some("NewReplicaSetAvailable"),

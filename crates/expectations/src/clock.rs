@@ -25,6 +25,26 @@ impl Clock for SystemClock {
     }
 }
 
+/// `new()` on the [`SystemClock`] and `Default` for an expectations type built by
+/// `with_clock(clock)`, so that production code never names a clock.
+macro_rules! on_system_clock {
+    ($expectations:ident, $new_doc:literal) => {
+        impl $expectations<$crate::clock::SystemClock> {
+            #[doc = $new_doc]
+            pub fn new() -> Self {
+                Self::with_clock($crate::clock::SystemClock)
+            }
+        }
+
+        impl Default for $expectations<$crate::clock::SystemClock> {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+    };
+}
+pub(crate) use on_system_clock;
+
 /// A clock that only moves when told to, so tests of controllers built on expectations can
 /// step past the timeout deterministically. Clones share the same time.
 #[derive(Debug, Clone)]

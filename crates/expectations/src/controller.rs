@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, SystemClock, on_system_clock};
 
 /// How long a record may stay unfulfilled before it no longer blocks syncs (upstream's
 /// `ExpectationsTimeout`, 5 minutes). It bounds the damage of a missed watch event.
@@ -67,18 +67,10 @@ pub struct ControllerExpectations<C: Clock = SystemClock> {
     clock: C,
 }
 
-impl ControllerExpectations<SystemClock> {
-    /// Expectations on the real monotonic clock.
-    pub fn new() -> Self {
-        Self::with_clock(SystemClock)
-    }
-}
-
-impl Default for ControllerExpectations<SystemClock> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+on_system_clock!(
+    ControllerExpectations,
+    "Expectations on the real monotonic clock."
+);
 
 impl<C: Clock> std::fmt::Debug for ControllerExpectations<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use parking_lot::Mutex;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, SystemClock, on_system_clock};
 use crate::controller::{ControllerExpectations, Expectation};
 
 /// [`ControllerExpectations`] plus, per controller key, the set of pod keys (`namespace/name`)
@@ -20,18 +20,10 @@ pub struct UidTrackingExpectations<C: Clock = SystemClock> {
     expected_deletions: Mutex<HashMap<String, HashSet<String>>>,
 }
 
-impl UidTrackingExpectations<SystemClock> {
-    /// UID-tracking expectations on the real monotonic clock.
-    pub fn new() -> Self {
-        Self::with_clock(SystemClock)
-    }
-}
-
-impl Default for UidTrackingExpectations<SystemClock> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+on_system_clock!(
+    UidTrackingExpectations,
+    "UID-tracking expectations on the real monotonic clock."
+);
 
 impl<C: Clock> std::fmt::Debug for UidTrackingExpectations<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -27,20 +27,13 @@ use informer::{
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::{Expression, Selector};
 use serde_json::json;
+use sim::rss_bytes;
 
 const PODS: usize = 100_000;
 const PODS_PER_NAMESPACE: usize = 1_000;
 const PODS_PER_OWNER: usize = 5;
 /// Distinct `app` labels per namespace: a selector on one matches 100 of the 1,000 pods.
 const APPS_PER_NAMESPACE: usize = 10;
-
-/// Resident set size of this process, from /proc/self/status.
-fn rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
 
 /// The UID of the ReplicaSet owning pod `i` (5 consecutive pods per owner).
 fn owner_uid(i: usize) -> String {

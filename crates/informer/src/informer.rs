@@ -65,13 +65,7 @@ pub struct SharedInformer<K> {
     inner: Arc<InformerInner<K>>,
 }
 
-impl<K> Clone for SharedInformer<K> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-        }
-    }
-}
+clone_shares_state!(SharedInformer, inner);
 
 struct InformerInner<K> {
     store: Arc<Store<K>>,

@@ -1,5 +1,19 @@
 #![doc = include_str!("../README.md")]
 
+/// `Clone` for a handle whose one field `$shared` is an `Arc` of `K`'s shared state: a clone
+/// shares that state, so unlike `#[derive(Clone)]` it needs no `K: Clone`.
+macro_rules! clone_shares_state {
+    ($handle:ident, $shared:ident) => {
+        impl<K> Clone for $handle<K> {
+            fn clone(&self) -> Self {
+                Self {
+                    $shared: self.$shared.clone(),
+                }
+            }
+        }
+    };
+}
+
 mod cached;
 mod error;
 mod factory;

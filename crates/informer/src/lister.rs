@@ -19,13 +19,7 @@ pub struct Lister<K> {
     store: Arc<Store<K>>,
 }
 
-impl<K> Clone for Lister<K> {
-    fn clone(&self) -> Self {
-        Self {
-            store: self.store.clone(),
-        }
-    }
-}
+clone_shares_state!(Lister, store);
 
 impl<K: Resource> Lister<K> {
     /// A lister reading `store` (client-go's `NewPodLister(indexer)` and kin). Informers hand

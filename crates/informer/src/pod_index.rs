@@ -172,19 +172,15 @@ mod tests {
     fn owner_key_matches_the_key_of_its_dependents_only() {
         let owner_rs = crate::CachedReplicaSet {
             metadata: ObjectMeta {
-                namespace: Some("ns1".into()),
-                name: Some("rs-u1".into()),
                 uid: Some("u1".into()),
-                ..ObjectMeta::default()
+                ..in_ns1("rs-u1", None)
             },
             ..Default::default()
         };
         let dependent = |namespace: &str, reference: OwnerReference| CachedPod {
             metadata: ObjectMeta {
                 namespace: Some(namespace.into()),
-                name: Some("p".into()),
-                owner_references: Some(vec![reference]),
-                ..ObjectMeta::default()
+                ..in_ns1("p", Some(vec![reference]))
             },
             ..CachedPod::default()
         };

@@ -311,12 +311,18 @@ pub(crate) mod tests {
         assert_eq!(store.len(), 1);
     }
 
-    #[test]
-    fn custom_index_follows_label_changes() {
+    /// A store indexing by `app`, holding pods `a/p1` and `a/p2` of app `web`.
+    fn two_web_pods_indexed_by_app() -> Store<Pod> {
         let store = Store::new();
         store.add_indexer("app", app_index());
         store.upsert(pod("a", "p1", &[("app", "web")], "1"));
         store.upsert(pod("a", "p2", &[("app", "web")], "1"));
+        store
+    }
+
+    #[test]
+    fn custom_index_follows_label_changes() {
+        let store = two_web_pods_indexed_by_app();
         store.upsert(pod("a", "p1", &[("app", "db")], "2"));
         assert_eq!(indexed(&store, "app", "web"), ["a/p2"]);
         assert_eq!(indexed(&store, "app", "db"), ["a/p1"]);
@@ -344,10 +350,7 @@ pub(crate) mod tests {
 
     #[test]
     fn replace_returns_previous_content_and_rebuilds_indices() {
-        let store = Store::new();
-        store.add_indexer("app", app_index());
-        store.upsert(pod("a", "p1", &[("app", "web")], "1"));
-        store.upsert(pod("a", "p2", &[("app", "web")], "1"));
+        let store = two_web_pods_indexed_by_app();
         let previous = store.replace(vec![pod("b", "p3", &[("app", "web")], "5")]);
         assert_eq!(
             previous.keys().cloned().collect::<Vec<_>>(),

@@ -18,7 +18,10 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams, PostParams},
     core::Selector,
 };
-use sim::testing::quiet_config;
+use sim::{
+    SimCluster,
+    testing::{quiet_config, workload},
+};
 use support::{
     RecordedPods, eventually, pod,
     proxy::Proxy,
@@ -39,13 +42,37 @@ fn immediately() -> DeleteParams {
     }
 }
 
+/// A quiet sim (no kubelet, so pods change only when the test changes them) and the pods of
+/// its `default` namespace.
+async fn start_sim() -> anyhow::Result<(SimCluster, Api<Pod>)> {
+    let sim = SimCluster::start(quiet_config()).await?;
+    let api = Api::namespaced(sim.client(), "default");
+    Ok((sim, api))
+}
+
+/// Creates [`pod`]`(name, labels)` through `api` and returns it as stored.
+async fn create_pod(api: &Api<Pod>, name: &str, labels: &[(&str, &str)]) -> kube::Result<Pod> {
+    api.create(&PostParams::default(), &pod(name, labels)).await
+}
+
+/// Stops the test's informers, then the sim.
+async fn stop(sim: SimCluster, informers: CancellationToken) -> TestResult {
+    informers.cancel();
+    sim.shutdown().await;
+    Ok(())
+}
+
+/// The pod informer listed once and watched once: nothing since needed the server again.
+fn assert_one_list_and_one_watch(sim: &SimCluster) {
+    let accounting = sim.accounting();
+    assert_eq!(accounting.count("list", "pods"), 1);
+    assert_eq!(accounting.count("watch", "pods"), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handlers_see_add_update_delete_in_order() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_config()).await?;
-    let api = Api::<Pod>::namespaced(sim.client(), "default");
-    let existing = api
-        .create(&PostParams::default(), &pod("old-0", &[]))
-        .await?;
+    let (sim, api) = start_sim().await?;
+    let existing = create_pod(&api, "old-0", &[]).await?;
 
     let RecordedPods {
         pods,
@@ -61,9 +88,7 @@ async fn handlers_see_add_update_delete_in_order() -> TestResult {
         }]
     );
 
-    let created = api
-        .create(&PostParams::default(), &pod("web-0", &[("app", "web")]))
-        .await?;
+    let created = create_pod(&api, "web-0", &[("app", "web")]).await?;
     let patch = serde_json::json!({ "metadata": { "labels": { "tier": "fe" } } });
     let patched = api
         .patch("web-0", &PatchParams::default(), &Patch::Merge(&patch))
@@ -117,19 +142,15 @@ async fn handlers_see_add_update_delete_in_order() -> TestResult {
     assert!(pods.lister().get("default", "web-0").is_none());
     assert!(pods.lister().get("default", "old-0").is_some());
 
-    shutdown.cancel();
-    sim.shutdown().await;
-    Ok(())
+    stop(sim, shutdown).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relist_after_lost_watch_delivers_missed_deletes_as_unknown() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_config()).await?;
-    let api = Api::<Pod>::namespaced(sim.client(), "default");
-    let a = api.create(&PostParams::default(), &pod("a", &[])).await?;
-    let b = api.create(&PostParams::default(), &pod("b", &[])).await?;
-    api.create(&PostParams::default(), &pod("unchanged", &[]))
-        .await?;
+    let (sim, api) = start_sim().await?;
+    let a = create_pod(&api, "a", &[]).await?;
+    let b = create_pod(&api, "b", &[]).await?;
+    create_pod(&api, "unchanged", &[]).await?;
 
     let proxy = Proxy::start(sim.addr()).await?;
     let RecordedPods {
@@ -147,7 +168,7 @@ async fn relist_after_lost_watch_delivers_missed_deletes_as_unknown() -> TestRes
     let a2 = api
         .patch("a", &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
-    let c = api.create(&PostParams::default(), &pod("c", &[])).await?;
+    let c = create_pod(&api, "c", &[]).await?;
     sim.compact();
     proxy.resume();
 
@@ -190,16 +211,13 @@ async fn relist_after_lost_watch_delivers_missed_deletes_as_unknown() -> TestRes
         "the informer relisted"
     );
 
-    shutdown.cancel();
-    sim.shutdown().await;
-    Ok(())
+    stop(sim, shutdown).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_redelivers_cached_objects_without_contacting_the_server() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_config()).await?;
-    let api = Api::<Pod>::namespaced(sim.client(), "default");
-    let a = api.create(&PostParams::default(), &pod("a", &[])).await?;
+    let (sim, api) = start_sim().await?;
+    let a = create_pod(&api, "a", &[]).await?;
 
     let config = FactoryConfig {
         default_resync: Duration::from_millis(200),
@@ -219,18 +237,14 @@ async fn resync_redelivers_cached_objects_without_contacting_the_server() -> Tes
         recorder.calls().iter().filter(|c| **c == resync).count() >= 2
     })
     .await;
-    let accounting = sim.accounting();
-    assert_eq!(accounting.count("list", "pods"), 1);
-    assert_eq!(accounting.count("watch", "pods"), 1);
+    assert_one_list_and_one_watch(&sim);
 
-    shutdown.cancel();
-    sim.shutdown().await;
-    Ok(())
+    stop(sim, shutdown).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_controllers_share_one_list_and_watch() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_config()).await?;
+    let (sim, api) = start_sim().await?;
     let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
     // Two controllers each ask for the pod informer and register their handler.
     let first = Recorder::default();
@@ -250,19 +264,15 @@ async fn two_controllers_share_one_list_and_watch() -> TestResult {
         .await
     );
 
-    let api = Api::<Pod>::namespaced(sim.client(), "default");
-    api.create(&PostParams::default(), &pod("web-0", &[]))
-        .await?;
+    create_pod(&api, "web-0", &[]).await?;
     eventually("both handlers", || {
         first.calls().len() == 1 && second.calls().len() == 1
     })
     .await;
     assert_eq!(first.calls(), second.calls());
 
-    let accounting = sim.accounting();
-    assert_eq!(accounting.count("list", "pods"), 1);
-    assert_eq!(accounting.count("watch", "pods"), 1);
-    assert_eq!(accounting.count("list", "replicasets"), 1);
+    assert_one_list_and_one_watch(&sim);
+    assert_eq!(sim.accounting().count("list", "replicasets"), 1);
 
     // An informer requested after start waits for the next start.
     let deployments = factory.informer::<Deployment>();
@@ -272,31 +282,18 @@ async fn two_controllers_share_one_list_and_watch() -> TestResult {
     assert!(wait_for_cache_sync(&shutdown, &[&deployments]).await);
     assert_eq!(sim.accounting().count("list", "pods"), 1);
 
-    shutdown.cancel();
-    sim.shutdown().await;
-    Ok(())
+    stop(sim, shutdown).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_config()).await?;
-    let rs: ReplicaSet = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "web", "namespace": "default" },
-        "spec": {
-            "replicas": 0,
-            "selector": { "matchLabels": { "app": "web" } },
-            "template": {
-                "metadata": { "labels": { "app": "web" } },
-                "spec": { "containers": [{ "name": "c", "image": "busybox" }] }
-            }
-        }
-    }))?;
+    let (sim, api) = start_sim().await?;
+    let rs: ReplicaSet = serde_json::from_value(workload("ReplicaSet", "web", 0))?;
     let rs = Api::<ReplicaSet>::namespaced(sim.client(), "default")
         .create(&PostParams::default(), &rs)
         .await?;
     let uid = rs.uid().unwrap_or_default();
     let owner_key = informer::controller_index_key("default", "ReplicaSet", "web", &uid);
-    let api = Api::<Pod>::namespaced(sim.client(), "default");
     let mut owned = pod("owned", &[("app", "web")]);
     owned.metadata.owner_references = Some(vec![
         k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
@@ -309,8 +306,7 @@ async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods(
         },
     ]);
     api.create(&PostParams::default(), &owned).await?;
-    api.create(&PostParams::default(), &pod("orphan", &[("app", "web")]))
-        .await?;
+    create_pod(&api, "orphan", &[("app", "web")]).await?;
 
     let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
     let pods = factory.informer::<CachedPod>();
@@ -342,15 +338,12 @@ async fn pod_controller_uid_index_added_after_start_finds_owned_and_orphan_pods(
     })
     .await;
 
-    shutdown.cancel();
-    sim.shutdown().await;
-    Ok(())
+    stop(sim, shutdown).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transform_drops_managed_fields_before_caching() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_config()).await?;
-    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let (sim, api) = start_sim().await?;
     let mut with_fields = pod("web-0", &[]);
     with_fields.metadata.managed_fields = Some(vec![
         k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
@@ -388,14 +381,12 @@ async fn transform_drops_managed_fields_before_caching() -> TestResult {
         created.metadata.managed_fields
     );
 
-    shutdown.cancel();
-    sim.shutdown().await;
-    Ok(())
+    stop(sim, shutdown).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_disconnects_resume_without_relist_or_duplicates() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_config()).await?;
+    let (sim, api) = start_sim().await?;
     sim.set_faults(sim::FaultConfig {
         watch_disconnect_every: Some(Duration::from_millis(150)),
         ..sim::FaultConfig::default()
@@ -404,13 +395,9 @@ async fn watch_disconnects_resume_without_relist_or_duplicates() -> TestResult {
         recorder, shutdown, ..
     } = RecordedPods::start(sim.client(), FactoryConfig::default()).await;
 
-    let api = Api::<Pod>::namespaced(sim.client(), "default");
     let mut created = Vec::new();
     for i in 0..5 {
-        created.push(
-            api.create(&PostParams::default(), &pod(&format!("p{i}"), &[]))
-                .await?,
-        );
+        created.push(create_pod(&api, &format!("p{i}"), &[]).await?);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     eventually("every add", || recorder.calls().len() == created.len()).await;
@@ -434,19 +421,15 @@ async fn watch_disconnects_resume_without_relist_or_duplicates() -> TestResult {
         "resuming needs no relist"
     );
 
-    shutdown.cancel();
-    sim.shutdown().await;
-    Ok(())
+    stop(sim, shutdown).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initial_list_is_paged_and_applied_as_one_list() -> TestResult {
-    let sim = sim::SimCluster::start(quiet_config()).await?;
-    let api = Api::<Pod>::namespaced(sim.client(), "default");
+    let (sim, api) = start_sim().await?;
     let count = informer::LIST_PAGE_SIZE as usize + 20;
     for i in 0..count {
-        api.create(&PostParams::default(), &pod(&format!("p{i:04}"), &[]))
-            .await?;
+        create_pod(&api, &format!("p{i:04}"), &[]).await?;
     }
     let RecordedPods {
         pods,
@@ -468,7 +451,5 @@ async fn initial_list_is_paged_and_applied_as_one_list() -> TestResult {
         "two pages of 500"
     );
 
-    shutdown.cancel();
-    sim.shutdown().await;
-    Ok(())
+    stop(sim, shutdown).await
 }

@@ -110,30 +110,43 @@ mod tests {
     #[test]
     fn decides_like_upstream() {
         let registry = registry();
-        let rs = "replicaset-controller";
-        let signer = "bootstrap-signer-controller";
-        // (flag, controller, disabled by default, expected)
-        let cases = [
-            ("*", rs, false, true),
-            ("*", signer, true, false),
-            ("*,bootstrapsigner", signer, true, true),
-            ("bootstrap-signer-controller", signer, true, true),
-            ("*,-replicaset", rs, false, false),
-            ("-replicaset,*", rs, false, false),
-            ("*,-replicaset-controller", rs, false, false),
-            ("replicaset,-replicaset", rs, false, true),
-            ("-replicaset,replicaset", rs, false, false),
-            ("deployment", rs, false, false),
-            ("deployment,replicaset", rs, false, true),
-            ("", rs, false, false),
+        // (controller, disabled by default, [(flag, expected)])
+        type Case = (&'static str, bool, &'static [(&'static str, bool)]);
+        let cases: [Case; 2] = [
+            (
+                "replicaset-controller",
+                false,
+                &[
+                    ("*", true),
+                    ("*,-replicaset", false),
+                    ("-replicaset,*", false),
+                    ("*,-replicaset-controller", false),
+                    ("replicaset,-replicaset", true),
+                    ("-replicaset,replicaset", false),
+                    ("deployment", false),
+                    ("deployment,replicaset", true),
+                    ("", false),
+                ],
+            ),
+            (
+                "bootstrap-signer-controller",
+                true,
+                &[
+                    ("*", false),
+                    ("*,bootstrapsigner", true),
+                    ("bootstrap-signer-controller", true),
+                ],
+            ),
         ];
-        for (flag, name, disabled_by_default, want) in cases {
-            let selection = ControllerSelection::parse(&entries(flag), &registry).expect(flag);
-            assert_eq!(
-                selection.is_enabled(name, disabled_by_default),
-                want,
-                "--controllers={flag} for {name}"
-            );
+        for (name, disabled_by_default, flags) in cases {
+            for &(flag, want) in flags {
+                let selection = ControllerSelection::parse(&entries(flag), &registry).expect(flag);
+                assert_eq!(
+                    selection.is_enabled(name, disabled_by_default),
+                    want,
+                    "--controllers={flag} for {name}"
+                );
+            }
         }
     }
 

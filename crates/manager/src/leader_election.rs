@@ -22,6 +22,8 @@ use prometheus::{IntGaugeVec, Opts, Registry};
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
+use crate::write_fence::LeaseFence;
+
 /// Lease timings and identity.
 #[derive(Debug, Clone)]
 pub struct LeaderElectionConfig {
@@ -130,6 +132,8 @@ pub struct LeaderElector {
     recorder: EventRecorder,
     /// The last lease record we read or wrote, and when we saw it change.
     observed: Option<(Lease, Instant)>,
+    /// Opened by each successful acquire or renew, closed when leadership ends.
+    fence: Option<LeaseFence>,
 }
 
 /// The result of waiting for leadership.
@@ -164,6 +168,19 @@ impl LeaderElector {
             health: LeaseHealth::default(),
             recorder,
             observed: None,
+            fence: None,
+        }
+    }
+
+    /// Keeps `fence` open exactly while this candidate holds the lease by its own clock.
+    pub fn with_fence(mut self, fence: LeaseFence) -> Self {
+        self.fence = Some(fence);
+        self
+    }
+
+    fn close_fence(&self) {
+        if let Some(fence) = &self.fence {
+            fence.close();
         }
     }
 
@@ -222,6 +239,7 @@ impl LeaderElector {
             }
             if last_renewed.elapsed() > self.config.renew_deadline {
                 tracing::error!(lease = %self.config.name, "leaderelection lost");
+                self.close_fence();
                 self.set_master(false);
                 self.record_transition("stopped leading");
                 self.recorder.flush().await;
@@ -250,6 +268,7 @@ impl LeaderElector {
             .replace(&self.config.name, &PostParams::default(), &released)
             .await?;
         self.observed = Some((updated, Instant::now()));
+        self.close_fence();
         self.set_master(false);
         self.record_transition("stopped leading");
         self.recorder.flush().await;
@@ -318,9 +337,20 @@ impl LeaderElector {
         }
     }
 
-    /// One attempt: fast path (we lead and our view is fresh: update directly), else the slow
-    /// path (GET, create if missing, refuse if another valid holder, update otherwise).
+    /// One attempt; a success keeps the write fence open for the renew deadline from the
+    /// moment the attempt started.
     async fn try_acquire_or_renew(&mut self) -> Result<(), ElectionError> {
+        let attempt_started = Instant::now();
+        self.acquire_or_renew().await?;
+        if let Some(fence) = &self.fence {
+            fence.extend(attempt_started, self.config.renew_deadline);
+        }
+        Ok(())
+    }
+
+    /// Fast path (we lead and our view is fresh: update directly), else the slow path (GET,
+    /// create if missing, refuse if another valid holder, update otherwise).
+    async fn acquire_or_renew(&mut self) -> Result<(), ElectionError> {
         let now = MicroTime(Timestamp::now());
         if let Some((lease, observed_at)) = self.observed.clone()
             && self.holds(&lease)

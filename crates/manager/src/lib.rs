@@ -14,6 +14,7 @@ pub mod registry;
 pub mod rest_client;
 pub mod run;
 pub mod server;
+pub mod write_fence;
 
 pub use context::ControllerContext;
 pub use controller_selection::ControllerSelection;

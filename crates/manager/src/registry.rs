@@ -131,12 +131,16 @@ mod tests {
         }
     }
 
+    /// A registry holding only `descriptor`.
+    fn registry_of(descriptor: ControllerDescriptor) -> ControllerRegistry {
+        let mut registry = ControllerRegistry::new();
+        registry.register(descriptor).unwrap();
+        registry
+    }
+
     #[test]
     fn resolves_names_and_aliases() {
-        let mut registry = ControllerRegistry::new();
-        registry
-            .register(descriptor("replicaset-controller", &["replicaset"]))
-            .unwrap();
+        let registry = registry_of(descriptor("replicaset-controller", &["replicaset"]));
         assert_eq!(
             registry.canonical_name("replicaset"),
             Some("replicaset-controller")
@@ -150,10 +154,7 @@ mod tests {
 
     #[test]
     fn refuses_what_upstream_panics_on() {
-        let mut registry = ControllerRegistry::new();
-        registry
-            .register(descriptor("a-controller", &["a"]))
-            .unwrap();
+        let mut registry = registry_of(descriptor("a-controller", &["a"]));
         let cases = [
             (descriptor("", &[]), RegistryError::EmptyName),
             (

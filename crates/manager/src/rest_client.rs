@@ -18,7 +18,9 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use http::{HeaderValue, Request, Response};
 use kube::client::{Body, ClientBuilder};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
-use tower::{Layer, Service};
+use tower::{BoxError, Layer, Service};
+
+use crate::write_fence::LeaseFence;
 
 /// Latency buckets of client-go's request and rate-limiter histograms.
 const LATENCY_BUCKETS: &[f64] = &[
@@ -52,6 +54,15 @@ pub struct RestClientMetrics {
     rate_limiter_duration: HistogramVec,
 }
 
+/// A latency family over [`LATENCY_BUCKETS`] labelled by verb and host, as both of upstream's
+/// client latency histograms are.
+fn latency_by_verb_and_host(name: &str, help: &str) -> Result<HistogramVec, prometheus::Error> {
+    HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
+        &["verb", "host"],
+    )
+}
+
 impl RestClientMetrics {
     /// Creates the families and registers them into `registry`.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
@@ -62,21 +73,13 @@ impl RestClientMetrics {
             ),
             &["code", "method", "host"],
         )?;
-        let request_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "rest_client_request_duration_seconds",
-                "[ALPHA] Request latency in seconds. Broken down by verb, and host.",
-            )
-            .buckets(LATENCY_BUCKETS.to_vec()),
-            &["verb", "host"],
+        let request_duration = latency_by_verb_and_host(
+            "rest_client_request_duration_seconds",
+            "[ALPHA] Request latency in seconds. Broken down by verb, and host.",
         )?;
-        let rate_limiter_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "rest_client_rate_limiter_duration_seconds",
-                "[ALPHA] Client side rate limiter latency in seconds. Broken down by verb, and host.",
-            )
-            .buckets(LATENCY_BUCKETS.to_vec()),
-            &["verb", "host"],
+        let rate_limiter_duration = latency_by_verb_and_host(
+            "rest_client_rate_limiter_duration_seconds",
+            "[ALPHA] Client side rate limiter latency in seconds. Broken down by verb, and host.",
         )?;
         registry.register(Box::new(requests.clone()))?;
         registry.register(Box::new(request_duration.clone()))?;
@@ -98,6 +101,10 @@ pub struct ClientFactory {
     host: String,
     /// The product named in the user agent (`kcm-rs`, `kcm-rs-shadow`).
     product: &'static str,
+    /// This process's identity, named in the user agent.
+    instance: Option<String>,
+    /// Under leader election: the lease the controllers' writes wait on.
+    fence: Option<LeaseFence>,
 }
 
 impl ClientFactory {
@@ -129,7 +136,22 @@ impl ClientFactory {
             metrics,
             host,
             product: "kcm-rs",
+            instance: None,
+            fence: None,
         })
+    }
+
+    /// Sends the writes of every client made by [`client`](Self::client) only while `fence`
+    /// is open (see [`LeaseFence`]); `None` leaves them unfenced.
+    pub fn with_fence(mut self, fence: Option<LeaseFence>) -> Self {
+        self.fence = fence;
+        self
+    }
+
+    /// A client whose writes never wait on the fence: the elector's, which must renew the very
+    /// lease the fence follows.
+    pub fn unfenced_client(&self, client_name: &str) -> Result<kube::Client, ClientError> {
+        self.build(client_name, None)
     }
 
     /// Names `product` (instead of `kcm-rs`) in every client's user agent.
@@ -138,11 +160,27 @@ impl ClientFactory {
         self
     }
 
-    /// A client with its own token bucket whose user agent ends in `<product>/<client_name>`,
-    /// like upstream's `kube-controller-manager/<version> (<os>/<arch>) kubernetes/<commit>/<name>`.
+    /// Names this process (its leader-election identity) at the end of every user agent
+    /// (kcm-rs only): an API server's audit log then tells the replicas of an HA pair apart.
+    pub fn with_instance(mut self, identity: &str) -> Self {
+        self.instance = Some(identity.to_owned());
+        self
+    }
+
+    /// A client with its own token bucket whose user agent holds `<product>/<client_name>`,
+    /// like upstream's `kube-controller-manager/<version> (<os>/<arch>) kubernetes/<commit>/<name>`,
+    /// then ` (<identity>)` when an instance is named.
     pub fn client(&self, client_name: &str) -> Result<kube::Client, ClientError> {
+        self.build(client_name, self.fence.clone())
+    }
+
+    fn build(
+        &self,
+        client_name: &str,
+        fence: Option<LeaseFence>,
+    ) -> Result<kube::Client, ClientError> {
         let mut config = self.config.clone();
-        let user_agent = format!(
+        let mut user_agent = format!(
             "kube-controller-manager/v{} ({}/{}) {}/{}",
             env!("CARGO_PKG_VERSION"),
             std::env::consts::OS,
@@ -150,6 +188,9 @@ impl ClientFactory {
             self.product,
             client_name
         );
+        if let Some(instance) = &self.instance {
+            user_agent.push_str(&format!(" ({instance})"));
+        }
         if let Ok(value) = HeaderValue::from_str(&user_agent) {
             config
                 .headers
@@ -160,18 +201,26 @@ impl ClientFactory {
             limiter: Arc::new(RateLimiter::direct(self.quota)),
             metrics: self.metrics.clone(),
             host: self.host.clone(),
+            fence,
         };
         Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
     }
 }
 
-/// Tower layer: client-side rate limiting plus `rest_client_*` accounting.
+/// Tower layer: client-side rate limiting plus `rest_client_*` accounting, and the lease
+/// fence for writes.
 #[derive(Clone)]
 struct RestClientLayer {
     limiter: Arc<DefaultDirectRateLimiter>,
     metrics: RestClientMetrics,
     host: String,
+    fence: Option<LeaseFence>,
 }
+
+/// A write refused because this process's leader lease has expired.
+#[derive(Debug, thiserror::Error)]
+#[error("write not sent: this process's leader lease has expired")]
+pub struct LeaseExpired;
 
 impl<S> Layer<S> for RestClientLayer {
     type Service = RestClientService<S>;
@@ -194,19 +243,25 @@ impl<S, B> Service<Request<Body>> for RestClientService<S>
 where
     S: Service<Request<Body>, Response = Response<B>>,
     S::Future: Send + 'static,
-    S::Error: 'static,
+    S::Error: Into<BoxError> + 'static,
     B: 'static,
 {
     type Response = Response<B>;
-    type Error = S::Error;
-    type Future = BoxFuture<'static, Result<Response<B>, S::Error>>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Response<B>, BoxError>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let method = request.method().as_str().to_string();
+        let fenced = self.layer.fence.clone().filter(|_| {
+            !matches!(
+                *request.method(),
+                http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+            )
+        });
         let response = self.inner.call(request);
         let layer = self.layer.clone();
         Box::pin(async move {
@@ -217,8 +272,17 @@ where
                 .rate_limiter_duration
                 .with_label_values(&[&method, &layer.host])
                 .observe(waited.elapsed().as_secs_f64());
+            // The last check before the request is sent: a process that stalled anywhere
+            // before here (deciding, waiting on the limiter) finds the fence closed.
+            if fenced.is_some_and(|fence| !fence.is_open()) {
+                tracing::warn!(
+                    method,
+                    "write refused: this process's leader lease has expired"
+                );
+                return Err(Box::new(LeaseExpired) as BoxError);
+            }
             let started = Instant::now();
-            let result = response.await;
+            let result = response.await.map_err(Into::into);
             layer
                 .metrics
                 .request_duration

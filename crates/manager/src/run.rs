@@ -40,6 +40,7 @@ use crate::{
     registry::{Controller, ControllerRegistry, InitError},
     rest_client::{ClientError, ClientFactory, RestClientMetrics},
     server::{self, ServerError, Serving},
+    write_fence::LeaseFence,
 };
 
 /// How long in-flight syncs may take to finish after a shutdown request.
@@ -124,13 +125,19 @@ pub async fn run_with_hooks(
     register_process_metrics(&metrics);
     let rest_metrics = RestClientMetrics::register(&metrics)?;
     let config = load_client_config(&options).await?;
+    // Also the leader-election identity: every request names the process that sent it.
+    let identity = LeaderElectionConfig::default_identity();
+    // Under leader election, the controllers' writes are sent only while the lease is ours.
+    let fence = options.leader_elect.then(LeaseFence::new);
     let clients = ClientFactory::new(
         config,
         options.kube_api_qps,
         options.kube_api_burst,
         rest_metrics.clone(),
     )?
-    .with_product(options.user_agent_product());
+    .with_product(options.user_agent_product())
+    .with_instance(&identity)
+    .with_fence(fence.clone());
     let shadow = if options.shadow {
         tracing::info!(
             settle = ?options.shadow_settle,
@@ -194,11 +201,11 @@ pub async fn run_with_hooks(
 
     let election_metrics = LeaderElectionMetrics::register(&metrics)?;
     let mut elector = LeaderElector::new(
-        clients.client("leader-election")?,
+        clients.unfenced_client("leader-election")?,
         LeaderElectionConfig {
             namespace: options.leader_elect_resource_namespace.clone(),
             name: options.lease_name().to_owned(),
-            identity: LeaderElectionConfig::default_identity(),
+            identity: identity.clone(),
             lease_duration: options.leader_elect_lease_duration,
             renew_deadline: options.leader_elect_renew_deadline,
             retry_period: options.leader_elect_retry_period,
@@ -206,6 +213,9 @@ pub async fn run_with_hooks(
         },
         election_metrics,
     );
+    if let Some(fence) = fence {
+        elector = elector.with_fence(fence);
+    }
     let lease_health = elector.lease_health();
     let stale_after = options.leader_elect_lease_duration + Duration::from_secs(20);
     health.add_check(

@@ -185,6 +185,13 @@ impl Fixture {
     async fn manager(&self, flags: &[String]) -> RunningManager {
         start_manager(&self.kubeconfig, ControllerRegistry::new(), flags).await
     }
+
+    /// A fixture and a manager run with its [`Fixture::secure_flags`].
+    async fn with_secure_manager() -> (Self, RunningManager) {
+        let fixture = Self::start().await;
+        let manager = fixture.manager(&fixture.secure_flags()).await;
+        (fixture, manager)
+    }
 }
 
 /// How a request authenticates.
@@ -193,6 +200,14 @@ struct Credentials<'a> {
     token: Option<&'a str>,
     certificate: Option<&'a Leaf>,
     headers: Vec<(&'a str, &'a str)>,
+}
+
+/// A bearer `token` and nothing else.
+fn bearer(token: &str) -> Credentials<'_> {
+    Credentials {
+        token: Some(token),
+        ..Credentials::default()
+    }
 }
 
 /// A GET over HTTPS (trusting `server_ca`) or plain HTTP (`server_ca` None):
@@ -225,6 +240,18 @@ async fn get(
         None => send(TokioIo::new(tcp), request).await?,
     };
     Ok(response)
+}
+
+/// [`get`] where the request must be answered: the status code and body.
+async fn answer(
+    addr: SocketAddr,
+    server_ca: Option<&Ca>,
+    path: &str,
+    credentials: &Credentials<'_>,
+) -> (u16, String) {
+    get(addr, server_ca, path, credentials)
+        .await
+        .unwrap_or_else(|error| panic!("GET {path}: {error}"))
 }
 
 fn tls_connector(server_ca: &Ca, certificate: Option<&Leaf>) -> tokio_rustls::TlsConnector {
@@ -265,30 +292,23 @@ fn reviews(sim: &SimCluster) -> (u64, u64) {
 
 #[tokio::test]
 async fn anonymous_requests_reach_health_but_not_metrics() {
-    let fixture = Fixture::start().await;
-    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let (fixture, manager) = Fixture::with_secure_manager().await;
     let anonymous = Credentials::default();
     let ca = Some(&fixture.server_ca);
 
-    let (code, body) = get(manager.addr, ca, "/metrics", &anonymous)
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &anonymous).await;
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         status_message(&body),
         r#"forbidden: User "system:anonymous" cannot get path "/metrics""#
     );
-    let (code, body) = get(manager.addr, ca, "/healthz", &anonymous)
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/healthz", &anonymous).await;
     assert_eq!((code, body.as_str()), (200, "ok"));
     for path in ["/livez", "/readyz"] {
-        let (code, body) = get(manager.addr, ca, path, &anonymous).await.expect("GET");
+        let (code, body) = answer(manager.addr, ca, path, &anonymous).await;
         assert_ne!(code, 403, "{path} is always allowed: {body}");
     }
-    let (code, _) = get(manager.addr, ca, "/healthz/leaderElection", &anonymous)
-        .await
-        .expect("GET");
+    let (code, _) = answer(manager.addr, ca, "/healthz/leaderElection", &anonymous).await;
     assert_eq!(
         code, 403,
         "only the exact always-allowed paths skip authorization"
@@ -299,36 +319,23 @@ async fn anonymous_requests_reach_health_but_not_metrics() {
 
 #[tokio::test]
 async fn tokens_are_reviewed_by_the_api_server() {
-    let fixture = Fixture::start().await;
-    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let (fixture, manager) = Fixture::with_secure_manager().await;
     let ca = Some(&fixture.server_ca);
-    let with_token = |token| Credentials {
-        token: Some(token),
-        ..Credentials::default()
-    };
 
-    let (code, body) = get(manager.addr, ca, "/metrics", &with_token("garbage"))
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &bearer("garbage")).await;
     assert_eq!(code, 401, "{body}");
     assert_eq!(status_message(&body), "Unauthorized");
-    let (code, _) = get(manager.addr, ca, "/healthz", &with_token("garbage"))
-        .await
-        .expect("GET");
+    let (code, _) = answer(manager.addr, ca, "/healthz", &bearer("garbage")).await;
     assert_eq!(code, 401, "a bad token is not anonymous, even on /healthz");
 
-    let (code, body) = get(manager.addr, ca, "/metrics", &with_token(SCRAPER_TOKEN))
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &bearer(SCRAPER_TOKEN)).await;
     assert_eq!(code, 200, "{body}");
     assert!(
         body.contains("# TYPE rest_client_requests_total counter"),
         "{body}"
     );
 
-    let (code, body) = get(manager.addr, ca, "/metrics", &with_token(NOBODY_TOKEN))
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &bearer(NOBODY_TOKEN)).await;
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         status_message(&body),
@@ -340,8 +347,7 @@ async fn tokens_are_reviewed_by_the_api_server() {
 
 #[tokio::test]
 async fn client_certificates_name_the_user() {
-    let fixture = Fixture::start().await;
-    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let (fixture, manager) = Fixture::with_secure_manager().await;
     let ca = Some(&fixture.server_ca);
     let certificate = |leaf| Credentials {
         certificate: Some(leaf),
@@ -349,15 +355,11 @@ async fn client_certificates_name_the_user() {
     };
 
     let allowed = fixture.client_ca.client("cert-user", &["team"]);
-    let (code, body) = get(manager.addr, ca, "/metrics", &certificate(&allowed))
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &certificate(&allowed)).await;
     assert_eq!(code, 200, "{body}");
 
     let stranger = fixture.client_ca.client("cert-stranger", &["team"]);
-    let (code, body) = get(manager.addr, ca, "/metrics", &certificate(&stranger))
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &certificate(&stranger)).await;
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         status_message(&body),
@@ -379,8 +381,7 @@ async fn client_certificates_name_the_user() {
 
 #[tokio::test]
 async fn front_proxy_headers_need_an_allowed_proxy_certificate() {
-    let fixture = Fixture::start().await;
-    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let (fixture, manager) = Fixture::with_secure_manager().await;
     let ca = Some(&fixture.server_ca);
     let proxy = fixture.front_proxy_ca.client("front-proxy", &[]);
     let headers = vec![("X-Remote-User", "proxied"), ("X-Remote-Group", "viewers")];
@@ -389,21 +390,15 @@ async fn front_proxy_headers_need_an_allowed_proxy_certificate() {
         headers: headers.clone(),
         ..Credentials::default()
     };
-    let (code, body) = get(manager.addr, ca, "/metrics", &via(&proxy))
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &via(&proxy)).await;
     assert_eq!(code, 200, "{body}");
 
     let other_proxy = fixture.front_proxy_ca.client("not-the-proxy", &[]);
-    let (code, body) = get(manager.addr, ca, "/metrics", &via(&other_proxy))
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &via(&other_proxy)).await;
     assert_eq!(code, 401, "CN not in --requestheader-allowed-names: {body}");
 
     let client = fixture.client_ca.client("cert-stranger", &[]);
-    let (code, body) = get(manager.addr, ca, "/metrics", &via(&client))
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, ca, "/metrics", &via(&client)).await;
     assert_eq!(
         code, 403,
         "headers from a non-proxy client are ignored; the certificate's user counts: {body}"
@@ -416,13 +411,9 @@ async fn front_proxy_headers_need_an_allowed_proxy_certificate() {
 
 #[tokio::test]
 async fn scrapes_within_the_ttl_cost_one_review_each() {
-    let fixture = Fixture::start().await;
-    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let (fixture, manager) = Fixture::with_secure_manager().await;
     let ca = Some(&fixture.server_ca);
-    let scraper = Credentials {
-        token: Some(SCRAPER_TOKEN),
-        ..Credentials::default()
-    };
+    let scraper = bearer(SCRAPER_TOKEN);
     let started = Instant::now();
     let burst =
         futures::future::join_all((0..20).map(|_| get(manager.addr, ca, "/metrics", &scraper)))
@@ -431,9 +422,7 @@ async fn scrapes_within_the_ttl_cost_one_review_each() {
         assert_eq!(answer.expect("GET").0, 200);
     }
     for _ in 0..80 {
-        let (code, body) = get(manager.addr, ca, "/metrics", &scraper)
-            .await
-            .expect("GET");
+        let (code, body) = answer(manager.addr, ca, "/metrics", &scraper).await;
         assert_eq!(code, 200, "{body}");
     }
     assert!(
@@ -446,30 +435,20 @@ async fn scrapes_within_the_ttl_cost_one_review_each() {
 
 #[tokio::test]
 async fn nothing_is_served_without_the_api_server() {
-    let mut fixture = Fixture::start().await;
-    let manager = fixture.manager(&fixture.secure_flags()).await;
+    let (mut fixture, manager) = Fixture::with_secure_manager().await;
     let ca = Some(&fixture.server_ca);
     if let Some(sim) = fixture.sim.take() {
         sim.shutdown().await;
     }
     let anonymous = Credentials::default();
-    let scraper = Credentials {
-        token: Some(SCRAPER_TOKEN),
-        ..Credentials::default()
-    };
+    let scraper = bearer(SCRAPER_TOKEN);
     for credentials in [&anonymous, &scraper] {
-        let (code, body) = get(manager.addr, ca, "/metrics", credentials)
-            .await
-            .expect("GET");
+        let (code, body) = answer(manager.addr, ca, "/metrics", credentials).await;
         assert!(code == 401 || code == 403, "{code}: {body}");
     }
-    let (code, _) = get(manager.addr, ca, "/metrics", &scraper)
-        .await
-        .expect("GET");
+    let (code, _) = answer(manager.addr, ca, "/metrics", &scraper).await;
     assert_eq!(code, 401, "a failed TokenReview is not cached as a user");
-    let (code, _) = get(manager.addr, ca, "/healthz", &anonymous)
-        .await
-        .expect("GET");
+    let (code, _) = answer(manager.addr, ca, "/healthz", &anonymous).await;
     assert_eq!(code, 200, "always-allowed paths need no API server");
 }
 
@@ -482,20 +461,13 @@ async fn without_delegated_kubeconfigs_only_allowed_paths_pass() {
     ];
     let manager = fixture.manager(&flags).await;
     let ca = Some(&fixture.server_ca);
-    let scraper = Credentials {
-        token: Some(SCRAPER_TOKEN),
-        ..Credentials::default()
-    };
-    let (code, body) = get(manager.addr, ca, "/metrics", &scraper)
-        .await
-        .expect("GET");
+    let scraper = bearer(SCRAPER_TOKEN);
+    let (code, body) = answer(manager.addr, ca, "/metrics", &scraper).await;
     assert_eq!(
         code, 403,
         "tokens are not checked without an API server: {body}"
     );
-    let (code, _) = get(manager.addr, ca, "/healthz", &scraper)
-        .await
-        .expect("GET");
+    let (code, _) = answer(manager.addr, ca, "/healthz", &scraper).await;
     assert_eq!(code, 200);
     assert_eq!(reviews(fixture.sim()), (0, 0));
 }
@@ -512,17 +484,10 @@ async fn plain_http_applies_tokens_and_reviews() {
         ])
         .await;
     assert!(manager.addr.ip().is_loopback());
-    let scraper = Credentials {
-        token: Some(SCRAPER_TOKEN),
-        ..Credentials::default()
-    };
-    let (code, _) = get(manager.addr, None, "/metrics", &Credentials::default())
-        .await
-        .expect("GET");
+    let scraper = bearer(SCRAPER_TOKEN);
+    let (code, _) = answer(manager.addr, None, "/metrics", &Credentials::default()).await;
     assert_eq!(code, 403);
-    let (code, body) = get(manager.addr, None, "/metrics", &scraper)
-        .await
-        .expect("GET");
+    let (code, body) = answer(manager.addr, None, "/metrics", &scraper).await;
     assert_eq!(code, 200, "{body}");
 
     let open = fixture
@@ -536,8 +501,6 @@ async fn plain_http_applies_tokens_and_reviews() {
         open.addr.ip().is_loopback(),
         "--plain-http binds loopback only"
     );
-    let (code, _) = get(open.addr, None, "/metrics", &Credentials::default())
-        .await
-        .expect("GET");
+    let (code, _) = answer(open.addr, None, "/metrics", &Credentials::default()).await;
     assert_eq!(code, 200);
 }

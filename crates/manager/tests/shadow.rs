@@ -107,42 +107,61 @@ fn typed<K: serde::de::DeserializeOwned>(object: Value) -> K {
     serde_json::from_value(object).expect("valid object")
 }
 
+/// Waits (up to 60 s) until the `K` named `name` is `complete` at `replicas` replicas.
+async fn complete_at<K>(sim: &SimCluster, name: &str, replicas: i32, complete: impl Fn(&K) -> bool)
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(sim.client(), NS);
+    eventually(
+        &format!("{} {name} complete at {replicas}", K::kind(&())),
+        Duration::from_secs(60),
+        || async { api.get(name).await.ok().filter(&complete).map(drop) },
+    )
+    .await;
+}
+
 /// Waits until the Deployment `name` has rolled out `replicas` replicas of its current spec.
 async fn deployment_complete(sim: &SimCluster, name: &str, replicas: i32) {
-    let api: Api<Deployment> = Api::namespaced(sim.client(), NS);
-    eventually(
-        &format!("Deployment {name} complete at {replicas}"),
-        Duration::from_secs(60),
-        || async {
-            let deployment = api.get(name).await.ok()?;
-            let status = deployment.status?;
-            (status.observed_generation == deployment.metadata.generation
-                && status.replicas == Some(replicas)
-                && status.updated_replicas == Some(replicas)
-                && status.available_replicas == Some(replicas))
-            .then_some(())
-        },
-    )
+    complete_at(sim, name, replicas, |deployment: &Deployment| {
+        deployment.status.as_ref().is_some_and(|status| {
+            let counts = [
+                status.replicas,
+                status.updated_replicas,
+                status.available_replicas,
+            ];
+            status.observed_generation == deployment.metadata.generation
+                && counts == [Some(replicas); 3]
+        })
+    })
     .await;
 }
 
 /// Waits until the StatefulSet `name` runs `replicas` ready pods, all at its update revision.
 async fn stateful_set_complete(sim: &SimCluster, name: &str, replicas: i32) {
-    let api: Api<StatefulSet> = Api::namespaced(sim.client(), NS);
-    eventually(
-        &format!("StatefulSet {name} complete at {replicas}"),
-        Duration::from_secs(60),
-        || async {
-            let set = api.get(name).await.ok()?;
-            let status = set.status?;
-            (status.observed_generation == set.metadata.generation
-                && status.ready_replicas == Some(replicas)
-                && status.updated_replicas == Some(replicas)
-                && status.current_revision == status.update_revision)
-                .then_some(())
-        },
-    )
+    complete_at(sim, name, replicas, |set: &StatefulSet| {
+        set.status.as_ref().is_some_and(|status| {
+            let counts = [status.ready_replicas, status.updated_replicas];
+            status.observed_generation == set.metadata.generation
+                && counts == [Some(replicas); 2]
+                && status.current_revision == status.update_revision
+        })
+    })
     .await;
+}
+
+/// A merge patch moving a [`workload`]'s pods to `nginx:1.26`: a rollout.
+fn new_image() -> Value {
+    json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}})
+}
+
+/// Asserts that the shadow's `/metrics` page holds `series`.
+async fn assert_metrics_hold(shadow: &RunningManager, series: &str) {
+    let (_, metrics) = plain_get(shadow.addr, "/metrics").await.expect("metrics");
+    assert!(metrics.contains(series), "{metrics}");
 }
 
 /// Waits until the shadow has judged every intent (none pending after the settle window).
@@ -172,11 +191,7 @@ async fn beside_a_normal_manager_the_shadow_writes_nothing_and_finds_no_divergen
     test.create::<Deployment>(&typed(workload("Deployment", "web", 3)))
         .await;
     deployment_complete(sim, "web", 3).await;
-    test.merge_patch::<Deployment>(
-        "web",
-        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}}),
-    )
-    .await;
+    test.merge_patch::<Deployment>("web", new_image()).await;
     deployment_complete(sim, "web", 3).await;
     test.merge_patch::<Deployment>("web", json!({"spec": {"replicas": 5}}))
         .await;
@@ -187,11 +202,7 @@ async fn beside_a_normal_manager_the_shadow_writes_nothing_and_finds_no_divergen
     test.create::<StatefulSet>(&typed(workload("StatefulSet", "db", 3)))
         .await;
     stateful_set_complete(sim, "db", 3).await;
-    test.merge_patch::<StatefulSet>(
-        "db",
-        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}}),
-    )
-    .await;
+    test.merge_patch::<StatefulSet>("db", new_image()).await;
     stateful_set_complete(sim, "db", 3).await;
     let report_before_delete = all_judged(&shadow).await;
     test.api::<Deployment>()
@@ -428,13 +439,11 @@ async fn an_upstream_that_writes_differently_is_reported_field_by_field() {
     );
     assert_eq!(shadow_writes(sim), Vec::<String>::new());
 
-    let (_, metrics) = plain_get(shadow.addr, "/metrics").await.expect("metrics");
-    assert!(
-        metrics.contains(
-            "shadow_divergences_total{controller=\"replicaset-controller\",field=\"deleted\",resource=\"pods\"} 1"
-        ),
-        "{metrics}"
-    );
+    assert_metrics_hold(
+        &shadow,
+        "shadow_divergences_total{controller=\"replicaset-controller\",field=\"deleted\",resource=\"pods\"} 1",
+    )
+    .await;
     stop.cancel();
 }
 
@@ -509,13 +518,11 @@ async fn alone_the_shadow_creates_nothing_and_shows_what_it_would_have_done() {
     assert!(test.list::<Pod>().await.is_empty());
     assert!(test.list::<ControllerRevision>().await.is_empty());
     assert_eq!(shadow_writes(sim), Vec::<String>::new());
-    let (_, metrics) = plain_get(shadow.addr, "/metrics").await.expect("metrics");
-    assert!(
-        metrics.contains(
-            "shadow_intents_total{controller=\"deployment-controller\",resource=\"replicasets\",verb=\"create\"}"
-        ),
-        "{metrics}"
-    );
+    assert_metrics_hold(
+        &shadow,
+        "shadow_intents_total{controller=\"deployment-controller\",resource=\"replicasets\",verb=\"create\"}",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

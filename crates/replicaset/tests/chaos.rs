@@ -12,8 +12,8 @@ use std::{
 
 use kube::api::{ListParams, PostParams};
 use sim::{
-    FaultConfig, SimConfig,
-    testing::{chaos_faults, eventually, retry_write},
+    FaultConfig,
+    testing::{eventually, retry_write},
 };
 use support::Harness;
 
@@ -22,10 +22,8 @@ const REPLICAS: i32 = 10;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn converges_under_faults_without_ever_overshooting() {
-    let harness = Harness::start_with(SimConfig::default()).await;
-    harness
-        .sim
-        .set_faults(chaos_faults(42, Duration::from_secs(3)));
+    let harness = Harness::start().await;
+    harness.set_chaos_faults(42, Duration::from_secs(3));
 
     // The test's own writes see the same faults: retry them.
     let (replica_sets, post) = (harness.replica_sets(), PostParams::default());

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Event};
 use kube::api::ListParams;
 use prometheus::Registry;
 use sim::{SimConfig, testing::eventually};
@@ -68,18 +68,15 @@ async fn failed_creates_give_events_and_a_condition_that_recovery_clears() {
     set_pod_quota(&harness, 3).await;
     harness.create_replica_set("web", 5).await;
 
-    let condition = eventually(
-        "the ReplicaFailure condition",
-        Duration::from_secs(20),
-        || async {
-            let status = harness.replica_sets().get("web").await.ok()?.status?;
-            status
+    let what = "the ReplicaFailure condition";
+    let condition = harness
+        .wait_for("web", what, Duration::from_secs(20), |rs: ReplicaSet| {
+            rs.status?
                 .conditions?
                 .into_iter()
                 .find(|condition| condition.type_ == "ReplicaFailure")
-        },
-    )
-    .await;
+        })
+        .await;
     assert_eq!(condition.status, "True");
     assert_eq!(condition.reason.as_deref(), Some("FailedCreate"));
     let message = condition.message.unwrap_or_default();

@@ -5,7 +5,10 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::{
+    apps::v1::ReplicaSet,
+    core::v1::{Namespace, Pod},
+};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 use sim::testing::{controller_uid, eventually};
@@ -23,6 +26,35 @@ async fn settled_web_with_a_victim(replicas: i32) -> (Harness, String) {
         .clone()
         .unwrap();
     (harness, victim)
+}
+
+/// The names of the active pods of `web`.
+async fn active_pod_names(harness: &Harness) -> Vec<String> {
+    harness
+        .active_pods("web")
+        .await
+        .into_iter()
+        .map(|pod| pod.metadata.name.unwrap())
+        .collect()
+}
+
+/// Waits until `web` has `replicas` active pods again, none of them `victim`, and then for its
+/// status to settle on them.
+async fn wait_for_replacement(harness: &Harness, replicas: i32, victim: &str) {
+    eventually(
+        &format!("a replacement for {victim}"),
+        Duration::from_secs(20),
+        || async {
+            let pods = harness.active_pods("web").await;
+            (pods.len() == replicas as usize
+                && pods
+                    .iter()
+                    .all(|pod| pod.metadata.name.as_deref() != Some(victim)))
+            .then_some(())
+        },
+    )
+    .await;
+    wait_for_settled_status(harness, "web", replicas).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -52,27 +84,17 @@ async fn adopts_a_matching_orphan_and_deletes_the_unready_pod_first() {
     let harness = Harness::start().await;
     harness.create_replica_set("web", 3).await;
     wait_for_settled_status(&harness, "web", 3).await;
-    let ready_names: Vec<String> = harness
-        .active_pods("web")
-        .await
-        .into_iter()
-        .map(|pod| pod.metadata.name.unwrap())
-        .collect();
+    let ready_names = active_pod_names(&harness).await;
 
     // An orphan that matches the selector and never turns ready: adopting it makes four pods,
     // one too many, and the unready one must be the one deleted.
     harness
-        .pods()
-        .create(
-            &PostParams::default(),
-            &orphan_pod(
-                "stray",
-                json!({"app": "web"}),
-                json!({"sim.kcm-rs.io/never-ready": "true"}),
-            ),
-        )
-        .await
-        .expect("create orphan");
+        .create(&orphan_pod(
+            "stray",
+            json!({"app": "web"}),
+            json!({"sim.kcm-rs.io/never-ready": "true"}),
+        ))
+        .await;
     eventually(
         "the stray pod to be deleted",
         Duration::from_secs(20),
@@ -82,12 +104,7 @@ async fn adopts_a_matching_orphan_and_deletes_the_unready_pod_first() {
         },
     )
     .await;
-    let remaining: Vec<String> = harness
-        .active_pods("web")
-        .await
-        .into_iter()
-        .map(|pod| pod.metadata.name.unwrap())
-        .collect();
+    let remaining = active_pod_names(&harness).await;
     let mut expected = ready_names.clone();
     expected.sort();
     let mut remaining_sorted = remaining.clone();
@@ -106,13 +123,8 @@ async fn adopts_orphans_instead_of_creating() {
     let mut harness = Harness::without_controller(sim::SimConfig::default()).await;
     for name in ["orphan-a", "orphan-b"] {
         harness
-            .pods()
-            .create(
-                &PostParams::default(),
-                &orphan_pod(name, json!({"app": "web"}), json!({})),
-            )
-            .await
-            .expect("create orphan");
+            .create(&orphan_pod(name, json!({"app": "web"}), json!({})))
+            .await;
     }
     let rs = harness.create_replica_set("web", 2).await;
     let uid = rs.metadata.uid.unwrap();
@@ -147,35 +159,15 @@ async fn releases_a_relabelled_pod_and_replaces_it() {
     harness
         .merge_patch::<Pod>(&victim, json!({"metadata": {"labels": {"app": "debug"}}}))
         .await;
-    eventually(
-        "the relabelled pod to be released",
-        Duration::from_secs(20),
-        || {
-            let pods = harness.pods();
-            let victim = victim.clone();
-            async move {
-                let pod = pods.get(&victim).await.ok()?;
-                controller_uid(&pod.metadata).is_none().then_some(())
-            }
-        },
-    )
-    .await;
+    let what = "the relabelled pod to be released";
+    harness
+        .wait_for(&victim, what, Duration::from_secs(20), |pod: Pod| {
+            controller_uid(&pod.metadata).is_none().then_some(())
+        })
+        .await;
     // The status may still read 2 from before the release was seen: wait for the replacement
     // itself, then for the status to settle on it.
-    eventually(
-        "a replacement for the released pod",
-        Duration::from_secs(20),
-        || async {
-            let pods = harness.active_pods("web").await;
-            (pods.len() == 2
-                && pods
-                    .iter()
-                    .all(|pod| pod.metadata.name.as_deref() != Some(victim.as_str())))
-            .then_some(())
-        },
-    )
-    .await;
-    wait_for_settled_status(&harness, "web", 2).await;
+    wait_for_replacement(&harness, 2, &victim).await;
     harness.stop().await;
 }
 
@@ -187,16 +179,7 @@ async fn replaces_a_deleted_pod() {
         .delete(&victim, &DeleteParams::default())
         .await
         .expect("delete pod");
-    eventually("a replacement pod", Duration::from_secs(20), || async {
-        let pods = harness.active_pods("web").await;
-        (pods.len() == 3
-            && pods
-                .iter()
-                .all(|pod| pod.metadata.name.as_deref() != Some(victim.as_str())))
-        .then_some(())
-    })
-    .await;
-    wait_for_settled_status(&harness, "web", 3).await;
+    wait_for_replacement(&harness, 3, &victim).await;
     harness.stop().await;
 }
 
@@ -205,20 +188,14 @@ async fn min_ready_seconds_holds_back_available_replicas() {
     let harness = Harness::start().await;
     let mut rs = support::replica_set("slow", 2);
     rs.spec.as_mut().unwrap().min_ready_seconds = Some(2);
+    harness.create(&rs).await;
+    let what = "ready but not yet available";
     harness
-        .replica_sets()
-        .create(&PostParams::default(), &rs)
-        .await
-        .expect("create");
-    eventually(
-        "ready but not yet available",
-        Duration::from_secs(20),
-        || async {
-            let status = harness.replica_sets().get("slow").await.ok()?.status?;
+        .wait_for("slow", what, Duration::from_secs(20), |rs: ReplicaSet| {
+            let status = rs.status?;
             (status.ready_replicas == Some(2) && status.available_replicas == Some(0)).then_some(())
-        },
-    )
-    .await;
+        })
+        .await;
     let started = std::time::Instant::now();
     wait_for_settled_status(&harness, "slow", 2).await;
     assert!(

@@ -29,6 +29,8 @@ pub struct CachedObject {
 /// Read access to one resource's cache.
 trait ResourceCache: Send + Sync {
     fn get(&self, namespace: &str, name: &str) -> Option<CachedObject>;
+    /// The metadata alone: no JSON is built, for the checks that read nothing else.
+    fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta>;
     fn in_namespace(&self, namespace: &str) -> Vec<CachedObject>;
 }
 
@@ -45,6 +47,10 @@ impl<K: InformerResource> ResourceCache for Listed<K> {
             meta: object.meta().clone(),
             json: (self.to_json)(&object),
         })
+    }
+
+    fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta> {
+        Some(self.lister.get(namespace, name)?.meta().clone())
     }
 
     fn in_namespace(&self, namespace: &str) -> Vec<CachedObject> {
@@ -283,6 +289,11 @@ impl ClusterView {
     /// The cached object `namespace/name` of `resource`.
     pub(crate) fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<CachedObject> {
         self.caches.get(resource)?.get(namespace, name)
+    }
+
+    /// The metadata of the cached object `namespace/name` of `resource`.
+    pub(crate) fn meta(&self, resource: &str, namespace: &str, name: &str) -> Option<ObjectMeta> {
+        self.caches.get(resource)?.meta(namespace, name)
     }
 
     /// Whether the object, or an object it controls, changed after `since`: the inputs of a

@@ -10,6 +10,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use controller_toolkit::writes::{Write, WriteVerb};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 /// Compared field name → its value as text (`""` when absent); a zero value and an absent
@@ -71,6 +72,20 @@ pub fn controller_owner(object: &Value) -> Option<OwnerName> {
             Some(OwnerName {
                 resource: owner_resource(owner.get("kind")?.as_str()?)?.to_owned(),
                 name: owner.get("name")?.as_str()?.to_owned(),
+            })
+        })
+}
+
+/// The controller owner that `meta.ownerReferences` names.
+pub fn controller_owner_of(meta: &ObjectMeta) -> Option<OwnerName> {
+    meta.owner_references
+        .as_ref()?
+        .iter()
+        .find(|owner| owner.controller == Some(true))
+        .and_then(|owner| {
+            Some(OwnerName {
+                resource: owner_resource(&owner.kind)?.to_owned(),
+                name: owner.name.clone(),
             })
         })
 }
@@ -267,6 +282,18 @@ pub struct Observed {
     pub terminating: bool,
     /// Its compared fields for the write being judged (empty unless the write is an update).
     pub fields: Fields,
+}
+
+impl Observed {
+    /// What `meta` says, with no compared fields.
+    pub fn of(meta: &ObjectMeta) -> Self {
+        Self {
+            resource_version: meta.resource_version.clone(),
+            uid: meta.uid.clone(),
+            terminating: meta.deletion_timestamp.is_some(),
+            fields: Fields::default(),
+        }
+    }
 }
 
 /// The owner of a dependent a create or delete was decided for, then and now.

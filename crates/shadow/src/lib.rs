@@ -203,9 +203,6 @@ impl State {
         });
 
         let view = self.view.read().clone();
-        let cached = view
-            .as_ref()
-            .and_then(|view| view.get(resource, &write.namespace, &write.name));
         let expectation = compare::expectation_of(write);
         let check = match (&expectation, &write.verb) {
             (Expectation::NotCompared, _) => return,
@@ -216,16 +213,17 @@ impl State {
         };
         let owner = match &expectation {
             Expectation::Exists { owner } => owner.clone(),
-            Expectation::Gone { .. } => cached
+            Expectation::Gone { .. } => view
                 .as_ref()
-                .and_then(|object| compare::controller_owner(&object.json)),
+                .and_then(|view| view.meta(resource, &write.namespace, &write.name))
+                .and_then(|meta| compare::controller_owner_of(&meta)),
             _ => None,
         }
         .map(|owner| {
             let generation = view
                 .as_ref()
-                .and_then(|view| view.get(&owner.resource, &write.namespace, &owner.name))
-                .and_then(|object| object.meta.generation);
+                .and_then(|view| view.meta(&owner.resource, &write.namespace, &owner.name))
+                .and_then(|meta| meta.generation);
             (owner, generation)
         });
         let key = PendingKey {
@@ -260,32 +258,37 @@ impl State {
         let mut found = Vec::new();
         let mut compared = Vec::new();
         self.pending.lock().retain(|key, pending| {
-            let current = view.get(&key.resource, &key.namespace, &key.name);
-            let observed = current.map(|object| Observed {
-                resource_version: object.meta.resource_version.clone(),
-                uid: object.meta.uid.clone(),
-                terminating: object.meta.deletion_timestamp.is_some(),
-                fields: match pending.expectation {
-                    Expectation::Fields { .. } => {
-                        compared_fields(&key.resource, &pending.verb, &object.json)
-                    }
-                    _ => Default::default(),
-                },
-            });
+            let age = now.duration_since(pending.at);
+            let fields_expected = matches!(pending.expectation, Expectation::Fields { .. });
+            // Fields are judged only once settled: before, the verdict is `Wait` whatever the
+            // cache holds, so the object's JSON is not built for it.
+            if fields_expected && age < self.settle {
+                return true;
+            }
+            let observed = if fields_expected {
+                view.get(&key.resource, &key.namespace, &key.name)
+                    .map(|object| Observed {
+                        fields: compared_fields(&key.resource, &pending.verb, &object.json),
+                        ..Observed::of(&object.meta)
+                    })
+            } else {
+                view.meta(&key.resource, &key.namespace, &key.name)
+                    .map(|meta| Observed::of(&meta))
+            };
             let owner = match &pending.owner {
                 None => OwnerChange::Unchanged,
                 Some((owner, generation)) => {
-                    match view.get(&owner.resource, &key.namespace, &owner.name) {
-                        Some(now) if now.meta.generation == *generation => OwnerChange::Unchanged,
+                    match view.meta(&owner.resource, &key.namespace, &owner.name) {
+                        Some(now) if now.generation == *generation => OwnerChange::Unchanged,
                         _ => OwnerChange::Changed,
                     }
                 }
             };
-            let inputs_moved = matches!(pending.expectation, Expectation::Fields { .. })
+            let inputs_moved = fields_expected
                 && view.changed_since(&key.resource, &key.namespace, &key.name, pending.at);
             let judged = verdict(
                 &pending.expectation,
-                now.duration_since(pending.at),
+                age,
                 self.settle,
                 observed.as_ref(),
                 owner,

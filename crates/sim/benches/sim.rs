@@ -10,19 +10,11 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
-use sim::{KubeletConfig, SimCluster, SimConfig};
+use sim::{KubeletConfig, SimCluster, SimConfig, rss_bytes};
 
 const PODS: usize = 100_000;
 const EVENTS: usize = 10_000;
 const WATCHERS: usize = 10;
-
-/// Resident set size of this process, from /proc/self/status.
-fn rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
 
 /// A pod as the ReplicaSet controller creates it (labels, owner reference, one container).
 fn controller_pod(i: usize) -> Pod {

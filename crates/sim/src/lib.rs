@@ -11,6 +11,7 @@ mod faults;
 mod fixtures;
 mod gc;
 mod kubelet;
+mod memory;
 mod object;
 mod openapi;
 mod ops;
@@ -35,4 +36,5 @@ pub use config::{
 };
 pub use error::SimError;
 pub use kubelet::{FAIL_AFTER_MS, NEVER_READY, READY_AFTER_MS, SUCCEED_AFTER_MS};
+pub use memory::rss_bytes;
 pub use quota::POD_QUOTA;

@@ -316,34 +316,37 @@ pub(crate) fn frame_around(kind: EventKind, object: &[u8]) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resources::PODS;
     use serde_json::json;
 
     fn key(name: &str) -> ObjectKey {
         ("default".to_string(), name.to_string())
     }
 
+    /// A store keeping 10 watch events, holding the pod `default/a` stored as `pod`.
+    fn holding_pod_a(pod: Value) -> State {
+        let mut state = State::new(10, None);
+        state.put(PODS, key("a"), pod);
+        state
+    }
+
     #[test]
     fn put_and_remove_record_events_and_versions() {
-        let mut state = State::new(10, None);
-        let pods = crate::resources::PODS;
-        state.put(
-            pods,
-            key("a"),
-            json!({"metadata": {"name": "a", "uid": "u1", "labels": {"x": "y"}}}),
-        );
-        let stored = state.get(pods, &key("a")).unwrap();
+        let mut state =
+            holding_pod_a(json!({"metadata": {"name": "a", "uid": "u1", "labels": {"x": "y"}}}));
+        let stored = state.get(PODS, &key("a")).unwrap();
         assert_eq!(stored.rv, 1);
         assert_eq!(stored.labels.get("x").map(String::as_str), Some("y"));
         let parsed = stored.value();
         assert_eq!(parsed["metadata"]["resourceVersion"], "1");
         state.put(
-            pods,
+            PODS,
             key("a"),
             json!({"metadata": {"name": "a", "uid": "u1"}}),
         );
-        let (_, removed) = state.remove(pods, &key("a")).unwrap();
+        let (_, removed) = state.remove(PODS, &key("a")).unwrap();
         assert_eq!(removed["metadata"]["resourceVersion"], "3");
-        let kinds: Vec<_> = state.tables[pods]
+        let kinds: Vec<_> = state.tables[PODS]
             .events
             .iter()
             .map(|e| (e.kind, e.rv))
@@ -356,7 +359,7 @@ mod tests {
                 (EventKind::Deleted, 3)
             ]
         );
-        let frame = std::str::from_utf8(&state.tables[pods].events[0].frame).unwrap();
+        let frame = std::str::from_utf8(&state.tables[PODS].events[0].frame).unwrap();
         assert!(
             frame.starts_with("{\"type\":\"ADDED\",\"object\":{") && frame.ends_with("}\n"),
             "{frame}"
@@ -367,32 +370,26 @@ mod tests {
     #[test]
     fn window_moves_the_floor() {
         let mut state = State::new(2, None);
-        let pods = crate::resources::PODS;
         for i in 0..5 {
             state.put(
-                pods,
+                PODS,
                 key(&format!("p{i}")),
                 json!({"metadata": {"uid": format!("u{i}")}}),
             );
         }
-        assert_eq!(state.tables[pods].events.len(), 2);
-        assert_eq!(state.tables[pods].floor, 3);
+        assert_eq!(state.tables[PODS].events.len(), 2);
+        assert_eq!(state.tables[PODS].floor, 3);
         state.compact();
-        assert_eq!(state.tables[pods].floor, 5);
-        assert!(state.tables[pods].events.is_empty());
+        assert_eq!(state.tables[PODS].floor, 5);
+        assert!(state.tables[PODS].events.is_empty());
     }
 
     #[test]
     fn dependents_are_indexed() {
-        let mut state = State::new(10, None);
-        let pods = crate::resources::PODS;
-        state.put(
-            pods,
-            key("a"),
-            json!({"metadata": {"uid": "u1", "ownerReferences": [{"uid": "o"}]}}),
-        );
+        let mut state =
+            holding_pod_a(json!({"metadata": {"uid": "u1", "ownerReferences": [{"uid": "o"}]}}));
         assert_eq!(state.dependents.get("o").map(|s| s.len()), Some(1));
-        state.put(pods, key("a"), json!({"metadata": {"uid": "u1"}}));
+        state.put(PODS, key("a"), json!({"metadata": {"uid": "u1"}}));
         assert!(!state.dependents.contains_key("o"));
     }
 }

@@ -121,7 +121,7 @@ async fn namespaces_crud_and_initial_namespaces() {
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "team-a");
     common::create(&pods, &common::pod("p", json!({"a": "b"}))).await;
     common::delete(&api, "team-a", &DeleteParams::default()).await;
-    assert!(api.get_opt("team-a").await.unwrap().is_none());
+    assert!(!common::exists(&api, "team-a").await);
     assert!(
         Api::<Pod>::all(cluster.client())
             .list(&ListParams::default())
@@ -211,8 +211,7 @@ async fn reqwest_like_get(cluster: &sim::SimCluster, path: &str) -> Value {
 
 #[tokio::test]
 async fn objects_serialize_in_upstream_field_order() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (cluster, deployments) = common::quiet_api::<Deployment>().await;
     common::create(&deployments, &common::deployment("web", 2)).await;
     let req = http::Request::get("/apis/apps/v1/namespaces/default/deployments/web")
         .body(Vec::new())
@@ -242,8 +241,7 @@ async fn objects_serialize_in_upstream_field_order() {
 async fn metadata_only_lists_and_watches() {
     use futures::{StreamExt, TryStreamExt};
     use kube::api::{WatchEvent, WatchParams};
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, pods) = common::quiet_api::<Pod>().await;
     common::create(&pods, &common::pod("p", json!({"app": "web"}))).await;
     let list = pods.list_metadata(&ListParams::default()).await.unwrap();
     assert_eq!(list.items.len(), 1);

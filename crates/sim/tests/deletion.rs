@@ -41,12 +41,9 @@ async fn graceful_pod_deletion_waits_for_the_kubelet() {
         .expect("the pod is returned while it terminates");
     assert!(pod.metadata.deletion_timestamp.is_some());
     assert_eq!(pod.metadata.deletion_grace_period_seconds, Some(30));
-    assert!(
-        pods.get_opt("p").await.unwrap().is_some(),
-        "still there during grace"
-    );
+    assert!(common::exists(&pods, "p").await, "still there during grace");
     common::eventually("pod gone", || async {
-        pods.get_opt("p").await.unwrap().is_none().then_some(())
+        (!common::exists(&pods, "p").await).then_some(())
     })
     .await;
 }
@@ -57,7 +54,7 @@ async fn zero_grace_deletion_is_immediate_and_unscheduled_pods_go_at_once() {
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     running_pod(&pods, "p").await;
     common::delete(&pods, "p", &DeleteParams::default()).await;
-    assert!(pods.get_opt("p").await.unwrap().is_some());
+    assert!(common::exists(&pods, "p").await);
     pods.delete(
         "p",
         &DeleteParams {
@@ -68,24 +65,22 @@ async fn zero_grace_deletion_is_immediate_and_unscheduled_pods_go_at_once() {
     .await
     .unwrap();
     assert!(
-        pods.get_opt("p").await.unwrap().is_none(),
+        !common::exists(&pods, "p").await,
         "a 0-grace delete finishes a terminating pod"
     );
 
-    let no_kubelet = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(no_kubelet.client(), "default");
+    let (_no_kubelet, pods) = common::quiet_api::<Pod>().await;
     common::create(&pods, &common::pod("pending", json!({}))).await;
     common::delete(&pods, "pending", &DeleteParams::default()).await;
     assert!(
-        pods.get_opt("pending").await.unwrap().is_none(),
+        !common::exists(&pods, "pending").await,
         "unscheduled pods need no grace"
     );
 }
 
 #[tokio::test]
 async fn finalizers_hold_objects_until_cleared() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, deployments) = common::quiet_api::<Deployment>().await;
     let mut d = common::deployment("web", 1);
     d.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     common::create(&deployments, &d).await;
@@ -103,13 +98,12 @@ async fn finalizers_hold_objects_until_cleared() {
         Patch::Merge(json!({"metadata": {"finalizers": null}})),
     )
     .await;
-    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    assert!(!common::exists(&deployments, "web").await);
 }
 
 #[tokio::test]
 async fn delete_preconditions() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, pods) = common::quiet_api::<Pod>().await;
     let p = common::create(&pods, &common::pod("p", json!({}))).await;
     let wrong_uid = DeleteParams {
         preconditions: Some(Preconditions {
@@ -146,13 +140,12 @@ async fn delete_preconditions() {
         ..DeleteParams::default()
     };
     common::delete(&pods, "p", &right).await;
-    assert!(pods.get_opt("p").await.unwrap().is_none());
+    assert!(!common::exists(&pods, "p").await);
 }
 
 #[tokio::test]
 async fn delete_collection_by_label() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (cluster, pods) = common::quiet_api::<Pod>().await;
     for (name, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
         common::create(&pods, &common::pod(name, json!({"app": app}))).await;
     }
@@ -227,7 +220,7 @@ async fn background_cascade_deletes_dependents() {
     let (deployments, replicasets, pods) = owner_chain(&cluster).await;
     common::delete(&deployments, "web", &DeleteParams::background()).await;
     assert!(
-        deployments.get_opt("web").await.unwrap().is_none(),
+        !common::exists(&deployments, "web").await,
         "owner goes first"
     );
     assert_eq!(count(&replicasets).await, 0);
@@ -249,7 +242,7 @@ async fn a_gc_delay_collects_each_level_after_its_owner() {
     let (deployments, replicasets, pods) = owner_chain(&cluster).await;
     let deleted = Instant::now();
     common::delete(&deployments, "web", &DeleteParams::background()).await;
-    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    assert!(!common::exists(&deployments, "web").await);
     assert_eq!(
         count(&replicasets).await,
         1,
@@ -280,7 +273,7 @@ async fn orphan_keeps_dependents_without_the_owner_reference() {
     let cluster = common::cluster_without_kubelet().await;
     let (deployments, replicasets, pods) = owner_chain(&cluster).await;
     common::delete(&deployments, "web", &DeleteParams::orphan()).await;
-    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    assert!(!common::exists(&deployments, "web").await);
     let rs = replicasets.get("web-1").await.unwrap();
     assert!(
         rs.metadata.owner_references.unwrap_or_default().is_empty(),
@@ -316,7 +309,7 @@ async fn foreground_waits_for_blocking_dependents() {
     );
     // Pods terminate gracefully (300 ms); then the ReplicaSet, then the Deployment go.
     common::eventually("all gone", || async {
-        (deployments.get_opt("web").await.unwrap().is_none()
+        (!common::exists(&deployments, "web").await
             && count(&replicasets).await == 0
             && count(&pods).await == 0)
             .then_some(())
@@ -369,8 +362,7 @@ async fn propagation_policy_in_query_string() {
 
 #[tokio::test]
 async fn a_dependent_created_after_its_owner_was_deleted_is_collected() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (cluster, deployments) = common::quiet_api::<Deployment>().await;
     let replicasets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
     let owner = common::create(&deployments, &common::deployment("gone", 1)).await;
     common::delete(&deployments, "gone", &DeleteParams::default()).await;
@@ -388,10 +380,10 @@ async fn a_dependent_created_after_its_owner_was_deleted_is_collected() {
     let uid = owner.metadata.uid.unwrap();
     common::create(&replicasets, &owned("late", &uid)).await;
     assert!(
-        replicasets.get_opt("late").await.unwrap().is_none(),
+        !common::exists(&replicasets, "late").await,
         "dangling dependent kept"
     );
     // An owner uid that never existed is left alone.
     common::create(&replicasets, &owned("never", "no-such-uid")).await;
-    assert!(replicasets.get_opt("never").await.unwrap().is_some());
+    assert!(common::exists(&replicasets, "never").await);
 }

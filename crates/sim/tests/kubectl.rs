@@ -200,7 +200,7 @@ async fn kubectl_drives_a_deployment() {
 
     let out = run(dir.path(), &["delete", "deployment", "web"]).await;
     assert!(out.contains("deployment.apps \"web\" deleted"), "{out}");
-    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    assert!(!common::exists(&deployments, "web").await);
     let agents = cluster.accounting();
     assert!(
         agents.total_for_agent("kubectl") >= 7,

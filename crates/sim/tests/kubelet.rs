@@ -125,8 +125,7 @@ async fn annotations_steer_the_kubelet() {
 
 #[tokio::test]
 async fn a_disabled_kubelet_leaves_pods_pending() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, pods) = common::quiet_api::<Pod>().await;
     common::create(&pods, &common::pod("p", json!({}))).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let pod = pods.get("p").await.unwrap();

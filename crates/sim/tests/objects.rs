@@ -12,29 +12,18 @@ use serde_json::{Value, json};
 
 #[tokio::test]
 async fn generation_bumps_on_spec_changes_of_apps_objects_only() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (cluster, deployments) = common::quiet_api::<Deployment>().await;
     let d = common::create(&deployments, &common::deployment("web", 1)).await;
     assert_eq!(d.metadata.generation, Some(1));
-    let labelled = common::patch(
-        &deployments,
-        "web",
-        Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
-    )
-    .await;
+    let labels = json!({"metadata": {"labels": {"x": "y"}}});
     assert_eq!(
-        labelled.metadata.generation,
+        generation_after(&deployments, "web", labels).await,
         Some(1),
         "metadata change keeps generation"
     );
-    let scaled = common::patch(
-        &deployments,
-        "web",
-        Patch::Merge(json!({"spec": {"replicas": 3}})),
-    )
-    .await;
+    let replicas = json!({"spec": {"replicas": 3}});
     assert_eq!(
-        scaled.metadata.generation,
+        generation_after(&deployments, "web", replicas).await,
         Some(2),
         "spec change bumps generation"
     );
@@ -58,19 +47,24 @@ async fn generation_bumps_on_spec_changes_of_apps_objects_only() {
         p.metadata.generation, None,
         "pods have no generation (v1.28)"
     );
-    let p = common::patch(
-        &pods,
-        "p",
-        Patch::Merge(json!({"spec": {"activeDeadlineSeconds": 5}})),
-    )
-    .await;
-    assert_eq!(p.metadata.generation, None);
+    let deadline = json!({"spec": {"activeDeadlineSeconds": 5}});
+    assert_eq!(generation_after(&pods, "p", deadline).await, None);
+}
+
+/// The `metadata.generation` of `name` after a merge patch with `patch`.
+async fn generation_after<K>(api: &Api<K>, name: &str, patch: Value) -> Option<i64>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    common::patch(api, name, Patch::Merge(patch))
+        .await
+        .meta()
+        .generation
 }
 
 #[tokio::test]
 async fn status_subresource_changes_only_status_and_main_resource_never_status() {
-    let cluster = common::cluster_without_kubelet().await;
-    let replicasets: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
+    let (cluster, replicasets) = common::quiet_api::<ReplicaSet>().await;
     let rs: ReplicaSet = serde_json::from_value(json!({"metadata": {"name": "rs"}, "spec": {"replicas": 2,
         "selector": {"matchLabels": {"app": "x"}}, "template": {"metadata": {"labels": {"app": "x"}},
         "spec": {"containers": [{"name": "c", "image": "i"}]}}}, "status": {"replicas": 99}}))
@@ -137,8 +131,7 @@ async fn status_subresource_changes_only_status_and_main_resource_never_status()
 
 #[tokio::test]
 async fn a_no_op_update_keeps_the_resource_version() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, deployments) = common::quiet_api::<Deployment>().await;
     let d = common::create(&deployments, &common::deployment("web", 1)).await;
     let again = deployments
         .replace("web", &PostParams::default(), &d)
@@ -154,8 +147,7 @@ fn replicas_patch(replicas: i32) -> Patch<Value> {
 
 #[tokio::test]
 async fn scale_subresource_of_each_workload() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (cluster, deployments) = common::quiet_api::<Deployment>().await;
     common::create(&deployments, &common::deployment("web", 2)).await;
     let scale = deployments.get_scale("web").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(2));
@@ -207,8 +199,7 @@ async fn scale_subresource_of_each_workload() {
 
 #[tokio::test]
 async fn stale_resource_version_conflicts_through_patch_and_update() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, deployments) = common::quiet_api::<Deployment>().await;
     let d = common::create(&deployments, &common::deployment("web", 1)).await;
     let rv = d.metadata.resource_version.clone().unwrap();
     common::patch(
@@ -246,8 +237,7 @@ fn owner_uids(pod: &Pod) -> Vec<&str> {
 
 #[tokio::test]
 async fn patch_types() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (cluster, pods) = common::quiet_api::<Pod>().await;
     let owner = |uid: &str| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("rs-{uid}"), "uid": uid, "controller": uid == "u1", "blockOwnerDeletion": true});
     let mut pod = common::pod("p", json!({"app": "web"}));
     pod.metadata.owner_references = Some(vec![serde_json::from_value(owner("u1")).unwrap()]);
@@ -309,8 +299,7 @@ async fn patch_types() {
 
 #[tokio::test]
 async fn label_and_field_selectors_on_list_and_watch() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (cluster, pods) = common::quiet_api::<Pod>().await;
     for (name, labels) in [
         ("web-1", json!({"app": "web", "tier": "front"})),
         ("web-2", json!({"app": "web"})),
@@ -411,8 +400,7 @@ async fn label_and_field_selectors_on_list_and_watch() {
 
 #[tokio::test]
 async fn event_field_selectors_for_kubectl_describe() {
-    let cluster = common::cluster_without_kubelet().await;
-    let events: Api<Event> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, events) = common::quiet_api::<Event>().await;
     for (name, kind, target, uid) in [
         ("a.1", "ReplicaSet", "web-1", "u1"),
         ("b.1", "Deployment", "web", "u2"),
@@ -438,8 +426,7 @@ async fn event_field_selectors_for_kubectl_describe() {
 
 #[tokio::test]
 async fn pagination_with_limit_and_continue() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, pods) = common::quiet_api::<Pod>().await;
     for i in 0..7 {
         common::create(
             &pods,
@@ -493,8 +480,7 @@ fn fixture_spec<K: DeserializeOwned + Serialize>(file: &str) -> Value {
 
 #[tokio::test]
 async fn defaulting_matches_upstream() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (cluster, deployments) = common::quiet_api::<Deployment>().await;
     let d = common::create(&deployments, &common::deployment("web", 2)).await;
     assert_eq!(
         serde_json::to_value(d.spec.unwrap()).unwrap(),
@@ -528,8 +514,7 @@ async fn defaulting_matches_upstream() {
 
 #[tokio::test]
 async fn validation_errors_are_422_with_causes() {
-    let cluster = common::cluster_without_kubelet().await;
-    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, deployments) = common::quiet_api::<Deployment>().await;
     let mut bad = common::deployment("bad", 1);
     bad.spec.as_mut().unwrap().selector.match_labels =
         Some([("app".to_string(), "other".to_string())].into());
@@ -582,8 +567,7 @@ async fn validation_errors_are_422_with_causes() {
 
 #[tokio::test]
 async fn dry_run_is_refused_rather_than_applied() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, pods) = common::quiet_api::<Pod>().await;
     let params = PostParams {
         dry_run: true,
         ..PostParams::default()
@@ -594,16 +578,12 @@ async fn dry_run_is_refused_rather_than_applied() {
             .unwrap_err(),
     );
     assert_eq!(status.code, 400);
-    assert!(
-        pods.get_opt("p").await.unwrap().is_none(),
-        "nothing written"
-    );
+    assert!(!common::exists(&pods, "p").await, "nothing written");
 }
 
 #[tokio::test]
 async fn adopt_and_release_patches_as_controllers_send_them() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, pods) = common::quiet_api::<Pod>().await;
     let pod = common::create(&pods, &common::pod("p", json!({"app": "web"}))).await;
     let uid = pod.metadata.uid.clone().unwrap();
     let owner = |name: &str, owner_uid: &str| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": owner_uid, "controller": true, "blockOwnerDeletion": true});

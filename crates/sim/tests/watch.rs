@@ -66,8 +66,7 @@ async fn cluster_disconnecting_watches_every(period: Duration) -> SimCluster {
 
 #[tokio::test]
 async fn watcher_lists_in_pages_and_watches() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (cluster, pods) = common::quiet_api::<Pod>().await;
     for i in 0..5 {
         common::create(&pods, &common::pod(&format!("p{i}"), json!({"app": "web"}))).await;
     }
@@ -104,8 +103,7 @@ async fn watcher_lists_in_pages_and_watches() {
 
 #[tokio::test]
 async fn watch_resumes_from_a_resource_version() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (_cluster, pods) = common::quiet_api::<Pod>().await;
     let a = common::create(&pods, &common::pod("a", json!({}))).await;
     let rv_a = a.metadata.resource_version.unwrap();
     common::create(&pods, &common::pod("b", json!({}))).await;
@@ -131,8 +129,7 @@ async fn watch_resumes_from_a_resource_version() {
 
 #[tokio::test]
 async fn watch_from_an_expired_version_gets_410() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (cluster, pods) = common::quiet_api::<Pod>().await;
     let a = common::create(&pods, &common::pod("a", json!({}))).await;
     common::create(&pods, &common::pod("b", json!({}))).await;
     cluster.compact();
@@ -189,8 +186,7 @@ async fn a_small_watch_window_expires_old_versions() {
 
 #[tokio::test]
 async fn bookmarks_carry_progress_and_end_on_timeout() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (cluster, pods) = common::quiet_api::<Pod>().await;
     let rv = common::list_resource_version(&pods).await;
     let started = std::time::Instant::now();
     let mut stream = pods
@@ -276,8 +272,7 @@ async fn watcher_relists_after_410() {
 
 #[tokio::test]
 async fn watcher_with_streaming_lists() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (cluster, pods) = common::quiet_api::<Pod>().await;
     for name in ["a", "b"] {
         common::create(&pods, &common::pod(name, json!({}))).await;
     }
@@ -305,8 +300,7 @@ async fn watcher_with_streaming_lists() {
 
 #[tokio::test]
 async fn raw_watch_frames_have_upstream_shapes() {
-    let cluster = common::cluster_without_kubelet().await;
-    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let (cluster, pods) = common::quiet_api::<Pod>().await;
     let a = common::create(&pods, &common::pod("a", json!({"app": "web"}))).await;
     let rv = a.metadata.resource_version.unwrap();
     common::create(&pods, &common::pod("b", json!({"app": "web"}))).await;

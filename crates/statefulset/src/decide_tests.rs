@@ -146,11 +146,7 @@ fn steps(plan: &Plan) -> Vec<String> {
                 "create {}@{}{}",
                 pod.metadata.name.as_deref().unwrap(),
                 pod_revision(&CachedPod::from(pod.as_ref())),
-                if claims.is_empty() {
-                    String::new()
-                } else {
-                    format!(" +{} claims", claims.len())
-                }
+                claim_count(" +", claims.len())
             ),
             PodAction::Repair {
                 pod,
@@ -160,11 +156,7 @@ fn steps(plan: &Plan) -> Vec<String> {
                 "repair {}{}{}",
                 pod.metadata.name.as_deref().unwrap(),
                 if updated.is_some() { " pod" } else { "" },
-                if claims.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {} claims", claims.len())
-                }
+                claim_count(" ", claims.len())
             ),
             PodAction::Delete {
                 pod,
@@ -181,166 +173,170 @@ fn steps(plan: &Plan) -> Vec<String> {
         .collect()
 }
 
+/// `<prefix>N claims` for a step with N claims, nothing for one without ([`steps`] writes
+/// ` +N claims` after a create and ` N claims` after a repair).
+fn claim_count(prefix: &str, count: usize) -> String {
+    if count == 0 {
+        String::new()
+    } else {
+        format!("{prefix}{count} claims")
+    }
+}
+
 #[test]
 fn plans() {
-    struct Case {
-        name: &'static str,
-        set: StatefulSet,
-        pods: Vec<Arc<CachedPod>>,
-        want: Vec<&'static str>,
-    }
     let parallel = json!({"podManagementPolicy": "Parallel"});
-    let cases = vec![
-        Case {
-            name: "ordered: create the first missing ordinal only",
-            set: set(3, json!({})),
-            pods: vec![],
-            want: vec!["create web-0@web-new"],
-        },
-        Case {
-            name: "ordered: wait for an unready predecessor",
-            set: set(3, json!({})),
-            pods: vec![pod(0, "running", UPDATE)],
-            want: vec![],
-        },
-        Case {
-            name: "ordered: wait for minReadySeconds",
-            set: set(3, json!({"minReadySeconds": 10})),
-            pods: vec![pod(0, "fresh", UPDATE)],
-            want: vec![],
-        },
-        Case {
-            name: "ordered: next ordinal once the previous is ready",
-            set: set(3, json!({})),
-            pods: vec![pod(0, "ready", UPDATE)],
-            want: vec!["create web-1@web-new"],
-        },
-        Case {
-            name: "ordered: a gap is filled before anything else",
-            set: set(3, json!({})),
-            pods: vec![pod(0, "ready", UPDATE), pod(2, "ready", UPDATE)],
-            want: vec!["create web-1@web-new"],
-        },
-        Case {
-            name: "parallel: create every missing ordinal at once",
-            set: set(3, parallel.clone()),
-            pods: vec![pod(1, "running", UPDATE)],
-            want: vec!["create web-0@web-new", "create web-2@web-new"],
-        },
-        Case {
-            name: "failed pod is deleted (recreated on a later sync)",
-            set: set(2, json!({})),
-            pods: pods_from_zero(&[("failed", UPDATE), ("ready", UPDATE)]),
-            want: vec!["delete web-0"],
-        },
-        Case {
-            name: "succeeded pod is deleted too",
-            set: set(1, json!({})),
-            pods: vec![pod(0, "succeeded", UPDATE)],
-            want: vec!["delete web-0"],
-        },
-        Case {
-            name: "ordered scale-down: highest ordinal first, one at a time",
-            set: set(1, json!({})),
-            pods: pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("ready", UPDATE)]),
-            want: vec!["delete web-2"],
-        },
-        Case {
-            name: "ordered scale-down waits for a terminating pod",
-            set: set(1, json!({})),
-            pods: pods_from_zero(&[
+    // (case, set, pods, the plan's steps)
+    let cases = [
+        (
+            "ordered: create the first missing ordinal only",
+            set(3, json!({})),
+            vec![],
+            vec!["create web-0@web-new"],
+        ),
+        (
+            "ordered: wait for an unready predecessor",
+            set(3, json!({})),
+            vec![pod(0, "running", UPDATE)],
+            vec![],
+        ),
+        (
+            "ordered: wait for minReadySeconds",
+            set(3, json!({"minReadySeconds": 10})),
+            vec![pod(0, "fresh", UPDATE)],
+            vec![],
+        ),
+        (
+            "ordered: next ordinal once the previous is ready",
+            set(3, json!({})),
+            vec![pod(0, "ready", UPDATE)],
+            vec!["create web-1@web-new"],
+        ),
+        (
+            "ordered: a gap is filled before anything else",
+            set(3, json!({})),
+            vec![pod(0, "ready", UPDATE), pod(2, "ready", UPDATE)],
+            vec!["create web-1@web-new"],
+        ),
+        (
+            "parallel: create every missing ordinal at once",
+            set(3, parallel.clone()),
+            vec![pod(1, "running", UPDATE)],
+            vec!["create web-0@web-new", "create web-2@web-new"],
+        ),
+        (
+            "failed pod is deleted (recreated on a later sync)",
+            set(2, json!({})),
+            pods_from_zero(&[("failed", UPDATE), ("ready", UPDATE)]),
+            vec!["delete web-0"],
+        ),
+        (
+            "succeeded pod is deleted too",
+            set(1, json!({})),
+            vec![pod(0, "succeeded", UPDATE)],
+            vec!["delete web-0"],
+        ),
+        (
+            "ordered scale-down: highest ordinal first, one at a time",
+            set(1, json!({})),
+            pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("ready", UPDATE)]),
+            vec!["delete web-2"],
+        ),
+        (
+            "ordered scale-down waits for a terminating pod",
+            set(1, json!({})),
+            pods_from_zero(&[
                 ("ready", UPDATE),
                 ("ready", UPDATE),
                 ("terminating", UPDATE),
             ]),
-            want: vec![],
-        },
-        Case {
-            name: "ordered scale-down deletes the first unavailable condemned pod",
-            set: set(1, json!({})),
-            pods: pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("running", UPDATE)]),
-            want: vec!["delete web-2"],
-        },
-        Case {
-            name: "ordered scale-down waits when an unhealthy pod is not the first unavailable",
-            set: set(1, json!({})),
-            pods: pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("running", UPDATE)]),
-            want: vec![],
-        },
-        Case {
-            name: "parallel scale-down deletes all condemned pods",
-            set: set(1, parallel.clone()),
-            pods: pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("ready", UPDATE)]),
-            want: vec!["delete web-2", "delete web-1"],
-        },
-        Case {
-            name: "rolling update: highest outdated ordinal first",
-            set: set(3, json!({})),
-            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
-            want: vec!["update web-2"],
-        },
-        Case {
-            name: "rolling update: skips updated pods",
-            set: set(3, json!({})),
-            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
-            want: vec!["update web-1"],
-        },
-        Case {
-            name: "rolling update: a missing pod is recreated at the update revision first",
-            set: set(3, json!({})),
-            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT)]),
-            want: vec!["create web-2@web-new"],
-        },
-        Case {
-            name: "rolling update: partition protects lower ordinals",
-            set: set(
+            vec![],
+        ),
+        (
+            "ordered scale-down deletes the first unavailable condemned pod",
+            set(1, json!({})),
+            pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("running", UPDATE)]),
+            vec!["delete web-2"],
+        ),
+        (
+            "ordered scale-down waits when an unhealthy pod is not the first unavailable",
+            set(1, json!({})),
+            pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("running", UPDATE)]),
+            vec![],
+        ),
+        (
+            "parallel scale-down deletes all condemned pods",
+            set(1, parallel.clone()),
+            pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("ready", UPDATE)]),
+            vec!["delete web-2", "delete web-1"],
+        ),
+        (
+            "rolling update: highest outdated ordinal first",
+            set(3, json!({})),
+            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
+            vec!["update web-2"],
+        ),
+        (
+            "rolling update: skips updated pods",
+            set(3, json!({})),
+            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
+            vec!["update web-1"],
+        ),
+        (
+            "rolling update: a missing pod is recreated at the update revision first",
+            set(3, json!({})),
+            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT)]),
+            vec!["create web-2@web-new"],
+        ),
+        (
+            "rolling update: partition protects lower ordinals",
+            set(
                 3,
                 json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
             ),
-            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
-            want: vec![],
-        },
-        Case {
-            name: "rolling update: below the partition a new pod gets the current revision",
-            set: set(
+            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
+            vec![],
+        ),
+        (
+            "rolling update: below the partition a new pod gets the current revision",
+            set(
                 3,
                 json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
             ),
-            pods: vec![pod(1, "ready", CURRENT), pod(2, "ready", UPDATE)],
-            want: vec!["create web-0@web-old"],
-        },
-        Case {
-            name: "OnDelete: nothing is replaced",
-            set: set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
-            pods: (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
-            want: vec![],
-        },
-        Case {
-            name: "OnDelete: a deleted pod comes back at the update revision",
-            set: set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
-            pods: vec![pod(0, "ready", CURRENT), pod(2, "ready", CURRENT)],
-            want: vec!["create web-1@web-new"],
-        },
-        Case {
-            name: "ordinals.start: ordinals below start are condemned",
-            set: set(2, json!({"ordinals": {"start": 5}})),
-            pods: vec![pod(0, "ready", UPDATE)],
-            want: vec!["create web-5@web-new"],
-        },
-        Case {
-            name: "ordinals.start: in range and settled",
-            set: set(2, json!({"ordinals": {"start": 5}})),
-            pods: vec![
+            vec![pod(1, "ready", CURRENT), pod(2, "ready", UPDATE)],
+            vec!["create web-0@web-old"],
+        ),
+        (
+            "OnDelete: nothing is replaced",
+            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
+            (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
+            vec![],
+        ),
+        (
+            "OnDelete: a deleted pod comes back at the update revision",
+            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
+            vec![pod(0, "ready", CURRENT), pod(2, "ready", CURRENT)],
+            vec!["create web-1@web-new"],
+        ),
+        (
+            "ordinals.start: ordinals below start are condemned",
+            set(2, json!({"ordinals": {"start": 5}})),
+            vec![pod(0, "ready", UPDATE)],
+            vec!["create web-5@web-new"],
+        ),
+        (
+            "ordinals.start: in range and settled",
+            set(2, json!({"ordinals": {"start": 5}})),
+            vec![
                 pod(0, "ready", UPDATE),
                 pod(5, "ready", UPDATE),
                 pod(6, "ready", UPDATE),
             ],
-            want: vec!["delete web-0"],
-        },
+            vec!["delete web-0"],
+        ),
     ];
-    for case in cases {
-        let got = steps(&run(&case.set, &case.pods, &BTreeMap::new()));
-        assert_eq!(got, case.want, "{}", case.name);
+    for (name, set, pods, want) in cases {
+        assert_eq!(steps(&run(&set, &pods, &BTreeMap::new())), want, "{name}");
     }
 }
 
@@ -350,13 +346,6 @@ fn plans() {
 /// blocks.
 #[test]
 fn rolling_update_by_max_unavailable_gate() {
-    struct Case {
-        name: &'static str,
-        set: StatefulSet,
-        pods: Vec<Arc<CachedPod>>,
-        gate_off: Vec<&'static str>,
-        gate_on: Vec<&'static str>,
-    }
     let strategy = |rolling_update: Value, extra: Value| {
         let mut spec =
             json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update}});
@@ -367,128 +356,125 @@ fn rolling_update_by_max_unavailable_gate() {
     };
     let parallel = || json!({"podManagementPolicy": "Parallel"});
     let max_unavailable_2 = |extra: Value| set(4, strategy(json!({"maxUnavailable": 2}), extra));
-    let cases = vec![
-        Case {
-            name: "OrderedReady, maxUnavailable 2: one pod per sync with the gate off",
-            set: max_unavailable_2(json!({})),
-            pods: (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
-            gate_off: vec!["update web-3"],
-            gate_on: vec!["update web-3", "update web-2"],
-        },
-        Case {
-            name: "Parallel, maxUnavailable 2: one pod per sync with the gate off",
-            set: max_unavailable_2(parallel()),
-            pods: (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
-            gate_off: vec!["update web-3"],
-            gate_on: vec!["update web-3", "update web-2"],
-        },
-        Case {
-            name: "maxUnavailable 2 with an updated pod down: it blocks with the gate off",
-            set: max_unavailable_2(parallel()),
-            pods: pods_from_zero(&[
+    // (case, set, pods, the plan's steps with the gate off, with the gate on)
+    let cases = [
+        (
+            "OrderedReady, maxUnavailable 2: one pod per sync with the gate off",
+            max_unavailable_2(json!({})),
+            (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
+            vec!["update web-3"],
+            vec!["update web-3", "update web-2"],
+        ),
+        (
+            "Parallel, maxUnavailable 2: one pod per sync with the gate off",
+            max_unavailable_2(parallel()),
+            (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
+            vec!["update web-3"],
+            vec!["update web-3", "update web-2"],
+        ),
+        (
+            "maxUnavailable 2 with an updated pod down: it blocks with the gate off",
+            max_unavailable_2(parallel()),
+            pods_from_zero(&[
                 ("ready", CURRENT),
                 ("ready", CURRENT),
                 ("ready", CURRENT),
                 ("running", UPDATE),
             ]),
-            gate_off: vec![],
-            gate_on: vec!["update web-2"],
-        },
-        Case {
-            name: "Parallel, a broken old pod at ordinal 0: the highest outdated pod still goes",
-            set: set(3, parallel()),
-            pods: pods_from_zero(&[("running", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
-            gate_off: vec!["update web-2"],
-            gate_on: vec!["update web-0"],
-        },
-        Case {
-            name: "Parallel: unavailable outdated pods go regardless of budget only with the gate on",
-            set: set(3, parallel()),
-            pods: pods_from_zero(&[
+            vec![],
+            vec!["update web-2"],
+        ),
+        (
+            "Parallel, a broken old pod at ordinal 0: the highest outdated pod still goes",
+            set(3, parallel()),
+            pods_from_zero(&[("running", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
+            vec!["update web-2"],
+            vec!["update web-0"],
+        ),
+        (
+            "Parallel: unavailable outdated pods go regardless of budget only with the gate on",
+            set(3, parallel()),
+            pods_from_zero(&[
                 ("running", CURRENT),
                 ("running", CURRENT),
                 ("ready", CURRENT),
             ]),
-            gate_off: vec!["update web-2"],
-            gate_on: vec!["update web-1", "update web-0"],
-        },
-        Case {
-            name: "an updated pod not yet available (minReadySeconds) blocks the next deletion",
-            set: set(
+            vec!["update web-2"],
+            vec!["update web-1", "update web-0"],
+        ),
+        (
+            "an updated pod not yet available (minReadySeconds) blocks the next deletion",
+            set(
                 3,
                 strategy(
                     json!({"maxUnavailable": 2}),
                     json!({"podManagementPolicy": "Parallel", "minReadySeconds": 10}),
                 ),
             ),
-            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("fresh", UPDATE)]),
-            gate_off: vec![],
-            gate_on: vec!["update web-1"],
-        },
-        Case {
-            name: "an unavailable updated pod below the target does not block with the gate off",
-            set: set(3, parallel()),
-            pods: pods_from_zero(&[("running", UPDATE), ("ready", CURRENT), ("ready", CURRENT)]),
-            gate_off: vec!["update web-2"],
-            gate_on: vec![],
-        },
-        Case {
-            name: "a terminating pod at the top is waited for",
-            set: set(3, parallel()),
-            pods: pods_from_zero(&[
+            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("fresh", UPDATE)]),
+            vec![],
+            vec!["update web-1"],
+        ),
+        (
+            "an unavailable updated pod below the target does not block with the gate off",
+            set(3, parallel()),
+            pods_from_zero(&[("running", UPDATE), ("ready", CURRENT), ("ready", CURRENT)]),
+            vec!["update web-2"],
+            vec![],
+        ),
+        (
+            "a terminating pod at the top is waited for",
+            set(3, parallel()),
+            pods_from_zero(&[
                 ("ready", CURRENT),
                 ("ready", CURRENT),
                 ("terminating", CURRENT),
             ]),
-            gate_off: vec![],
-            gate_on: vec![],
-        },
-        Case {
-            name: "Parallel: a pod created this sync is unavailable and stops the loop",
-            set: max_unavailable_2(parallel()),
-            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
-            gate_off: vec!["create web-3@web-new"],
-            gate_on: vec!["create web-3@web-new", "update web-2"],
-        },
-        Case {
-            name: "partition: ordinals below it are never replaced",
-            set: set(
+            vec![],
+            vec![],
+        ),
+        (
+            "Parallel: a pod created this sync is unavailable and stops the loop",
+            max_unavailable_2(parallel()),
+            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
+            vec!["create web-3@web-new"],
+            vec!["create web-3@web-new", "update web-2"],
+        ),
+        (
+            "partition: ordinals below it are never replaced",
+            set(
                 3,
                 strategy(json!({"partition": 1, "maxUnavailable": 3}), json!({})),
             ),
-            pods: (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
-            gate_off: vec!["update web-2"],
-            gate_on: vec!["update web-2", "update web-1"],
-        },
-        Case {
-            name: "partition: nothing left above it",
-            set: set(3, strategy(json!({"partition": 2}), json!({}))),
-            pods: pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
-            gate_off: vec![],
-            gate_on: vec![],
-        },
-        Case {
-            name: "OnDelete: nothing is replaced either way",
-            set: set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
-            pods: (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
-            gate_off: vec![],
-            gate_on: vec![],
-        },
+            (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
+            vec!["update web-2"],
+            vec!["update web-2", "update web-1"],
+        ),
+        (
+            "partition: nothing left above it",
+            set(3, strategy(json!({"partition": 2}), json!({}))),
+            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
+            vec![],
+            vec![],
+        ),
+        (
+            "OnDelete: nothing is replaced either way",
+            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
+            (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
+            vec![],
+            vec![],
+        ),
     ];
     let on = FeatureGates {
         max_unavailable_statefulset: true,
     };
-    for case in cases {
+    for (name, set, pods, gate_off, gate_on) in cases {
         let claims = BTreeMap::new();
-        let off = run(&case.set, &case.pods, &claims);
-        assert_eq!(steps(&off), case.gate_off, "gate off: {}", case.name);
-        let plan_on = run_with(&case.set, &case.pods, &claims, on);
-        assert_eq!(steps(&plan_on), case.gate_on, "gate on: {}", case.name);
-        assert_eq!(
-            off.status, plan_on.status,
-            "status either way: {}",
-            case.name
-        );
+        let off = run(&set, &pods, &claims);
+        assert_eq!(steps(&off), gate_off, "gate off: {name}");
+        let plan_on = run_with(&set, &pods, &claims, on);
+        assert_eq!(steps(&plan_on), gate_on, "gate on: {name}");
+        assert_eq!(off.status, plan_on.status, "status either way: {name}");
     }
 }
 
@@ -580,13 +566,20 @@ fn identity_drift_is_repaired_in_place() {
     );
 }
 
+/// One replica with a claim template `data` whose claims are deleted on scale-down.
+fn set_with_claims() -> StatefulSet {
+    set(
+        1,
+        json!({
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}],
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Delete"}
+        }),
+    )
+}
+
 #[test]
 fn claims_are_created_with_the_pod_and_stale_claims_block_it() {
-    let with_claims = json!({
-        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}],
-        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Delete"}
-    });
-    let set = set(1, with_claims);
+    let set = set_with_claims();
     assert_eq!(
         steps(&run(&set, &[], &BTreeMap::new())),
         vec!["create web-0@web-new +1 claims"]
@@ -602,11 +595,7 @@ fn claims_are_created_with_the_pod_and_stale_claims_block_it() {
 
 #[test]
 fn condemned_claims_get_the_pod_as_owner_before_the_pod_goes() {
-    let retention = json!({
-        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}],
-        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Delete"}
-    });
-    let set = set(1, retention);
+    let set = set_with_claims();
     let mut pods = Vec::new();
     let mut claims = BTreeMap::new();
     for ordinal in 0..2 {
@@ -1042,6 +1031,20 @@ fn broken_rollout_recovery_deletes_only_a_stuck_pod() {
     }
 }
 
+/// The stuck rule alone over `pods` (one at each ordinal), with the tests' grace and revisions.
+fn stuck_rule(set: &StatefulSet, pods: &[Arc<CachedPod>]) -> Recovery {
+    let slots: Vec<Option<&Arc<CachedPod>>> = pods.iter().map(Some).collect();
+    let rule = RecoveryRule {
+        grace: GRACE,
+        current_revision: CURRENT,
+        update_revision: UPDATE,
+        update_equivalents: &[],
+        gates: FeatureGates::default(),
+        now: now(),
+    };
+    broken_rollout_recovery(set, &slots, pods, &rule)
+}
+
 /// Parallel sets already replace not-Ready outdated pods: the rule leaves their plans alone.
 #[test]
 fn broken_rollout_recovery_leaves_parallel_sets_unchanged() {
@@ -1064,35 +1067,13 @@ fn broken_rollout_recovery_leaves_parallel_sets_unchanged() {
         assert_eq!(on, off);
         assert_eq!(steps(&on), vec!["update web-2"]);
     }
-    let slots: Vec<Option<&Arc<CachedPod>>> = pods.iter().map(Some).collect();
-    let rule = RecoveryRule {
-        grace: GRACE,
-        current_revision: CURRENT,
-        update_revision: UPDATE,
-        update_equivalents: &[],
-        gates: FeatureGates::default(),
-        now: now(),
-    };
-    assert_eq!(
-        broken_rollout_recovery(&parallel, &slots, &pods, &rule),
-        Recovery::Nothing
-    );
+    assert_eq!(stuck_rule(&parallel, &pods), Recovery::Nothing);
 }
 
 #[test]
 fn broken_rollout_recovery_names_the_pod_and_both_revisions() {
     let pods = with_third(not_ready(2, CURRENT, secs(3600), secs(31)));
-    let slots: Vec<Option<&Arc<CachedPod>>> = pods.iter().map(Some).collect();
-    let rule = RecoveryRule {
-        grace: GRACE,
-        current_revision: CURRENT,
-        update_revision: UPDATE,
-        update_equivalents: &[],
-        gates: FeatureGates::default(),
-        now: now(),
-    };
-    let Recovery::Delete(stuck) = broken_rollout_recovery(&set(3, json!({})), &slots, &pods, &rule)
-    else {
+    let Recovery::Delete(stuck) = stuck_rule(&set(3, json!({})), &pods) else {
         panic!("web-2 is stuck");
     };
     assert_eq!(
@@ -1103,10 +1084,7 @@ fn broken_rollout_recovery_names_the_pod_and_both_revisions() {
     let mut being_deleted = set(3, json!({}));
     being_deleted.metadata.deletion_timestamp =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
-    assert_eq!(
-        broken_rollout_recovery(&being_deleted, &slots, &pods, &rule),
-        Recovery::Nothing
-    );
+    assert_eq!(stuck_rule(&being_deleted, &pods), Recovery::Nothing);
 }
 
 #[test]

@@ -157,7 +157,7 @@ impl StatefulPodControl {
         pod_name: &str,
         error: Option<&PodControlError>,
     ) {
-        let set_name = set.metadata.name.as_deref().unwrap_or_default();
+        let set_name = name_of(&set.metadata);
         let reason_verb = match verb {
             "create" => "Create",
             "update" => "Update",
@@ -179,7 +179,20 @@ impl StatefulPodControl {
         }
     }
 
-    /// Upstream `CreateStatefulPod`: claims first, then the pod (AlreadyExists is success).
+    /// Records the Successful/Failed event of a pod write and passes its result on.
+    fn reported(
+        &self,
+        set: &StatefulSet,
+        verb: &str,
+        pod_name: &str,
+        result: Result<(), PodControlError>,
+    ) -> Result<(), PodControlError> {
+        self.record_pod_event(set, verb, pod_name, result.as_ref().err());
+        result
+    }
+
+    /// Upstream `CreateStatefulPod`: claims first, then the pod (AlreadyExists is success,
+    /// without an event).
     async fn create_pod(
         &self,
         set: &StatefulSet,
@@ -187,23 +200,18 @@ impl StatefulPodControl {
         claims: &[ClaimWrite],
     ) -> Result<(), PodControlError> {
         let pod_name = name_of(&pod.metadata);
-        if let Err(error) = self.write_claims(set, pod_name, claims).await {
-            self.record_pod_event(set, "create", pod_name, Some(&error));
-            return Err(error);
-        }
-        match self.writer.create(pod, "create stateful pod").await {
-            Ok(created) => {
-                self.record_pod_write(set, &created);
-                self.record_pod_event(set, "create", pod_name, None);
-                Ok(())
-            }
-            Err(error) if is_already_exists(&error) => Ok(()),
-            Err(error) => {
-                let error = PodControlError::from(error);
-                self.record_pod_event(set, "create", pod_name, Some(&error));
-                Err(error)
-            }
-        }
+        let result = match self.write_claims(set, pod_name, claims).await {
+            Ok(()) => match self.writer.create(pod, "create stateful pod").await {
+                Ok(created) => {
+                    self.record_pod_write(set, &created);
+                    Ok(())
+                }
+                Err(error) if is_already_exists(&error) => return Ok(()),
+                Err(error) => Err(error.into()),
+            },
+            Err(error) => Err(error),
+        };
+        self.reported(set, "create", pod_name, result)
     }
 
     /// Upstream `UpdateStatefulPod` / `fixPodClaim`: claim writes, then a PUT of the pod if its
@@ -220,17 +228,8 @@ impl StatefulPodControl {
         let Some(updated) = updated else {
             return Ok(());
         };
-        match self.put_pod(set, updated).await {
-            Ok(()) => {
-                self.record_pod_event(set, "update", pod_name, None);
-                Ok(())
-            }
-            Err(error) => {
-                let error = PodControlError::from(error);
-                self.record_pod_event(set, "update", pod_name, Some(&error));
-                Err(error)
-            }
-        }
+        let result = self.put_pod(set, updated).await.map_err(Into::into);
+        self.reported(set, "update", pod_name, result)
     }
 
     /// PUTs the repair (identity labels, volumes) carried over to a fresh read of the pod, and
@@ -260,27 +259,23 @@ impl StatefulPodControl {
     /// Upstream `DeleteStatefulPod`; a pod already gone counts as deleted.
     async fn delete_pod(&self, set: &StatefulSet, pod: &CachedPod) -> Result<(), PodControlError> {
         let pod_name = name_of(&pod.metadata);
-        match self
+        let deleted = self
             .writer
             .delete::<Pod>(&pod.metadata, false, "delete stateful pod")
-            .await
-        {
+            .await;
+        let result = match deleted {
+            // A graceful delete returns the pod (with its new version); an immediate one
+            // only a Status, and then the DELETED event carries no version of ours.
             Ok(deleted) => {
-                // A graceful delete returns the pod (with its new version); an immediate one
-                // only a Status, and then the DELETED event carries no version of ours.
                 if let Some(deleted) = deleted {
                     self.record_pod_write(set, &deleted);
                 }
-                self.record_pod_event(set, "delete", pod_name, None);
                 Ok(())
             }
-            Err(error) if is_not_found(&error) => Ok(()),
-            Err(error) => {
-                let error = PodControlError::from(error);
-                self.record_pod_event(set, "delete", pod_name, Some(&error));
-                Err(error)
-            }
-        }
+            Err(error) if is_not_found(&error) => return Ok(()),
+            Err(error) => Err(error.into()),
+        };
+        self.reported(set, "delete", pod_name, result)
     }
 
     /// All claim writes of one pod; errors are aggregated (upstream
@@ -310,11 +305,11 @@ impl StatefulPodControl {
         pod_name: &str,
         write: &ClaimWrite,
     ) -> Result<(), PodControlError> {
-        let set_name = set.metadata.name.as_deref().unwrap_or_default();
+        let set_name = name_of(&set.metadata);
         match write {
             ClaimWrite::BeingDeleted(name) => Err(PodControlError::ClaimBeingDeleted(name.clone())),
             ClaimWrite::Create(claim) => {
-                let claim_name = claim.metadata.name.as_deref().unwrap_or_default();
+                let claim_name = name_of(&claim.metadata);
                 match self.writer.create(claim.as_ref(), "create claim").await {
                     Ok(_) => {
                         self.recorder.record(

@@ -185,17 +185,11 @@ pub fn updated_claim_owners(
 /// garbage collector is about to delete (upstream `isStale` check before creating a pod): only
 /// with `whenScaled: Delete`.
 pub fn claim_is_stale(set: &StatefulSet, pod: &CachedPod, claim: &PersistentVolumeClaim) -> bool {
-    if !RetentionPolicy::of(set).delete_on_scale_down {
-        return false;
-    }
-    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-    let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    refs(claim).iter().any(|owner| {
-        owner.api_version == "v1"
-            && owner.kind == "Pod"
-            && owner.name == pod_name
-            && owner.uid != pod_uid
-    })
+    let owners = Owners::new(set, pod);
+    RetentionPolicy::of(set).delete_on_scale_down
+        && refs(claim)
+            .iter()
+            .any(|owner| owners.names_pod(owner) && owner.uid != owners.pod_uid)
 }
 
 #[cfg(test)]
@@ -241,99 +235,36 @@ mod tests {
 
     #[test]
     fn up_to_date_per_policy() {
-        struct Case {
-            name: &'static str,
-            policy: (&'static str, &'static str),
-            replicas: i32,
-            owners: serde_json::Value,
-            want: bool,
-        }
+        // ((whenDeleted, whenScaled), replicas (web-1 is scaled down at 1), owners) -> want
+        let (retain, delete) = ("Retain", "Delete");
+        let pod_ref_1 = || pod_ref("pod-uid-1");
+        let uncontrolled = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "set-uid"});
         let cases = [
-            Case {
-                name: "retain/retain, no refs",
-                policy: ("Retain", "Retain"),
-                replicas: 3,
-                owners: json!([]),
-                want: true,
-            },
-            Case {
-                name: "retain/retain, set ref to remove",
-                policy: ("Retain", "Retain"),
-                replicas: 3,
-                owners: json!([set_ref()]),
-                want: false,
-            },
-            Case {
-                name: "delete on set delete, missing set ref",
-                policy: ("Delete", "Retain"),
-                replicas: 3,
-                owners: json!([]),
-                want: false,
-            },
-            Case {
-                name: "delete on set delete, set ref",
-                policy: ("Delete", "Retain"),
-                replicas: 3,
-                owners: json!([set_ref()]),
-                want: true,
-            },
-            Case {
-                name: "delete on scale, in range, no ref",
-                policy: ("Retain", "Delete"),
-                replicas: 3,
-                owners: json!([]),
-                want: true,
-            },
-            Case {
-                name: "delete on scale, scaled down, no ref",
-                policy: ("Retain", "Delete"),
-                replicas: 1,
-                owners: json!([]),
-                want: false,
-            },
-            Case {
-                name: "delete on scale, scaled down, pod ref",
-                policy: ("Retain", "Delete"),
-                replicas: 1,
-                owners: json!([pod_ref("pod-uid-1")]),
-                want: true,
-            },
-            Case {
-                name: "delete/delete, in range wants set ref",
-                policy: ("Delete", "Delete"),
-                replicas: 3,
-                owners: json!([pod_ref("pod-uid-1")]),
-                want: false,
-            },
-            Case {
-                name: "delete/delete, scaled down wants pod ref",
-                policy: ("Delete", "Delete"),
-                replicas: 1,
-                owners: json!([pod_ref("pod-uid-1")]),
-                want: true,
-            },
-            Case {
-                name: "stale pod ref is left alone",
-                policy: ("Retain", "Delete"),
-                replicas: 1,
-                owners: json!([pod_ref("old-uid")]),
-                want: true,
-            },
-            Case {
-                name: "ref without controller flag",
-                policy: ("Delete", "Retain"),
-                replicas: 3,
-                owners: json!([{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "set-uid"}]),
-                want: false,
-            },
+            // Retain/Retain: no refs, and a set ref to remove.
+            ((retain, retain), 3, json!([]), true),
+            ((retain, retain), 3, json!([set_ref()]), false),
+            // Delete on set delete: the set ref missing, then present.
+            ((delete, retain), 3, json!([]), false),
+            ((delete, retain), 3, json!([set_ref()]), true),
+            // Delete on scale: in range without ref; scaled down without, then with a pod ref.
+            ((retain, delete), 3, json!([]), true),
+            ((retain, delete), 1, json!([]), false),
+            ((retain, delete), 1, json!([pod_ref_1()]), true),
+            // Delete/Delete: in range wants the set ref, scaled down the pod ref.
+            ((delete, delete), 3, json!([pod_ref_1()]), false),
+            ((delete, delete), 1, json!([pod_ref_1()]), true),
+            // A stale pod ref is left alone.
+            ((retain, delete), 1, json!([pod_ref("old-uid")]), true),
+            // A ref without the controller flag.
+            ((delete, retain), 3, json!([uncontrolled]), false),
         ];
-        for case in cases {
-            let set = set(case.policy.0, case.policy.1, case.replicas);
+        for ((when_deleted, when_scaled), replicas, owners, want) in cases {
+            let set = set(when_deleted, when_scaled, replicas);
+            let case = format!("{when_deleted}/{when_scaled} at {replicas}: {owners}");
             assert_eq!(
-                claim_owner_up_to_date(&set, &pod(1), &claim(case.owners)),
-                case.want,
-                "{}",
-                case.name
+                claim_owner_up_to_date(&set, &pod(1), &claim(owners)),
+                want,
+                "{case}"
             );
         }
     }

@@ -21,8 +21,8 @@ use k8s_openapi::api::{
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use sim::{
-    FaultConfig, SimConfig,
-    testing::{chaos_faults, eventually, retry_write},
+    FaultConfig,
+    testing::{eventually, retry_write},
 };
 use support::{Harness, stateful_set};
 
@@ -61,10 +61,8 @@ async fn injected_failures(harness: &Harness) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn converges_under_faults_without_duplicated_ordinals_or_extra_revisions() {
-    let harness = Harness::start_with(SimConfig::default()).await;
-    harness
-        .sim
-        .set_faults(chaos_faults(7, Duration::from_secs(2)));
+    let harness = Harness::start().await;
+    harness.set_chaos_faults(7, Duration::from_secs(2));
 
     // The checker: while sets are being created, pods of a set always form a prefix of the
     // ordinals (OrderedReady), and never an ordinal out of range.

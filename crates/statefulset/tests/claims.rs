@@ -5,15 +5,25 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use sim::testing::eventually;
-use support::{Harness, name, stateful_set, wait_for_settled};
+use support::{Harness, name, scale_until_settled, wait_for_settled};
 
-fn claim_templates() -> serde_json::Value {
-    json!([{
+/// The spec of a set with a claim template `data` (and the default retention policy,
+/// Retain/Retain).
+fn with_claims() -> Value {
+    json!({"volumeClaimTemplates": [{
         "metadata": {"name": "data"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-    }])
+    }]})
+}
+
+/// [`with_claims`] with the retention policy `whenDeleted`, `whenScaled`.
+fn with_retained_claims(when_deleted: &str, when_scaled: &str) -> Value {
+    let mut spec = with_claims();
+    spec["persistentVolumeClaimRetentionPolicy"] =
+        json!({"whenDeleted": when_deleted, "whenScaled": when_scaled});
+    spec
 }
 
 async fn claim_names(harness: &Harness) -> Vec<String> {
@@ -31,17 +41,15 @@ async fn claim_names(harness: &Harness) -> Vec<String> {
     names
 }
 
+/// Scales `db` to `replicas`, waits for it to settle and returns the claim names then.
+async fn claims_at(harness: &Harness, replicas: i32) -> Vec<String> {
+    scale_until_settled(harness, "db", replicas).await;
+    claim_names(harness).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_are_named_per_ordinal_and_mounted() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "db",
-            2,
-            json!({}),
-            json!({"volumeClaimTemplates": claim_templates()}),
-        ))
-        .await;
+    let harness = Harness::with_set("db", 2, with_claims()).await;
     wait_for_settled(&harness, "db", 2).await;
     assert_eq!(claim_names(&harness).await, vec!["data-db-0", "data-db-1"]);
     for pod in harness.pods_labelled("db").await {
@@ -73,29 +81,14 @@ async fn claims_are_named_per_ordinal_and_mounted() {
     );
 
     // Retained claims outlive a scale-down.
-    harness
-        .patch_set("db", json!({"spec": {"replicas": 1}}))
-        .await;
-    wait_for_settled(&harness, "db", 1).await;
-    assert_eq!(claim_names(&harness).await, vec!["data-db-0", "data-db-1"]);
+    assert_eq!(claims_at(&harness, 1).await, vec!["data-db-0", "data-db-1"]);
     harness.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_scaled_delete_removes_the_claim_of_a_removed_ordinal() {
-    let harness = Harness::start().await;
-    let set = harness
-        .create_set(stateful_set(
-            "db",
-            3,
-            json!({}),
-            json!({
-                "volumeClaimTemplates": claim_templates(),
-                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Delete"}
-            }),
-        ))
-        .await;
-    wait_for_settled(&harness, "db", 3).await;
+    let harness = Harness::with_set("db", 3, with_retained_claims("Delete", "Delete")).await;
+    let set = wait_for_settled(&harness, "db", 3).await;
     assert_eq!(
         claim_names(&harness).await,
         vec!["data-db-0", "data-db-1", "data-db-2"]
@@ -115,10 +108,7 @@ async fn when_scaled_delete_removes_the_claim_of_a_removed_ordinal() {
     );
     assert_eq!(owners[0].controller, Some(true));
 
-    harness
-        .patch_set("db", json!({"spec": {"replicas": 1}}))
-        .await;
-    wait_for_settled(&harness, "db", 1).await;
+    scale_until_settled(&harness, "db", 1).await;
     eventually(
         "claims of ordinals 1 and 2 gone",
         Duration::from_secs(10),
@@ -127,28 +117,13 @@ async fn when_scaled_delete_removes_the_claim_of_a_removed_ordinal() {
     .await;
 
     // Scaling back up creates fresh claims for the returning ordinals.
-    harness
-        .patch_set("db", json!({"spec": {"replicas": 2}}))
-        .await;
-    wait_for_settled(&harness, "db", 2).await;
-    assert_eq!(claim_names(&harness).await, vec!["data-db-0", "data-db-1"]);
+    assert_eq!(claims_at(&harness, 2).await, vec!["data-db-0", "data-db-1"]);
     harness.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_deleted_delete_removes_claims_with_the_set() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "db",
-            2,
-            json!({}),
-            json!({
-                "volumeClaimTemplates": claim_templates(),
-                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Retain"}
-            }),
-        ))
-        .await;
+    let harness = Harness::with_set("db", 2, with_retained_claims("Delete", "Retain")).await;
     wait_for_settled(&harness, "db", 2).await;
     assert_eq!(claim_names(&harness).await, vec!["data-db-0", "data-db-1"]);
     harness

@@ -6,14 +6,19 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::api::{
+    apps::v1::ControllerRevision,
+    core::v1::{Event, Pod},
+};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use sim::{
     SimConfig,
     testing::{controller_uid, eventually},
 };
-use support::{Harness, name, stateful_set, wait_for_settled};
+use support::{
+    Harness, name, scale_until_settled, stateful_set, wait_for_settled, wait_for_status,
+};
 
 fn orphan_pod(pod_name: &str) -> Pod {
     serde_json::from_value(json!({
@@ -23,15 +28,22 @@ fn orphan_pod(pod_name: &str) -> Pod {
     .unwrap()
 }
 
+/// A revision 1 without an owner, named `name` and labelled `app=<app>`, whose data is a
+/// template labelled `app=<template_app>`.
+fn unowned_revision(name: &str, app: &str, template_app: &str) -> ControllerRevision {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+        "data": {"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"app": template_app}}}}},
+        "revision": 1
+    }))
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adopts_orphans_named_after_the_set_and_ignores_others() {
     let mut harness = Harness::without_controller(SimConfig::default()).await;
     for pod_name in ["web-0", "stray"] {
-        harness
-            .pods()
-            .create(&PostParams::default(), &orphan_pod(pod_name))
-            .await
-            .unwrap();
+        harness.create(&orphan_pod(pod_name)).await;
     }
     let orphan_uid = harness.pods().get("web-0").await.unwrap().metadata.uid;
     // OnDelete: an adopted pod without the revision label is outdated, and a rolling update
@@ -47,13 +59,11 @@ async fn adopts_orphans_named_after_the_set_and_ignores_others() {
     let set_uid = set.metadata.uid.clone();
     harness.start_controller();
     // The adopted pod keeps its (missing) revision label, so only web-1 counts as updated.
-    eventually(
+    wait_for_status(
+        &harness,
+        "web",
         "web-0 adopted and web-1 created",
-        Duration::from_secs(10),
-        || async {
-            let status = harness.sets().get("web").await.ok()?.status?;
-            (status.ready_replicas == Some(2) && status.updated_replicas == Some(1)).then_some(())
-        },
+        |status| status.ready_replicas == Some(2) && status.updated_replicas == Some(1),
     )
     .await;
     let adopted = harness.pods().get("web-0").await.unwrap();
@@ -106,43 +116,26 @@ async fn adopts_orphan_revisions() {
     let set = harness
         .create_set(stateful_set("web", 1, json!({}), json!({})))
         .await;
-    let orphan: k8s_openapi::api::apps::v1::ControllerRevision = serde_json::from_value(json!({
-        "metadata": {"name": "web-orphan", "namespace": "default", "labels": {"app": "web"}},
-        "data": {"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"app": "web"}}}}},
-        "revision": 1
-    }))
-    .unwrap();
     harness
-        .revisions()
-        .create(&PostParams::default(), &orphan)
-        .await
-        .unwrap();
+        .create(&unowned_revision("web-orphan", "web", "web"))
+        .await;
     harness.start_controller();
     wait_for_settled(&harness, "web", 1).await;
-    let adopted = eventually(
-        "orphan revision adopted",
-        Duration::from_secs(10),
-        || async {
-            let revision = harness.revisions().get("web-orphan").await.ok()?;
-            controller_uid(&revision.metadata).map(|_| revision)
-        },
-    )
-    .await;
+    let adopted = harness
+        .wait_for(
+            "web-orphan",
+            "orphan revision adopted",
+            Duration::from_secs(10),
+            |revision: ControllerRevision| controller_uid(&revision.metadata).map(|_| revision),
+        )
+        .await;
     assert_eq!(controller_uid(&adopted.metadata), set.metadata.uid);
     harness.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revision_history_is_truncated_to_the_limit() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "web",
-            1,
-            json!({}),
-            json!({"revisionHistoryLimit": 1}),
-        ))
-        .await;
+    let harness = Harness::with_set("web", 1, json!({"revisionHistoryLimit": 1})).await;
     wait_for_settled(&harness, "web", 1).await;
     for image in ["nginx:1.26", "nginx:1.27", "nginx:1.28"] {
         harness
@@ -174,15 +167,9 @@ async fn revision_history_is_truncated_to_the_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_upstream_events_for_pod_creation_and_deletion() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set("web", 1, json!({}), json!({})))
-        .await;
+    let harness = Harness::with_set("web", 1, json!({})).await;
     wait_for_settled(&harness, "web", 1).await;
-    harness
-        .patch_set("web", json!({"spec": {"replicas": 0}}))
-        .await;
-    wait_for_settled(&harness, "web", 0).await;
+    scale_until_settled(&harness, "web", 0).await;
     let events: Api<Event> = Api::namespaced(harness.client.clone(), "default");
     let found = eventually(
         "create and delete events",
@@ -240,17 +227,9 @@ async fn a_name_collision_bumps_the_collision_count() {
     let raw: serde_json::Value = harness.client.request(request).await.unwrap();
     let proposal = history::new_statefulset_revision(&raw, 1, 0).unwrap();
     let taken = proposal.metadata.name.clone().unwrap();
-    let squatter: k8s_openapi::api::apps::v1::ControllerRevision = serde_json::from_value(json!({
-        "metadata": {"name": taken, "namespace": "default", "labels": {"app": "unrelated"}},
-        "data": {"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"app": "x"}}}}},
-        "revision": 1
-    }))
-    .unwrap();
     harness
-        .revisions()
-        .create(&PostParams::default(), &squatter)
-        .await
-        .unwrap();
+        .create(&unowned_revision(&taken, "unrelated", "x"))
+        .await;
     harness.start_controller();
     let status = wait_for_settled(&harness, "web", 1).await.status.unwrap();
     assert_eq!(status.collision_count, Some(1));

@@ -7,10 +7,12 @@ use std::{collections::BTreeSet, time::Duration};
 
 use serde_json::json;
 use sim::{
-    KubeletConfig, SimConfig,
+    FAIL_AFTER_MS, KubeletConfig, NEVER_READY, READY_AFTER_MS, SimConfig,
     testing::{eventually, is_ready, is_serving},
 };
-use support::{Harness, label, name, stateful_set, wait_for_settled};
+use support::{
+    Harness, label, name, scale_until_settled, stateful_set, wait_for_settled, wait_for_status,
+};
 
 fn slow_deletions() -> SimConfig {
     SimConfig {
@@ -24,15 +26,8 @@ fn slow_deletions() -> SimConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ordered_creation_waits_for_each_pod_to_be_running_and_ready() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "web",
-            3,
-            json!({"sim.kcm-rs.io/ready-after-ms": "300"}),
-            json!({}),
-        ))
-        .await;
+    let web = stateful_set("web", 3, json!({READY_AFTER_MS: "300"}), json!({}));
+    let harness = Harness::with(web).await;
     // Pod n may only exist once every lower ordinal exists and is ready; pods never turn
     // unready in the sim, so a violation shows as a gap or an unready predecessor.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -88,10 +83,7 @@ async fn ordered_creation_waits_for_each_pod_to_be_running_and_ready() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_down_removes_the_highest_ordinal_first_one_at_a_time() {
-    let harness = Harness::start_with(slow_deletions()).await;
-    harness
-        .create_set(stateful_set("web", 4, json!({}), json!({})))
-        .await;
+    let harness = Harness::with_set_in(slow_deletions(), "web", 4, json!({})).await;
     wait_for_settled(&harness, "web", 4).await;
     harness
         .patch_set("web", json!({"spec": {"replicas": 1}}))
@@ -130,15 +122,13 @@ async fn scale_down_removes_the_highest_ordinal_first_one_at_a_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_creates_every_pod_without_waiting() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "par",
-            3,
-            json!({"sim.kcm-rs.io/never-ready": "true"}),
-            json!({"podManagementPolicy": "Parallel"}),
-        ))
-        .await;
+    let harness = Harness::with(stateful_set(
+        "par",
+        3,
+        json!({NEVER_READY: "true"}),
+        json!({"podManagementPolicy": "Parallel"}),
+    ))
+    .await;
     let pods = eventually("three unready pods", Duration::from_secs(10), || async {
         let pods = harness.pods_labelled("par").await;
         (pods.len() == 3).then_some(pods)
@@ -152,15 +142,8 @@ async fn parallel_creates_every_pod_without_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_pod_is_recreated_under_the_same_name() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "flaky",
-            1,
-            json!({"sim.kcm-rs.io/fail-after-ms": "300"}),
-            json!({}),
-        ))
-        .await;
+    let flaky = stateful_set("flaky", 1, json!({FAIL_AFTER_MS: "300"}), json!({}));
+    let harness = Harness::with(flaky).await;
     let mut uids = BTreeSet::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while uids.len() < 3 {
@@ -185,15 +168,7 @@ async fn a_failed_pod_is_recreated_under_the_same_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ordinals_start_at_the_configured_start() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "five",
-            3,
-            json!({}),
-            json!({"ordinals": {"start": 5}}),
-        ))
-        .await;
+    let harness = Harness::with_set("five", 3, json!({"ordinals": {"start": 5}})).await;
     wait_for_settled(&harness, "five", 3).await;
     let pods = harness.pods_labelled("five").await;
     let names: Vec<String> = pods.iter().map(name).collect();
@@ -207,10 +182,7 @@ async fn ordinals_start_at_the_configured_start() {
         vec![Some("5".into()), Some("6".into()), Some("7".into())]
     );
 
-    harness
-        .patch_set("five", json!({"spec": {"replicas": 2}}))
-        .await;
-    wait_for_settled(&harness, "five", 2).await;
+    scale_until_settled(&harness, "five", 2).await;
     let names: Vec<String> = harness
         .pods_labelled("five")
         .await
@@ -224,35 +196,19 @@ async fn ordinals_start_at_the_configured_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn available_replicas_follow_min_ready_seconds() {
-    let harness = Harness::start().await;
     // Ready times are whole seconds and availability is inclusive (`<=`), so a pod is ready but
     // not yet available for more than minReadySeconds - 1 s: 2 s leaves a window the poll sees.
-    harness
-        .create_set(stateful_set(
-            "slow",
-            1,
-            json!({}),
-            json!({"minReadySeconds": 2}),
-        ))
-        .await;
-    let api = harness.sets();
-    eventually(
-        "ready but not yet available",
-        Duration::from_secs(10),
-        || async {
-            let status = api.get("slow").await.ok()?.status?;
-            (status.ready_replicas == Some(1) && status.available_replicas == Some(0)).then_some(())
-        },
-    )
+    let harness = Harness::with_set("slow", 1, json!({"minReadySeconds": 2})).await;
+    wait_for_status(&harness, "slow", "ready but not yet available", |status| {
+        status.ready_replicas == Some(1) && status.available_replicas == Some(0)
+    })
     .await;
     // Nothing else changes: only the controller's own requeue can report availability.
-    eventually(
+    wait_for_status(
+        &harness,
+        "slow",
         "available after minReadySeconds",
-        Duration::from_secs(10),
-        || async {
-            let status = api.get("slow").await.ok()?.status?;
-            (status.available_replicas == Some(1)).then_some(())
-        },
+        |status| status.available_replicas == Some(1),
     )
     .await;
     harness.stop().await;

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 use sim::{NEVER_READY, SimConfig, testing::eventually};
 use statefulset::BrokenRolloutRecovery;
-use support::{Harness, counter, label, stateful_set, wait_for_settled};
+use support::{Harness, counter, label, new_update_revision, stateful_set, wait_for_settled};
 
 const REVISION: &str = "controller-revision-hash";
 const ANNOTATION: &str = "kcm-rs.io/recover-broken-rollout";
@@ -43,27 +43,31 @@ fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
 }
 
-async fn update_revision(harness: &Harness, other_than: &str) -> String {
-    eventually("a new update revision", Duration::from_secs(10), || async {
-        let set = harness.sets().get("web").await.ok()?;
-        let revision = set.status?.update_revision?;
-        (revision != other_than).then_some(revision)
-    })
-    .await
-}
-
 /// The live pod `name` at `revision` (not terminating), once it exists.
 async fn pod_at(harness: &Harness, name: &str, revision: &str) -> Pod {
-    eventually(
-        &format!("{name} at {revision}"),
-        Duration::from_secs(15),
-        || async {
-            let pod = harness.pods().get(name).await.ok()?;
+    let what = format!("{name} at {revision}");
+    harness
+        .wait_for(name, &what, Duration::from_secs(15), |pod: Pod| {
             let live = pod.metadata.deletion_timestamp.is_none();
             (live && label(&pod, REVISION).as_deref() == Some(revision)).then_some(pod)
-        },
-    )
-    .await
+        })
+        .await
+}
+
+/// Starts the controller with the recovery flag at `all_sets`, creates `web` (with the
+/// annotation if `opt_in`) and breaks its rollout ([`break_rollout`]): how most tests begin.
+async fn broken_web(all_sets: bool, opt_in: bool) -> (Harness, (String, String, Pod)) {
+    let harness = Harness::start_with_recovery(SimConfig::default(), recovery(all_sets)).await;
+    harness.create_set(web(opt_in, json!({}), json!({}))).await;
+    let revisions_and_stuck = break_rollout(&harness).await;
+    (harness, revisions_and_stuck)
+}
+
+/// [`broken_web`], then the template reverted at once (before the stuck pod's grace elapses).
+async fn reverted_web(all_sets: bool, opt_in: bool) -> (Harness, (String, String, Pod)) {
+    let (harness, revisions_and_stuck) = broken_web(all_sets, opt_in).await;
+    revert(&harness, json!({})).await;
+    (harness, revisions_and_stuck)
 }
 
 /// Settles `web`, then updates it to a template that never turns Ready: `web-2` is replaced
@@ -81,7 +85,7 @@ async fn break_rollout(harness: &Harness) -> (String, String, Pod) {
             json!({"spec": {"template": {"metadata": {"annotations": {NEVER_READY: "true"}}}}}),
         )
         .await;
-    let broken = update_revision(harness, &good).await;
+    let broken = new_update_revision(harness, "web", &good).await;
     let stuck = pod_at(harness, "web-2", &broken).await;
     (good, broken, stuck)
 }
@@ -98,18 +102,20 @@ async fn revert(harness: &Harness, extra_spec: Value) {
     harness.patch_set("web", patch).await;
 }
 
-/// Asserts over [`WINDOW`] that the pod `name` stays the one with `expected` UID.
-async fn stays(harness: &Harness, name: &str, expected: &str) {
+/// Asserts over [`WINDOW`] that the pod `name` stays the `stuck` one, then that nothing was
+/// recovered: upstream's behavior.
+async fn left_alone(harness: &Harness, name: &str, stuck: &Pod) {
     let deadline = tokio::time::Instant::now() + WINDOW;
     while tokio::time::Instant::now() < deadline {
         let pod = harness.pods().get(name).await.expect("pod exists");
-        assert_eq!(uid(&pod), expected, "{name} was replaced");
+        assert_eq!(uid(&pod), uid(stuck), "{name} was replaced");
         assert!(
             pod.metadata.deletion_timestamp.is_none(),
             "{name} is being deleted"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    assert_eq!(counter(harness, RECOVERIES), 0.0);
 }
 
 async fn recovery_events(harness: &Harness) -> Vec<String> {
@@ -124,13 +130,10 @@ async fn recovery_events(harness: &Harness) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_opted_in_set_replaces_the_stuck_pod_after_the_grace_and_converges() {
-    let harness = Harness::start_with_recovery(SimConfig::default(), recovery(false)).await;
-    harness.create_set(web(true, json!({}), json!({}))).await;
-    let (good, broken, stuck) = break_rollout(&harness).await;
     // Reverted right away: web-2's grace has not elapsed, so only the requeue for that
     // moment brings the recovery (no other event comes).
-    revert(&harness, json!({})).await;
-    let good_again = update_revision(&harness, &broken).await;
+    let (harness, (good, broken, stuck)) = reverted_web(false, true).await;
+    let good_again = new_update_revision(&harness, "web", &broken).await;
     let replaced = pod_at(&harness, "web-2", &good_again).await;
     assert_ne!(uid(&replaced), uid(&stuck), "web-2 recreated");
     let status = wait_for_settled(&harness, "web", 3).await.status.unwrap();
@@ -162,10 +165,7 @@ async fn an_opted_in_set_replaces_the_stuck_pod_after_the_grace_and_converges() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_flag_opts_every_set_in() {
-    let harness = Harness::start_with_recovery(SimConfig::default(), recovery(true)).await;
-    harness.create_set(web(false, json!({}), json!({}))).await;
-    let (good, _, stuck) = break_rollout(&harness).await;
-    revert(&harness, json!({})).await;
+    let (harness, (good, _, stuck)) = reverted_web(true, false).await;
     let replaced = pod_at(&harness, "web-2", &good).await;
     assert_ne!(uid(&replaced), uid(&stuck));
     wait_for_settled(&harness, "web", 3).await;
@@ -175,24 +175,17 @@ async fn the_flag_opts_every_set_in() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_annotation_or_the_flag_the_stuck_pod_stays_as_upstream() {
-    let harness = Harness::start_with_recovery(SimConfig::default(), recovery(false)).await;
-    harness.create_set(web(false, json!({}), json!({}))).await;
-    let (_, broken, stuck) = break_rollout(&harness).await;
-    revert(&harness, json!({})).await;
-    update_revision(&harness, &broken).await;
-    stays(&harness, "web-2", &uid(&stuck)).await;
+    let (harness, (_, broken, stuck)) = reverted_web(false, false).await;
+    new_update_revision(&harness, "web", &broken).await;
+    left_alone(&harness, "web-2", &stuck).await;
     assert!(recovery_events(&harness).await.is_empty());
-    assert_eq!(counter(&harness, RECOVERIES), 0.0);
     harness.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_stuck_at_the_update_revision_is_left_to_the_user() {
-    let harness = Harness::start_with_recovery(SimConfig::default(), recovery(false)).await;
-    harness.create_set(web(true, json!({}), json!({}))).await;
-    let (_, _, stuck) = break_rollout(&harness).await;
-    stays(&harness, "web-2", &uid(&stuck)).await;
-    assert_eq!(counter(&harness, RECOVERIES), 0.0);
+    let (harness, (_, _, stuck)) = broken_web(false, true).await;
+    left_alone(&harness, "web-2", &stuck).await;
     harness.stop().await;
 }
 
@@ -207,27 +200,23 @@ async fn on_delete_sets_are_left_alone() {
             json!({"updateStrategy": {"type": "OnDelete"}}),
         ))
         .await;
-    let broken = update_revision(&harness, "").await;
+    let broken = new_update_revision(&harness, "web", "").await;
     let stuck = pod_at(&harness, "web-0", &broken).await;
     revert(&harness, json!({})).await;
-    update_revision(&harness, &broken).await;
-    stays(&harness, "web-0", &uid(&stuck)).await;
-    assert_eq!(counter(&harness, RECOVERIES), 0.0);
+    new_update_revision(&harness, "web", &broken).await;
+    left_alone(&harness, "web-0", &stuck).await;
     harness.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_pod_below_the_partition_is_left_alone() {
-    let harness = Harness::start_with_recovery(SimConfig::default(), recovery(false)).await;
-    harness.create_set(web(true, json!({}), json!({}))).await;
-    let (_, broken, stuck) = break_rollout(&harness).await;
+    let (harness, (_, broken, stuck)) = broken_web(false, true).await;
     revert(
         &harness,
         json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 3}}}),
     )
     .await;
-    update_revision(&harness, &broken).await;
-    stays(&harness, "web-2", &uid(&stuck)).await;
-    assert_eq!(counter(&harness, RECOVERIES), 0.0);
+    new_update_revision(&harness, "web", &broken).await;
+    left_alone(&harness, "web-2", &stuck).await;
     harness.stop().await;
 }

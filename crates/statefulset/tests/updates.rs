@@ -6,14 +6,19 @@ mod support;
 
 use std::{collections::BTreeMap, time::Duration};
 
-use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::Pod};
+use k8s_openapi::api::{
+    apps::v1::{ControllerRevision, StatefulSetStatus},
+    core::v1::Pod,
+};
 use serde_json::json;
 use sim::{
     KubeletConfig, SimConfig,
     testing::{eventually, is_serving},
 };
 use statefulset::FeatureGates;
-use support::{Harness, label, name, stateful_set, wait_for_settled};
+use support::{
+    Harness, label, name, new_update_revision, stateful_set, wait_for_settled, wait_for_status,
+};
 
 const REVISION: &str = "controller-revision-hash";
 const MAX_UNAVAILABLE_GAUGE: &str = "statefulset_controller_statefulset_max_unavailable";
@@ -48,7 +53,7 @@ async fn change_image_of_settled_web(harness: &Harness, replicas: i32) -> (Strin
             json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}}),
         )
         .await;
-    let new = update_revision(harness, "web", &old).await;
+    let new = new_update_revision(harness, "web", &old).await;
     (old, new)
 }
 
@@ -84,11 +89,11 @@ async fn watch_update(harness: &Harness, replicas: i32, revision: &str) -> (Vec<
     }
 }
 
-async fn update_revision(harness: &Harness, set: &str, old: &str) -> String {
-    eventually("a new update revision", Duration::from_secs(10), || async {
-        let set = harness.sets().get(set).await.ok()?;
-        let revision = set.status?.update_revision?;
-        (revision != old).then_some(revision)
+/// Waits until the status of `web` counts one updated pod and three ready ones (an update held
+/// back after its first pod), and returns it.
+async fn one_updated_of_three(harness: &Harness, what: &str) -> StatefulSetStatus {
+    wait_for_status(harness, "web", what, |status| {
+        status.updated_replicas == Some(1) && status.ready_replicas == Some(3)
     })
     .await
 }
@@ -101,10 +106,7 @@ fn revisions(pods: &[Pod]) -> BTreeMap<String, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_update_replaces_pods_in_reverse_ordinal_order_one_at_a_time() {
-    let harness = Harness::start_with(slow_sim()).await;
-    harness
-        .create_set(stateful_set("web", 3, json!({}), json!({})))
-        .await;
+    let harness = Harness::with_set_in(slow_sim(), "web", 3, json!({})).await;
     let (_, new) = change_image_of_settled_web(&harness, 3).await;
     let (order, max_down) = watch_update(&harness, 3, &new).await;
     assert_eq!(order, vec!["web-2", "web-1", "web-0"]);
@@ -118,27 +120,14 @@ async fn rolling_update_replaces_pods_in_reverse_ordinal_order_one_at_a_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partition_keeps_lower_ordinals_at_the_current_revision() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "web",
-            3,
-            json!({}),
-            json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
-        ))
-        .await;
-    let (old, new) = change_image_of_settled_web(&harness, 3).await;
-    let status = eventually(
-        "web-2 updated and the status counted",
-        Duration::from_secs(10),
-        || async {
-            let set = harness.sets().get("web").await.ok()?;
-            let status = set.status?;
-            (status.updated_replicas == Some(1) && status.ready_replicas == Some(3))
-                .then_some(status)
-        },
+    let harness = Harness::with_set(
+        "web",
+        3,
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
     )
     .await;
+    let (old, new) = change_image_of_settled_web(&harness, 3).await;
+    let status = one_updated_of_three(&harness, "web-2 updated and the status counted").await;
     assert_eq!(status.current_revision.as_deref(), Some(old.as_str()));
     assert_eq!(status.current_replicas, Some(2));
     let pods = harness.pods_labelled("web").await;
@@ -239,15 +228,8 @@ async fn max_unavailable_two_updates_two_pods_at_a_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_delete_only_replaces_pods_the_user_deletes() {
-    let harness = Harness::start().await;
-    harness
-        .create_set(stateful_set(
-            "web",
-            3,
-            json!({}),
-            json!({"updateStrategy": {"type": "OnDelete"}}),
-        ))
-        .await;
+    let harness =
+        Harness::with_set("web", 3, json!({"updateStrategy": {"type": "OnDelete"}})).await;
     let (old, new) = change_image_of_settled_web(&harness, 3).await;
     // Give the controller time to (not) act, then check nothing was replaced.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -269,26 +251,14 @@ async fn on_delete_only_replaces_pods_the_user_deletes() {
         .delete("web-1", &Default::default())
         .await
         .expect("delete web-1");
-    eventually(
-        "web-1 recreated at the update revision",
-        Duration::from_secs(10),
-        || async {
-            let pod = harness.pods().get("web-1").await.ok()?;
+    let what = "web-1 recreated at the update revision";
+    harness
+        .wait_for("web-1", what, Duration::from_secs(10), |pod: Pod| {
             (label(&pod, REVISION).as_deref() == Some(new.as_str()) && is_serving(&pod))
                 .then_some(())
-        },
-    )
-    .await;
-    let status = eventually(
-        "status counts one updated pod",
-        Duration::from_secs(10),
-        || async {
-            let status = harness.sets().get("web").await.ok()?.status?;
-            (status.updated_replicas == Some(1) && status.ready_replicas == Some(3))
-                .then_some(status)
-        },
-    )
-    .await;
+        })
+        .await;
+    let status = one_updated_of_three(&harness, "status counts one updated pod").await;
     assert_eq!(status.current_replicas, Some(2));
     assert_eq!(status.current_revision.as_deref(), Some(old.as_str()));
     let pods = harness.pods_labelled("web").await;

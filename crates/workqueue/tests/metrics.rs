@@ -28,16 +28,21 @@ fn family(registry: &Registry, name: &str) -> Option<MetricFamily> {
         .find(|family| family.name() == name)
 }
 
+/// The (name, value) pairs of `metric`'s labels.
+fn labels(metric: &Metric) -> Vec<(&str, &str)> {
+    metric
+        .get_label()
+        .iter()
+        .map(|label| (label.name(), label.value()))
+        .collect()
+}
+
 /// The series of `metric` for queue `queue`, if any.
 fn series(registry: &Registry, metric: &str, queue: &str) -> Option<Metric> {
     family(registry, metric)?
         .get_metric()
         .iter()
-        .find(|m| {
-            m.get_label()
-                .iter()
-                .any(|label| label.name() == "name" && label.value() == queue)
-        })
+        .find(|m| labels(m).contains(&("name", queue)))
         .cloned()
 }
 
@@ -123,12 +128,7 @@ async fn families_have_upstream_names_types_help_and_buckets() {
         assert_eq!(family.get_field_type(), kind, "{name}");
         assert_eq!(family.help(), format!("[BETA] {help}"), "{name}");
         let metric = &family.get_metric()[0];
-        let labels: Vec<(&str, &str)> = metric
-            .get_label()
-            .iter()
-            .map(|l| (l.name(), l.value()))
-            .collect();
-        assert_eq!(labels, [("name", "deployment")], "{name}");
+        assert_eq!(labels(metric), [("name", "deployment")], "{name}");
         if kind == MetricType::HISTOGRAM {
             let bounds: Vec<f64> = metric
                 .get_histogram()

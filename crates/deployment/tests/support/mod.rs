@@ -5,7 +5,7 @@
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     ops::Deref,
     sync::{Arc, Mutex},
     time::Duration,
@@ -22,8 +22,8 @@ use kube::{Api, Client, runtime::watcher};
 use replicaset::ReplicaSetController;
 use serde_json::json;
 use sim::{
-    SimConfig,
-    testing::{TestCluster, eventually, is_active, is_serving},
+    NEVER_READY, READY_AFTER_MS, SimConfig,
+    testing::{TestCluster, eventually, is_active, is_serving, workload},
 };
 use tokio::task::JoinHandle;
 
@@ -44,6 +44,16 @@ impl Harness {
     pub async fn start_with(config: SimConfig) -> Self {
         let mut harness = Self::without_deployment_controller(config).await;
         harness.start_deployment_controller();
+        harness
+    }
+
+    /// Both controllers, with `d` created and its first rollout complete: how most tests begin.
+    pub async fn with_complete(d: &Deployment) -> Self {
+        let harness = Self::start().await;
+        harness.create(d).await;
+        harness
+            .wait_complete(d.metadata.name.as_deref().expect("name"))
+            .await;
         harness
     }
 
@@ -94,6 +104,19 @@ impl Harness {
         self.patch(
             name,
             json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}),
+        )
+        .await
+    }
+
+    /// Changes the template to image `image` in pods that never turn ready: a rollout that
+    /// gets stuck.
+    pub async fn roll_out_never_ready(&self, name: &str, image: &str) -> Deployment {
+        self.patch(
+            name,
+            json!({"spec": {"template": {
+                "metadata": {"annotations": {NEVER_READY: "true"}},
+                "spec": {"containers": [{"name": "c", "image": image}]}
+            }}}),
         )
         .await
     }
@@ -196,11 +219,25 @@ pub fn condition<'a>(d: &'a Deployment, type_: &str) -> Option<&'a DeploymentCon
 }
 
 pub fn annotation<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
-    rs.metadata
-        .annotations
-        .as_ref()?
-        .get(key)
-        .map(String::as_str)
+    entry(rs.metadata.annotations.as_ref(), key)
+}
+
+pub fn label<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
+    entry(rs.metadata.labels.as_ref(), key)
+}
+
+/// The value at `key` of a label or annotation map, if both exist.
+fn entry<'a>(map: Option<&'a BTreeMap<String, String>>, key: &str) -> Option<&'a str> {
+    map?.get(key).map(String::as_str)
+}
+
+/// Asserts the ReplicaSet's `deployment.kubernetes.io/<key>` annotations, for each
+/// `(key, value)` in `expected`.
+pub fn assert_deployment_annotations(rs: &ReplicaSet, expected: &[(&str, &str)]) {
+    for (key, value) in expected {
+        let key = format!("deployment.kubernetes.io/{key}");
+        assert_eq!(annotation(rs, &key), Some(*value), "{key}");
+    }
 }
 
 pub fn revision_of(rs: &ReplicaSet) -> i64 {
@@ -219,6 +256,19 @@ pub fn image_of(rs: &ReplicaSet) -> &str {
         .unwrap_or_default()
 }
 
+/// The image of the Deployment's template's first container.
+pub fn template_image(d: &Deployment) -> Option<&str> {
+    d.spec
+        .as_ref()?
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .first()?
+        .image
+        .as_deref()
+}
+
 pub fn spec_replicas(rs: &ReplicaSet) -> i32 {
     rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
 }
@@ -226,22 +276,11 @@ pub fn spec_replicas(rs: &ReplicaSet) -> i32 {
 /// A Deployment selecting `app=<name>` with one container `c`; pods turn ready after
 /// `ready_after_ms` in the sim (0 = at once).
 pub fn deployment(name: &str, replicas: i32, image: &str, ready_after_ms: u64) -> Deployment {
-    serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {
-                    "labels": {"app": name},
-                    "annotations": {"sim.kcm-rs.io/ready-after-ms": ready_after_ms.to_string()}
-                },
-                "spec": {"containers": [{"name": "c", "image": image}]}
-            }
-        }
-    }))
-    .expect("valid Deployment")
+    let mut d = workload("Deployment", name, replicas);
+    let template = &mut d["spec"]["template"];
+    template["metadata"]["annotations"] = json!({READY_AFTER_MS: ready_after_ms.to_string()});
+    template["spec"]["containers"][0]["image"] = json!(image);
+    serde_json::from_value(d).expect("valid Deployment")
 }
 
 /// `deployment(...)` with a RollingUpdate strategy of the given surge/unavailable.
@@ -287,7 +326,19 @@ pub struct BoundsChecker {
 }
 
 impl BoundsChecker {
-    pub fn start(client: Client) -> Self {
+    /// Starts watching, and returns once the watch has recorded its initial list.
+    pub async fn start(client: Client) -> Self {
+        let checker = Self::start_watching(client);
+        eventually(
+            "the checker's initial list",
+            Duration::from_secs(10),
+            || async { (checker.report().events > 0).then_some(()) },
+        )
+        .await;
+        checker
+    }
+
+    fn start_watching(client: Client) -> Self {
         let report: Arc<Mutex<BoundsReport>> = Arc::default();
         let shared = report.clone();
         let replica_set_task = tokio::spawn(watch_replica_sets(client.clone(), report.clone()));
@@ -376,13 +427,7 @@ async fn watch_replica_sets(client: Client, report: Arc<Mutex<BoundsReport>>) {
     while let Some(event) = stream.next().await {
         match event {
             Ok(watcher::Event::Apply(rs) | watcher::Event::InitApply(rs)) => {
-                let app = rs
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get("app"))
-                    .cloned()
-                    .unwrap_or_default();
+                let app = label(&rs, "app").unwrap_or_default().to_owned();
                 sizes.insert(
                     rs.metadata.name.clone().unwrap_or_default(),
                     (app, spec_replicas(&rs)),

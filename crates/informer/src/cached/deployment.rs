@@ -3,24 +3,24 @@
 
 use k8s_openapi::{
     api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus, DeploymentStrategy},
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
+    apimachinery::pkg::apis::meta::v1::LabelSelector,
 };
 use serde::{Deserialize, Serialize};
 
 use super::CompactPodTemplate;
 
-/// A Deployment: metadata, spec and status as the API server sent them, the template compact.
-/// It serializes back to the same JSON as the `Deployment` it was decoded from, so a
-/// controller can PUT it.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct CachedDeployment {
-    /// The Deployment's metadata.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// The Deployment's spec.
-    pub spec: Option<CachedDeploymentSpec>,
-    /// The Deployment's status.
-    pub status: Option<DeploymentStatus>,
+super::cached_resource! {
+    /// A Deployment: metadata, spec and status as the API server sent them, the template
+    /// compact. It serializes back to the same JSON as the `Deployment` it was decoded from, so
+    /// a controller can PUT it.
+    pub struct CachedDeployment for Deployment {
+        /// The Deployment's metadata.
+        metadata,
+        /// The Deployment's spec.
+        spec: CachedDeploymentSpec,
+        /// The Deployment's status.
+        status: DeploymentStatus,
+    }
 }
 
 /// A `DeploymentSpec` with the template compact; field names follow `DeploymentSpec`'s.
@@ -53,7 +53,6 @@ pub struct CachedDeploymentSpec {
     pub template: CompactPodTemplate,
 }
 
-super::cached_resource!(CachedDeployment, Deployment);
 super::whole_api_object!(CachedDeployment, Deployment, CachedDeploymentSpec);
 
 impl TryFrom<&DeploymentSpec> for CachedDeploymentSpec {

@@ -22,10 +22,35 @@ pub use pod::{
 pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};
 pub use template::CompactPodTemplate;
 
-/// Implements `k8s_openapi::Resource` and `Metadata` for a cached type, with the API identity
-/// of the k8s-openapi type it stands for.
+/// Declares a cached type standing for the k8s-openapi type `$api`, decoded straight from the
+/// API server's JSON: its metadata (`#[serde(default)]`, as k8s-openapi decodes it), an optional
+/// spec and an optional status, each documented at the call. Implements `k8s_openapi::Resource`
+/// and `Metadata` for it with `$api`'s API identity, so every cached type is shaped and
+/// identified alike.
 macro_rules! cached_resource {
-    ($cached:ty, $api:ty) => {
+    (
+        $(#[$attr:meta])*
+        pub struct $cached:ident for $api:ty {
+            $(#[$metadata_attr:meta])*
+            metadata,
+            $(#[$spec_attr:meta])*
+            spec: $spec:ty,
+            $(#[$status_attr:meta])*
+            status: $status:ty,
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+        pub struct $cached {
+            $(#[$metadata_attr])*
+            #[serde(default)]
+            pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+            $(#[$spec_attr])*
+            pub spec: Option<$spec>,
+            $(#[$status_attr])*
+            pub status: Option<$status>,
+        }
+
         impl k8s_openapi::Resource for $cached {
             const API_VERSION: &'static str = <$api as k8s_openapi::Resource>::API_VERSION;
             const GROUP: &'static str = <$api as k8s_openapi::Resource>::GROUP;

@@ -12,26 +12,37 @@
 //! a fresh GET of the pod (the StatefulSet repair); deletes and controller-ref patches only need
 //! the name and UID.
 
-use k8s_openapi::{
-    api::core::v1::{ContainerStatus, PersistentVolumeClaimVolumeSource, Pod, PodCondition},
-    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+use k8s_openapi::api::core::v1::{
+    ContainerStatus, PersistentVolumeClaimVolumeSource, Pod, PodCondition,
 };
 use serde::{Deserialize, Deserializer};
 
 /// The only pod condition the workload controllers read.
 const READY_CONDITION: &str = "Ready";
 
-/// A pod as cached by the informers: metadata (bar managedFields, dropped by the informer) and
-/// the spec and status fields the workload controllers read. Field names follow `Pod`'s.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct CachedPod {
-    /// The pod's metadata, whole.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// What the controllers read of `spec`.
-    pub spec: Option<CachedPodSpec>,
-    /// What the controllers read of `status`.
-    pub status: Option<CachedPodStatus>,
+super::cached_resource! {
+    /// A pod as cached by the informers: metadata (bar managedFields, dropped by the informer)
+    /// and the spec and status fields the workload controllers read. Field names follow `Pod`'s.
+    pub struct CachedPod for Pod {
+        /// The pod's metadata, whole.
+        metadata,
+        /// What the controllers read of `spec`.
+        spec: CachedPodSpec,
+        /// What the controllers read of `status`.
+        status: CachedPodStatus,
+    }
+}
+
+impl CachedPod {
+    /// `status.phase`, if the pod has a status with a phase.
+    pub fn phase(&self) -> Option<&str> {
+        self.status.as_ref()?.phase.as_deref()
+    }
+
+    /// `spec.nodeName`, if the pod is scheduled.
+    pub fn node_name(&self) -> Option<&str> {
+        self.spec.as_ref()?.node_name.as_deref()
+    }
 }
 
 /// What the workload controllers read of a `PodSpec`.
@@ -125,8 +136,6 @@ fn ready_condition_only<'de, D: Deserializer<'de>>(
     let conditions = Option::<Vec<PodCondition>>::deserialize(deserializer)?;
     Ok(conditions.and_then(|conditions| kept(conditions, is_ready_condition)))
 }
-
-super::cached_resource!(CachedPod, Pod);
 
 fn cached_container_status(status: &ContainerStatus) -> CachedContainerStatus {
     CachedContainerStatus {

@@ -9,24 +9,24 @@
 
 use k8s_openapi::{
     api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus},
-    apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta},
+    apimachinery::pkg::apis::meta::v1::LabelSelector,
 };
 use serde::{Deserialize, Serialize};
 
 use super::CompactPodTemplate;
 
-/// A ReplicaSet: metadata, spec and status as the API server sent them, the template compact.
-/// It serializes back to the same JSON as the `ReplicaSet` it was decoded from, so a
-/// controller can PUT it.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct CachedReplicaSet {
-    /// The ReplicaSet's metadata.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// The ReplicaSet's spec.
-    pub spec: Option<CachedReplicaSetSpec>,
-    /// The ReplicaSet's status.
-    pub status: Option<ReplicaSetStatus>,
+super::cached_resource! {
+    /// A ReplicaSet: metadata, spec and status as the API server sent them, the template
+    /// compact. It serializes back to the same JSON as the `ReplicaSet` it was decoded from, so
+    /// a controller can PUT it.
+    pub struct CachedReplicaSet for ReplicaSet {
+        /// The ReplicaSet's metadata.
+        metadata,
+        /// The ReplicaSet's spec.
+        spec: CachedReplicaSetSpec,
+        /// The ReplicaSet's status.
+        status: ReplicaSetStatus,
+    }
 }
 
 /// A `ReplicaSetSpec` with the template compact; field names follow `ReplicaSetSpec`'s.
@@ -47,7 +47,6 @@ pub struct CachedReplicaSetSpec {
     pub template: Option<CompactPodTemplate>,
 }
 
-super::cached_resource!(CachedReplicaSet, ReplicaSet);
 super::whole_api_object!(CachedReplicaSet, ReplicaSet, CachedReplicaSetSpec);
 
 impl TryFrom<&ReplicaSetSpec> for CachedReplicaSetSpec {

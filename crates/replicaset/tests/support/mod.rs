@@ -20,7 +20,7 @@ use replicaset::{ControllerMetrics, ReplicaSetController, ReplicaSetOptions, Run
 use serde_json::json;
 use sim::{
     SimConfig,
-    testing::{TestCluster, eventually, is_active},
+    testing::{TestCluster, is_active, workload},
 };
 
 /// The user agent the controller's requests carry, for the sim's accounting.
@@ -127,19 +127,7 @@ pub async fn set_pod_quota(harness: &Harness, pods: u32) {
 
 /// A ReplicaSet selecting `app=<name>` with a one-container template.
 pub fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
-    serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}
-            }
-        }
-    }))
-    .expect("valid ReplicaSet")
+    serde_json::from_value(workload("ReplicaSet", name, replicas)).expect("valid ReplicaSet")
 }
 
 /// An orphan pod with the given labels and annotations.
@@ -155,11 +143,9 @@ pub fn orphan_pod(name: &str, labels: serde_json::Value, annotations: serde_json
 /// Waits until the ReplicaSet's status reports `replicas` pods, all ready and available,
 /// for its current generation.
 pub async fn wait_for_settled_status(harness: &Harness, name: &str, replicas: i32) -> ReplicaSet {
-    eventually(
-        &format!("{name} settled at {replicas}"),
-        Duration::from_secs(20),
-        || async {
-            let rs = harness.replica_sets().get(name).await.ok()?;
+    let what = format!("{name} settled at {replicas}");
+    harness
+        .wait_for(name, &what, Duration::from_secs(20), |rs: ReplicaSet| {
             let status = rs.status.as_ref()?;
             let settled = status.replicas == replicas
                 && status.ready_replicas.unwrap_or(0) == replicas
@@ -167,7 +153,6 @@ pub async fn wait_for_settled_status(harness: &Harness, name: &str, replicas: i3
                 && status.fully_labeled_replicas.unwrap_or(0) == replicas
                 && status.observed_generation == rs.metadata.generation;
             settled.then_some(rs)
-        },
-    )
-    .await
+        })
+        .await
 }

@@ -3,6 +3,7 @@
 
 use std::fmt::Debug;
 use std::future::Future;
+use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -14,7 +15,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::NAMESPACE;
+use super::{NAMESPACE, chaos_faults, eventually};
 use crate::{SimCluster, SimConfig};
 
 /// A running sim cluster with the controller tasks a test started against it.
@@ -159,6 +160,39 @@ impl TestCluster {
                     && event.involved_object.name.as_deref() == Some(name)
             })
             .collect()
+    }
+
+    /// Reads the `K` named `name` every [`super::POLL_INTERVAL`] until `check` returns `Some`
+    /// for it, and returns that value; a failed read counts as "not yet". The wait-then-check
+    /// most tests do on one object, in one call.
+    ///
+    /// # Panics
+    /// When `check` has not returned `Some` after `timeout`, naming `what` it waited for.
+    pub async fn wait_for<K, T>(
+        &self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        check: impl Fn(K) -> Option<T>,
+    ) -> T
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Clone + Debug + DeserializeOwned,
+        K::DynamicType: Default,
+    {
+        let (api, check) = (&self.api::<K>(), &check);
+        eventually(
+            what,
+            timeout,
+            || async move { check(api.get(name).await.ok()?) },
+        )
+        .await
+    }
+
+    /// Injects the chaos tests' faults ([`chaos_faults`]) into every request from now on, the
+    /// test's own included: how each crate's chaos test starts.
+    pub fn set_chaos_faults(&self, seed: u64, watch_disconnect_every: Duration) {
+        self.sim
+            .set_faults(chaos_faults(seed, watch_disconnect_every));
     }
 
     /// Cancels the controllers, waits for their tasks to end and shuts the sim down.

@@ -25,6 +25,18 @@ pub async fn cluster_without_kubelet() -> SimCluster {
     .await
 }
 
+/// A cluster without the kubelet and the test client's `K`s in its `default` namespace: how
+/// most tests start.
+pub async fn quiet_api<K>() -> (SimCluster, Api<K>)
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    let cluster = cluster_without_kubelet().await;
+    let api = Api::namespaced(cluster.client(), "default");
+    (cluster, api)
+}
+
 /// A cluster started with `config` (panics if it does not start).
 pub async fn cluster_with(config: SimConfig) -> SimCluster {
     SimCluster::start(config).await.expect("sim starts")
@@ -77,6 +89,14 @@ where
     K: Clone + DeserializeOwned + std::fmt::Debug,
 {
     api.delete(name, params).await.expect("delete succeeds");
+}
+
+/// Whether `api` gets an object named `name` (panics on any error but NotFound).
+pub async fn exists<K>(api: &Api<K>, name: &str) -> bool
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    api.get_opt(name).await.expect("get succeeds").is_some()
 }
 
 /// The names of the objects `api` lists with `params`, in list order.

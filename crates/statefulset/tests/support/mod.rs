@@ -7,15 +7,13 @@ use std::{ops::Deref, time::Duration};
 
 use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{
-    apps::v1::{ControllerRevision, StatefulSet},
+    apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus},
     core::v1::{PersistentVolumeClaim, Pod},
 };
 use kube::Api;
+use prometheus::proto::MetricFamily;
 use serde_json::{Value, json};
-use sim::{
-    SimConfig,
-    testing::{TestCluster, eventually},
-};
+use sim::{SimConfig, testing::TestCluster};
 use statefulset::{
     BrokenRolloutRecovery, FeatureGates, StatefulSetController, StatefulSetMetrics,
     StatefulSetOptions,
@@ -99,6 +97,34 @@ impl Harness {
         self.api()
     }
 
+    /// A sim cluster and a controller, with the set `name` of `replicas` created (a
+    /// [`stateful_set`] with `extra_spec`, its pod template without annotations): how most
+    /// tests begin.
+    pub async fn with_set(name: &str, replicas: i32, extra_spec: Value) -> Self {
+        Self::with_set_in(SimConfig::default(), name, replicas, extra_spec).await
+    }
+
+    /// [`Harness::with_set`] on a sim started with `config`.
+    pub async fn with_set_in(
+        config: SimConfig,
+        name: &str,
+        replicas: i32,
+        extra_spec: Value,
+    ) -> Self {
+        let harness = Self::start_with(config).await;
+        harness
+            .create_set(stateful_set(name, replicas, json!({}), extra_spec))
+            .await;
+        harness
+    }
+
+    /// A sim cluster and a controller, with `set` created.
+    pub async fn with(set: Value) -> Self {
+        let harness = Self::start().await;
+        harness.create_set(set).await;
+        harness
+    }
+
     pub async fn create_set(&self, set: Value) -> StatefulSet {
         self.create(&serde_json::from_value(set).expect("valid StatefulSet"))
             .await
@@ -146,13 +172,18 @@ pub fn stateful_set(name: &str, replicas: i32, annotations: Value, extra_spec: V
     set
 }
 
-/// The value of gauge `family` for the set `name`, if reported.
-pub fn gauge(harness: &Harness, family: &str, name: &str) -> Option<f64> {
+/// The metric family `family` as the registry gathers it now, if registered.
+fn metric_family(harness: &Harness, family: &str) -> Option<MetricFamily> {
     harness
         .registry
         .gather()
         .into_iter()
-        .find(|metrics| metrics.name() == family)?
+        .find(|metrics| metrics.name() == family)
+}
+
+/// The value of gauge `family` for the set `name`, if reported.
+pub fn gauge(harness: &Harness, family: &str, name: &str) -> Option<f64> {
+    metric_family(harness, family)?
         .get_metric()
         .iter()
         .find(|metric| {
@@ -166,17 +197,8 @@ pub fn gauge(harness: &Harness, family: &str, name: &str) -> Option<f64> {
 
 /// The value of the unlabelled counter `family`, 0 when not registered.
 pub fn counter(harness: &Harness, family: &str) -> f64 {
-    harness
-        .registry
-        .gather()
-        .into_iter()
-        .find(|metrics| metrics.name() == family)
-        .and_then(|metrics| {
-            metrics
-                .get_metric()
-                .first()
-                .map(|m| m.get_counter().value())
-        })
+    metric_family(harness, family)
+        .and_then(|metrics| Some(metrics.get_metric().first()?.get_counter().value()))
         .unwrap_or(0.0)
 }
 
@@ -191,11 +213,9 @@ pub fn label(pod: &Pod, key: &str) -> Option<String> {
 /// Waits until the set's status reports `replicas` pods, all ready and updated, for its
 /// current generation, with the rolling update complete.
 pub async fn wait_for_settled(harness: &Harness, name: &str, replicas: i32) -> StatefulSet {
-    eventually(
-        &format!("{name} settled at {replicas}"),
-        Duration::from_secs(20),
-        || async {
-            let set = harness.sets().get(name).await.ok()?;
+    let what = format!("{name} settled at {replicas}");
+    harness
+        .wait_for(name, &what, Duration::from_secs(20), |set: StatefulSet| {
             let status = set.status.as_ref()?;
             let settled = status.replicas == replicas
                 && status.ready_replicas.unwrap_or(0) == replicas
@@ -204,7 +224,40 @@ pub async fn wait_for_settled(harness: &Harness, name: &str, replicas: i32) -> S
                 && status.current_revision == status.update_revision
                 && status.observed_generation == set.metadata.generation;
             settled.then_some(set)
-        },
-    )
-    .await
+        })
+        .await
+}
+
+/// Waits (up to 10 s) until the status of the set `name` passes `check`, and returns it.
+pub async fn wait_for_status(
+    harness: &Harness,
+    name: &str,
+    what: &str,
+    check: impl Fn(&StatefulSetStatus) -> bool,
+) -> StatefulSetStatus {
+    harness
+        .wait_for(name, what, Duration::from_secs(10), |set: StatefulSet| {
+            set.status.filter(|status| check(status))
+        })
+        .await
+}
+
+/// Sets the set's `spec.replicas` and waits until it settles there.
+pub async fn scale_until_settled(harness: &Harness, name: &str, replicas: i32) -> StatefulSet {
+    harness
+        .patch_set(name, json!({"spec": {"replicas": replicas}}))
+        .await;
+    wait_for_settled(harness, name, replicas).await
+}
+
+/// Waits until the set's status names an update revision other than `other_than` (after a
+/// template change), and returns it.
+pub async fn new_update_revision(harness: &Harness, name: &str, other_than: &str) -> String {
+    let what = "a new update revision";
+    harness
+        .wait_for(name, what, Duration::from_secs(10), |set: StatefulSet| {
+            let revision = set.status?.update_revision?;
+            (revision != other_than).then_some(revision)
+        })
+        .await
 }

@@ -154,82 +154,42 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    /// Steps of a scenario: advance the fake clock, then call `when` and expect a wait.
-    struct Step {
-        advance: Duration,
-        expected_wait: Duration,
-    }
-
-    fn step(advance_ms: u64, expected_wait_ms: u64) -> Step {
-        Step {
-            advance: Duration::from_millis(advance_ms),
-            expected_wait: Duration::from_millis(expected_wait_ms),
-        }
-    }
+    /// The burst of the scenarios' bucket, taken at once without waiting.
+    const BURST: usize = 3;
 
     #[test]
     fn reserves_tokens_like_go_rate_limiter() {
         // 10 qps, burst 3: one token per 100 ms.
         let quota = Quota::per_second(NonZeroU32::MIN.saturating_add(9))
             .allow_burst(NonZeroU32::MIN.saturating_add(2));
-        let scenarios: Vec<(&str, Vec<Step>)> = vec![
+        // After the burst, each step advances the fake clock by `.0` ms, then calls `when` and
+        // expects a wait of `.1` ms.
+        let scenarios: [(&str, &[(u64, u64)]); 4] = [
             (
                 "burst then paced by reservations",
-                vec![
-                    step(0, 0),
-                    step(0, 0),
-                    step(0, 0),
-                    step(0, 100),
-                    step(0, 200),
-                    step(0, 300),
-                ],
+                &[(0, 100), (0, 200), (0, 300)],
             ),
             (
                 "time passing pays the debt back",
-                vec![
-                    step(0, 0),
-                    step(0, 0),
-                    step(0, 0),
-                    step(0, 100),
-                    step(0, 200),
-                    step(100, 200),
-                ],
+                &[(0, 100), (0, 200), (100, 200)],
             ),
             (
                 "an idle bucket refills to its burst and no further",
-                vec![
-                    step(0, 0),
-                    step(0, 0),
-                    step(0, 0),
-                    step(0, 100),
-                    step(10_000, 0),
-                    step(0, 0),
-                    step(0, 0),
-                    step(0, 100),
-                ],
+                &[(0, 100), (10_000, 0), (0, 0), (0, 0), (0, 100)],
             ),
             (
                 "a token refills every 100 ms, fractions included",
-                vec![
-                    step(0, 0),
-                    step(0, 0),
-                    step(0, 0),
-                    step(100, 0),
-                    step(0, 100),
-                    step(150, 50),
-                    step(300, 0),
-                    step(0, 0),
-                    step(0, 50),
-                ],
+                &[(100, 0), (0, 100), (150, 50), (300, 0), (0, 0), (0, 50)],
             ),
         ];
-        for (name, steps) in scenarios {
+        for (name, after_burst) in scenarios {
             let clock = FakeRelativeClock::default();
             let bucket = BucketRateLimiter::with_clock(quota, clock.clone());
-            for (index, step) in steps.iter().enumerate() {
-                clock.advance(step.advance);
+            let steps = [(0, 0); BURST].iter().chain(after_burst);
+            for (index, &(advance_ms, wait_ms)) in steps.enumerate() {
+                clock.advance(Duration::from_millis(advance_ms));
                 let wait = RateLimiter::<&str>::when(&bucket, &"any");
-                assert_eq!(wait, step.expected_wait, "{name}: step {index}");
+                assert_eq!(wait, Duration::from_millis(wait_ms), "{name}: step {index}");
             }
         }
     }

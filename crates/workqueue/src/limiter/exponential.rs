@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::RateLimiter;
 use super::failures::FailureCounts;
+use super::{RateLimiter, history_kept_by};
 use crate::WorkItem;
 
 /// Upstream's `ItemExponentialFailureRateLimiter`: `when` returns `min(base * 2^n, max)` where `n`
@@ -45,13 +45,7 @@ impl<T: WorkItem> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
         self.backoff(self.failures.record(item))
     }
 
-    fn forget(&self, item: &T) {
-        self.failures.forget(item);
-    }
-
-    fn num_requeues(&self, item: &T) -> usize {
-        self.failures.count(item)
-    }
+    history_kept_by!(failures);
 }
 
 #[cfg(test)]

@@ -33,8 +33,9 @@ impl<T: WorkItem> FailureCounts<T> {
         self.counts.lock().remove(item);
     }
 
-    /// How many failures of `item` are recorded.
-    pub(super) fn count(&self, item: &T) -> usize {
+    /// How many failures of `item` are recorded (named like [`super::RateLimiter`]'s method,
+    /// which `history_kept_by!` passes on to it).
+    pub(super) fn num_requeues(&self, item: &T) -> usize {
         self.counts.lock().get(item).copied().unwrap_or(0)
     }
 }

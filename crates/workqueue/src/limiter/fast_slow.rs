@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::RateLimiter;
 use super::failures::FailureCounts;
+use super::{RateLimiter, history_kept_by};
 use crate::WorkItem;
 
 /// Upstream's `ItemFastSlowRateLimiter`: the first `max_fast_attempts` failures of an item wait
@@ -37,13 +37,7 @@ impl<T: WorkItem> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
         }
     }
 
-    fn forget(&self, item: &T) {
-        self.failures.forget(item);
-    }
-
-    fn num_requeues(&self, item: &T) -> usize {
-        self.failures.count(item)
-    }
+    history_kept_by!(failures);
 }
 
 #[cfg(test)]

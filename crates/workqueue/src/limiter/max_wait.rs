@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::RateLimiter;
+use super::{RateLimiter, history_kept_by};
 
 /// Upstream's `WithMaxWaitRateLimiter`: the wrapped limiter's delay, but never more than
 /// `max_delay`; failure history is the wrapped limiter's.
@@ -23,13 +23,7 @@ impl<T, L: RateLimiter<T>> RateLimiter<T> for WithMaxWaitRateLimiter<L> {
         self.limiter.when(item).min(self.max_delay)
     }
 
-    fn forget(&self, item: &T) {
-        self.limiter.forget(item);
-    }
-
-    fn num_requeues(&self, item: &T) -> usize {
-        self.limiter.num_requeues(item)
-    }
+    history_kept_by!(limiter);
 }
 
 #[cfg(test)]

@@ -29,6 +29,22 @@ pub trait RateLimiter<T>: Send + Sync {
     fn num_requeues(&self, item: &T) -> usize;
 }
 
+/// The `forget` and `num_requeues` of a [`RateLimiter`] impl whose failure history is kept by
+/// its field `$history` (a `FailureCounts`, or the limiter it wraps): both pass straight to it,
+/// so only `when` differs between such limiters.
+macro_rules! history_kept_by {
+    ($history:ident) => {
+        fn forget(&self, item: &T) {
+            self.$history.forget(item);
+        }
+
+        fn num_requeues(&self, item: &T) -> usize {
+            self.$history.num_requeues(item)
+        }
+    };
+}
+use history_kept_by;
+
 /// Implements [`RateLimiter`] for a pointer to a limiter by delegating to the pointee.
 macro_rules! delegate_through_pointer {
     ($($pointer:ident),+) => {$(

@@ -1,0 +1,334 @@
+//! What the end-to-end and chaos drivers share: `kube-sim` and `kube-controller-manager` as
+//! processes of their own, what /proc says about a manager, and the Prometheus text both serve.
+
+#![allow(dead_code)] // each driver uses a different subset
+
+use std::{
+    collections::BTreeMap,
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+use kube::{
+    Client, Config,
+    config::{KubeConfigOptions, Kubeconfig},
+};
+
+/// The manager binary this bench target was built with.
+pub const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
+
+/// Pages every bench manager serves without credentials (plain HTTP on loopback).
+const OPEN_PATHS: &str =
+    "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/shadow";
+
+/// A manager subprocess and what /proc says about it.
+pub struct Manager {
+    child: Child,
+    port: u16,
+}
+
+impl Manager {
+    /// Starts `binary` against the sim of `kubeconfig`, serving plain HTTP on a free loopback
+    /// port, with `args` (client rate, leader election, ...).
+    pub fn start(binary: &Path, kubeconfig: &Path, args: &[String]) -> anyhow::Result<Self> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        // `KCM_BENCH_LOGS=<dir>` keeps each manager's log there, by port.
+        let log = match std::env::var_os("KCM_BENCH_LOGS") {
+            Some(dir) => Stdio::from(std::fs::File::create(
+                Path::new(&dir).join(format!("manager-{port}.log")),
+            )?),
+            None => Stdio::null(),
+        };
+        let child = Command::new(binary)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--secure-port={port}"))
+            .args(["--bind-address=127.0.0.1", "--plain-http", OPEN_PATHS])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context("starting the manager")?;
+        Ok(Self { child, port })
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (e.g. `KILL`, `STOP`, `CONT`) to the process.
+    pub fn signal(&self, signal: &str) -> anyhow::Result<()> {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()?;
+        if !status.success() {
+            bail!("kill -{signal} {} failed", self.pid());
+        }
+        Ok(())
+    }
+
+    /// Whether the process is still running (a process that exited is reaped here).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The body of one of the manager's pages.
+    pub fn page(&self, path: &str) -> anyhow::Result<String> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let body = response.split_once("\r\n\r\n").context("no HTTP body")?.1;
+        Ok(body.to_owned())
+    }
+
+    /// The manager's own metrics that tell how its queues and syncs kept up.
+    pub fn queue_metrics(&self) -> anyhow::Result<QueueMetrics> {
+        Ok(QueueMetrics::parse(&self.page("/metrics")?))
+    }
+
+    /// utime + stime of the manager, in seconds.
+    pub fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))?;
+        // Fields after the command name (which is in parentheses and may contain spaces).
+        let rest = stat.rsplit_once(')').context("malformed stat")?.1;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
+        Ok(ticks / 100.0)
+    }
+
+    /// A field of /proc/<pid>/status in kB (`VmRSS`, `VmHWM`), as MiB.
+    pub fn status_mib(&self, field: &str) -> anyhow::Result<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
+        let kib: f64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .with_context(|| format!("no {field}"))?
+            .trim()
+            .trim_end_matches(" kB")
+            .parse()?;
+        Ok(kib / 1024.0)
+    }
+
+    /// Resets the kernel's peak RSS (`VmHWM`) to the current RSS, so the next phase's peak is
+    /// its own. Returns false where the kernel refuses (then only sampling measures the peak).
+    pub fn reset_peak_rss(&self) -> bool {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5").is_ok()
+    }
+
+    /// The peak RSS since the last reset, in MiB: the kernel's high-water mark, which sees
+    /// the short peaks a 250 ms sample misses.
+    pub fn peak_rss_mib(&self) -> anyhow::Result<f64> {
+        self.status_mib("VmHWM")
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The sim cluster: `kube-sim` as a process of its own, so that neither it nor the driver
+/// shares a process with the manager.
+pub struct Sim {
+    child: Child,
+    /// The kubeconfig it wrote.
+    pub kubeconfig: PathBuf,
+}
+
+impl Sim {
+    /// Starts `binary` on a free port with `args` and waits for the kubeconfig it writes.
+    pub async fn start(binary: &Path, dir: &Path, args: &[String]) -> anyhow::Result<Self> {
+        let kubeconfig = dir.join("kubeconfig");
+        let child = Command::new(binary)
+            .arg("--port=0")
+            .arg(format!("--kubeconfig-out={}", kubeconfig.display()))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| {
+                format!(
+                    "starting {} (build it with `cargo build --profile dist -p kube-sim`)",
+                    binary.display()
+                )
+            })?;
+        let sim = Self { child, kubeconfig };
+        let started = Instant::now();
+        while std::fs::metadata(&sim.kubeconfig).map_or(true, |m| m.len() == 0) {
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("kube-sim wrote no kubeconfig within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(sim)
+    }
+
+    /// A client of the sim, from the kubeconfig it wrote.
+    pub async fn client(&self) -> anyhow::Result<Client> {
+        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig)?;
+        let config =
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        Ok(Client::try_from(config)?)
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// API calls so far of the user agents containing `agent`, by "verb resource": the sim's
+/// `sim_requests_total` counters, summed over response codes.
+pub async fn api_calls(client: &Client, agent: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    let mut calls = BTreeMap::new();
+    for line in text.lines() {
+        let Some((labels, count)) = line
+            .strip_prefix("sim_requests_total{")
+            .and_then(|rest| rest.rsplit_once("} "))
+        else {
+            continue;
+        };
+        let labels = prometheus_labels(labels);
+        let label = |name: &str| labels.get(name).map(String::as_str).unwrap_or_default();
+        if label("user_agent").contains(agent) {
+            *calls
+                .entry(format!("{} {}", label("verb"), label("resource")))
+                .or_default() += count.trim().parse::<u64>()?;
+        }
+    }
+    Ok(calls)
+}
+
+/// Calls that change something, other than Leases (a manager's own leader election).
+pub fn writes(calls: &BTreeMap<String, u64>) -> u64 {
+    calls
+        .iter()
+        .filter(|(key, _)| {
+            let (verb, resource) = key.split_once(' ').unwrap_or_default();
+            ["create", "update", "patch", "delete", "deletecollection"].contains(&verb)
+                && resource != "leases"
+        })
+        .map(|(_, count)| count)
+        .sum()
+}
+
+/// `name="value",...` of a Prometheus sample, values unescaped.
+pub fn prometheus_labels(text: &str) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    let mut rest = text;
+    while let Some((name, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = after.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, escaped)) = chars.next() {
+                        value.push(if escaped == 'n' { '\n' } else { escaped });
+                    }
+                }
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        labels.insert(name.trim_start_matches(',').to_owned(), value);
+        rest = &after[end..];
+    }
+    labels
+}
+
+/// What a manager's `/metrics` says about keeping up: the cumulative sync duration histogram
+/// per controller, the current depth of every workqueue, and the retries so far.
+#[derive(Default)]
+pub struct QueueMetrics {
+    /// Controller -> (bucket upper bound in seconds, cumulative count), by ascending bound.
+    sync_buckets: BTreeMap<String, Vec<(f64, f64)>>,
+    /// Sum of `workqueue_depth` over the queues.
+    pub depth: f64,
+    /// Sum of `workqueue_retries_total` over the queues.
+    pub retries: f64,
+}
+
+impl QueueMetrics {
+    fn parse(text: &str) -> Self {
+        let mut metrics = Self::default();
+        for line in text.lines() {
+            let Some((name, rest)) = line.split_once('{') else {
+                continue;
+            };
+            let Some((labels, value)) = rest.rsplit_once("} ") else {
+                continue;
+            };
+            let Ok(value) = value.trim().parse::<f64>() else {
+                continue;
+            };
+            match name {
+                "workqueue_depth" => metrics.depth += value,
+                "workqueue_retries_total" => metrics.retries += value,
+                "controller_sync_duration_seconds_bucket" => {
+                    let labels = prometheus_labels(labels);
+                    let (Some(controller), Some(bound)) =
+                        (labels.get("controller"), labels.get("le"))
+                    else {
+                        continue;
+                    };
+                    let bound = bound.parse().unwrap_or(f64::INFINITY);
+                    metrics
+                        .sync_buckets
+                        .entry(controller.clone())
+                        .or_default()
+                        .push((bound, value));
+                }
+                _ => {}
+            }
+        }
+        for buckets in metrics.sync_buckets.values_mut() {
+            buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        metrics
+    }
+
+    /// The 99th percentile sync duration (the upper bound of the bucket that holds it) of the
+    /// syncs between `before` and `self`, in milliseconds, of the controller with the highest;
+    /// `None` when no sync ran.
+    pub fn sync_p99_ms_since(&self, before: &QueueMetrics) -> Option<f64> {
+        self.sync_buckets
+            .iter()
+            .filter_map(|(controller, buckets)| {
+                let earlier = before.sync_buckets.get(controller);
+                let counts: Vec<(f64, f64)> = buckets
+                    .iter()
+                    .map(|&(bound, count)| {
+                        let was = earlier
+                            .and_then(|e| e.iter().find(|(b, _)| *b == bound))
+                            .map_or(0.0, |(_, c)| *c);
+                        (bound, count - was)
+                    })
+                    .collect();
+                let total = counts.last()?.1;
+                (total > 0.0).then(|| {
+                    counts
+                        .iter()
+                        .find(|(_, cumulative)| *cumulative >= 0.99 * total)
+                        .map_or(f64::INFINITY, |(bound, _)| *bound * 1000.0)
+                })
+            })
+            .max_by(f64::total_cmp)
+    }
+}
