@@ -1179,8 +1179,8 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     // The small variant leaves the API-faults scenario to `make chaos` and KCM_CHAOS_ONLY=faults
-    // for now: there it finds a Deployment that intermittently stays one old pod short of
-    // complete (issue 20's note), which would make `make test` fail at random.
+    // until repeated runs confirm the fix for the Deployment it found stuck one old pod short
+    // of complete (a swallowed scale-down failure; see `rollout_rolling`).
     let faults_wanted = match only.as_deref() {
         Some(only) => only == "faults",
         None => settings.sizes.faults_by_default,

@@ -246,6 +246,7 @@ impl SyncContext {
         let old = borrowed(&old);
         let all = old_and_new(&old, Some(&new));
         let plan = plan_rolling_update(d, &new, &old)?;
+        let mut scale_down_failed = None;
         match plan.step {
             RollingStep::ScaleNew(action) => {
                 self.apply_scales(d, &all, &[action]).await?;
@@ -257,9 +258,13 @@ impl SyncContext {
                         return self.sync_rollout_status(d, &all, Some(&new), key).await;
                     }
                     Ok(()) => {}
-                    // Upstream swallows errors while scaling old ReplicaSets down.
+                    // Upstream swallows errors while scaling old ReplicaSets down and goes on
+                    // to the status; it then waits for some other event to try again, which a
+                    // failed write (a 500, or a 409 with nothing changed) never sends. kcm-rs
+                    // goes on the same way, then fails the sync so it is retried with backoff.
                     Err(error) => {
                         tracing::debug!(key, %error, "scaling old replica sets down");
+                        scale_down_failed = Some(error);
                     }
                 }
             }
@@ -268,7 +273,8 @@ impl SyncContext {
         if plan.cleanup {
             self.cleanup_deployment(d, &old).await?;
         }
-        self.sync_rollout_status(d, &all, Some(&new), key).await
+        self.sync_rollout_status(d, &all, Some(&new), key).await?;
+        scale_down_failed.map_or(Ok(()), |error| Err(error.into()))
     }
 }
 
