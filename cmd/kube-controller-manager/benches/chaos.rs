@@ -481,7 +481,9 @@ impl Checker {
         self.world.lock().expect("world").rolling = rolling;
     }
 
-    fn stop(self, result: &mut ScenarioResult) {
+    /// Stops watching and completes the scenario's row with what was sampled and the peak
+    /// request rate.
+    fn finish(self, mut result: ScenarioResult, rate: &RequestRate) -> ScenarioResult {
         for task in &self.tasks {
             task.abort();
         }
@@ -489,6 +491,8 @@ impl Checker {
         result.invariant_samples = world.samples;
         result.violations = world.violations;
         result.violation_examples = world.examples.clone();
+        result.requests_per_second_peak = rate.peak;
+        result
     }
 }
 
@@ -1002,9 +1006,7 @@ async fn failover(
         workloads.gone().await
     })
     .await?;
-    checker.stop(&mut result);
-    result.requests_per_second_peak = rate.peak;
-    Ok(result)
+    Ok(checker.finish(result, &rate))
 }
 
 async fn crash(settings: &Settings, sim: &Sim, client: &Client) -> anyhow::Result<ScenarioResult> {
@@ -1053,9 +1055,7 @@ async fn crash(settings: &Settings, sim: &Sim, client: &Client) -> anyhow::Resul
         workloads.gone().await
     })
     .await?;
-    checker.stop(&mut result);
-    result.requests_per_second_peak = rate.peak;
-    Ok(result)
+    Ok(checker.finish(result, &rate))
 }
 
 async fn faults(settings: &Settings, dir: &Path) -> anyhow::Result<ScenarioResult> {
@@ -1125,10 +1125,8 @@ async fn faults(settings: &Settings, dir: &Path) -> anyhow::Result<ScenarioResul
     if retries == 0.0 {
         bail!("API faults: no retry was counted: the faults did not reach the manager");
     }
-    checker.stop(&mut result);
-    result.requests_per_second_peak = rate.peak;
     drop(manager);
-    Ok(result)
+    Ok(checker.finish(result, &rate))
 }
 
 fn markdown(results: &[ScenarioResult]) -> String {

@@ -301,3 +301,62 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use k8s_openapi::api::coordination::v1::Lease;
+    use kube::api::{Api, PostParams};
+    use prometheus::Registry;
+    use sim::{SimCluster, SimConfig};
+
+    use super::*;
+
+    fn lease(name: &str) -> Lease {
+        Lease {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.to_owned()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_fence_refuses_writes_but_not_reads_or_the_unfenced_client() {
+        let sim = SimCluster::start(SimConfig::default()).await.unwrap();
+        let config = kube::Config::new(sim.url().parse().unwrap());
+        let fence = LeaseFence::new();
+        let clients = ClientFactory::new(
+            config,
+            100.0,
+            100,
+            RestClientMetrics::register(&Registry::new()).unwrap(),
+        )
+        .unwrap()
+        .with_fence(Some(fence.clone()));
+        let fenced: Api<Lease> =
+            Api::namespaced(clients.client("replicaset-controller").unwrap(), "default");
+        let unfenced: Api<Lease> = Api::namespaced(
+            clients.unfenced_client("leader-election").unwrap(),
+            "default",
+        );
+        let post = PostParams::default();
+
+        // Closed (lease not acquired, or expired): no write is sent; reads still are.
+        let refused = fenced.create(&post, &lease("a")).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("lease has expired"),
+            "{refused}"
+        );
+        assert!(fenced.get_opt("a").await.unwrap().is_none());
+        unfenced.create(&post, &lease("b")).await.unwrap();
+
+        // Open within the renew deadline of the last success.
+        fence.extend(Instant::now(), Duration::from_secs(10));
+        fenced.create(&post, &lease("a")).await.unwrap();
+        assert!(fenced.get_opt("a").await.unwrap().is_some());
+        sim.shutdown().await;
+    }
+}
