@@ -104,7 +104,7 @@ impl Sizes {
         crash_stateful_sets: 5,
         fault_deployments: 50,
         fault_stateful_sets: 5,
-        faults_by_default: false,
+        faults_by_default: true,
         lease: (4, 3, 1),
         // Beyond upstream's 5-minute expectations timeout: a controller that waits out a lost
         // watch event still converges, and the table shows how long it took.
@@ -1176,9 +1176,6 @@ async fn main() -> anyhow::Result<()> {
             results.push(crash(&settings, &sim, &client).await?);
         }
     }
-    // The small variant leaves the API-faults scenario to `make chaos` and KCM_CHAOS_ONLY=faults
-    // until repeated runs confirm the fix for the Deployment it found stuck one old pod short
-    // of complete (a swallowed scale-down failure; see `rollout_rolling`).
     let faults_wanted = match only.as_deref() {
         Some(only) => only == "faults",
         None => settings.sizes.faults_by_default,

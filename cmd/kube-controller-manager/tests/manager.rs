@@ -492,3 +492,308 @@ async fn kube_api_qps_bounds_the_request_rate() {
         "all 40 pods created: no rate limit in effect"
     );
 }
+
+/// Creates `object` (JSON) as resource `K` in its namespace through the test client.
+async fn create_json<K>(client: &kube::Client, object: serde_json::Value) -> K
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
+    K::DynamicType: Default,
+{
+    let namespace = object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_owned();
+    let typed: K = serde_json::from_value(object).expect("a valid object");
+    Api::<K>::namespaced(client.clone(), &namespace)
+        .create(&PostParams::default(), &typed)
+        .await
+        .expect("the API server accepts it")
+}
+
+fn deployment_json(
+    namespace: &str,
+    name: &str,
+    replicas: i32,
+    spec: serde_json::Value,
+) -> serde_json::Value {
+    let mut object = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
+    });
+    if let (Some(base), Some(extra)) = (object["spec"].as_object_mut(), spec.as_object()) {
+        base.extend(extra.clone());
+    }
+    object
+}
+
+/// Issue 20, hostile objects: objects an API server accepts but no one should write — two
+/// billion replicas under a pod quota, a maxSurge of 2^31-1, minReadySeconds and
+/// progressDeadlineSeconds near 2^31, StatefulSet ordinals past 2^31-1, a 200 KiB annotation with
+/// 10,000 owner references — next to ordinary ones. The manager (a debug build: integer
+/// overflow panics) neither panics nor stalls: the ordinary objects converge, so do the
+/// extreme but satisfiable ones, the unsatisfiable ones get Warning events, and retries back off
+/// instead of spinning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_objects_neither_panic_the_manager_nor_stall_the_others() {
+    use k8s_openapi::api::{
+        apps::v1::{Deployment, StatefulSet},
+        core::v1::{Event, Namespace, Pod},
+    };
+    use kube::api::ListParams;
+    use sim::testing::eventually;
+
+    let cluster = cluster().await;
+    let client = cluster.sim.client();
+    let mut manager = Manager::start(
+        &cluster.kubeconfig,
+        cluster.dir.path(),
+        "hostile",
+        &["--leader-elect=false"],
+    );
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for (name, annotations) in [
+        ("hostile", json!({"sim.kcm-rs.io/pod-quota": "5"})),
+        ("extremes", json!({})),
+    ] {
+        let namespace = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "annotations": annotations}
+        }))
+        .expect("namespace");
+        namespaces
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("create namespace");
+    }
+
+    create_json::<Deployment>(
+        &client,
+        deployment_json("hostile", "two-billion", i32::MAX, json!({})),
+    )
+    .await;
+    create_json::<Deployment>(
+        &client,
+        deployment_json(
+            "extremes",
+            "max-surge",
+            2,
+            json!({"strategy": {"type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": i32::MAX, "maxUnavailable": 0}}}),
+        ),
+    )
+    .await;
+    create_json::<Deployment>(
+        &client,
+        deployment_json(
+            "extremes",
+            "never-available",
+            1,
+            json!({
+            "minReadySeconds": i32::MAX - 1, "progressDeadlineSeconds": i32::MAX}),
+        ),
+    )
+    .await;
+    create_json::<StatefulSet>(
+        &client,
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "far", "namespace": "extremes"},
+            "spec": {"replicas": 3, "serviceName": "far", "ordinals": {"start": i32::MAX - 1},
+                "selector": {"matchLabels": {"app": "far"}},
+                "template": {"metadata": {"labels": {"app": "far"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}
+        }),
+    )
+    .await;
+    let owners: Vec<serde_json::Value> = (0..10_000)
+        .map(|i| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "name": format!("owner-{i}"), "uid": format!("00000000-0000-0000-0000-{i:012}")})
+        })
+        .collect();
+    let mut crowded = workload("ReplicaSet", "crowded", 2);
+    crowded["metadata"]["namespace"] = json!("extremes");
+    crowded["metadata"]["annotations"] = json!({"example.com/blob": "x".repeat(200 << 10)});
+    crowded["metadata"]["ownerReferences"] = json!(owners);
+    create_json::<ReplicaSet>(&client, crowded).await;
+    // The ordinary ones, created last.
+    create_json::<Deployment>(
+        &client,
+        deployment_json("default", "ordinary", 3, json!({})),
+    )
+    .await;
+    create_json::<ReplicaSet>(&client, workload("ReplicaSet", "ordinary-rs", 2)).await;
+    let mut ordinary_set = workload("StatefulSet", "ordinary-set", 2);
+    ordinary_set["spec"]["serviceName"] = json!("ordinary-set");
+    create_json::<StatefulSet>(&client, ordinary_set).await;
+
+    let deployments = |ns: &str| Api::<Deployment>::namespaced(client.clone(), ns);
+    let available = |ns: &'static str, name: &'static str, want: i32| {
+        let api = deployments(ns);
+        async move {
+            let status = api.get(name).await.ok()?.status?;
+            (status.available_replicas == Some(want) && status.updated_replicas == Some(want))
+                .then_some(())
+        }
+    };
+    eventually("the ordinary Deployment", Duration::from_secs(60), || {
+        available("default", "ordinary", 3)
+    })
+    .await;
+    eventually(
+        "the ordinary ReplicaSet and StatefulSet",
+        Duration::from_secs(60),
+        || {
+            let (sets, rss) = (
+                Api::<StatefulSet>::namespaced(client.clone(), "default"),
+                Api::<ReplicaSet>::namespaced(client.clone(), "default"),
+            );
+            async move {
+                let set = sets.get("ordinary-set").await.ok()?.status?;
+                let rs = rss.get("ordinary-rs").await.ok()?.status?;
+                (set.ready_replicas == Some(2) && rs.ready_replicas == Some(2)).then_some(())
+            }
+        },
+    )
+    .await;
+    eventually("maxSurge 2^31-1", Duration::from_secs(60), || {
+        available("extremes", "max-surge", 2)
+    })
+    .await;
+    deployments("extremes")
+        .patch(
+            "max-surge",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "c", "image": "nginx:1.27"}]}}}})),
+        )
+        .await
+        .expect("roll out");
+    eventually(
+        "maxSurge 2^31-1 rolled out",
+        Duration::from_secs(60),
+        || {
+            let api = deployments("extremes");
+            async move {
+                let d = api.get("max-surge").await.ok()?;
+                let status = d.status?;
+                (status.observed_generation == d.metadata.generation
+                    && status.updated_replicas == Some(2)
+                    && status.available_replicas == Some(2)
+                    && status.replicas == Some(2))
+                .then_some(())
+            }
+        },
+    )
+    .await;
+    // Ordinals past 2^31-1: no pod name can carry them (upstream parses pod names as int32),
+    // so those pods are not created and the set says why with a Warning.
+    eventually(
+        "StatefulSet ordinals up to 2^31-1",
+        Duration::from_secs(60),
+        || {
+            let pods = Api::<Pod>::namespaced(client.clone(), "extremes");
+            let sets = Api::<StatefulSet>::namespaced(client.clone(), "extremes");
+            let events = Api::<Event>::namespaced(client.clone(), "extremes");
+            async move {
+                let ready = sets.get("far").await.ok()?.status?.ready_replicas == Some(2);
+                let mut names: Vec<String> = pods
+                    .list(&ListParams::default().labels("app=far"))
+                    .await
+                    .ok()?
+                    .items
+                    .into_iter()
+                    .filter_map(|p| p.metadata.name)
+                    .collect();
+                names.sort();
+                let warned = events
+                    .list(&ListParams::default())
+                    .await
+                    .ok()?
+                    .items
+                    .iter()
+                    .any(|e| {
+                        e.type_.as_deref() == Some("Warning")
+                            && e.reason.as_deref() == Some("FailedCreate")
+                            && e.involved_object.name.as_deref() == Some("far")
+                    });
+                (ready && warned && names == ["far-2147483646", "far-2147483647"]).then_some(())
+            }
+        },
+    )
+    .await;
+    eventually("the crowded ReplicaSet", Duration::from_secs(60), || {
+        let api = Api::<ReplicaSet>::namespaced(client.clone(), "extremes");
+        async move {
+            (api.get("crowded").await.ok()?.status?.ready_replicas == Some(2)).then_some(())
+        }
+    })
+    .await;
+    eventually(
+        "the never-available Deployment's status",
+        Duration::from_secs(60),
+        || {
+            let api = deployments("extremes");
+            async move {
+                let status = api.get("never-available").await.ok()?.status?;
+                (status.updated_replicas == Some(1) && status.unavailable_replicas == Some(1))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+
+    // Two billion replicas: the quota admits 5 pods, the rest fail with a Warning event on the
+    // ReplicaSet, and the ReplicaSet controller backs off instead of retrying hot.
+    let events = Api::<Event>::namespaced(client.clone(), "hostile");
+    eventually(
+        "FailedCreate on the two-billion ReplicaSet",
+        Duration::from_secs(60),
+        || {
+            let events = events.clone();
+            async move {
+                let list = events.list(&ListParams::default()).await.ok()?;
+                list.items
+                    .iter()
+                    .any(|e| {
+                        e.type_.as_deref() == Some("Warning")
+                            && e.reason.as_deref() == Some("FailedCreate")
+                            && e.involved_object.kind.as_deref() == Some("ReplicaSet")
+                    })
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = cluster.sim.accounting().count("create", "pods");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let creates = cluster.sim.accounting().count("create", "pods") - before;
+    assert!(
+        creates <= 30,
+        "{creates} pod creates in 10 s: the refused ReplicaSet is retried hot"
+    );
+    let hostile_pods = Api::<Pod>::namespaced(client.clone(), "hostile")
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .len();
+    assert_eq!(hostile_pods, 5, "the quota's 5 pods");
+
+    assert_eq!(
+        manager.wait_exit(Duration::ZERO),
+        None,
+        "the manager exited:\n{}",
+        manager.log()
+    );
+    let log = manager.log();
+    assert!(!log.contains("panicked"), "a panic:\n{log}");
+}

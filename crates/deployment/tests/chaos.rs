@@ -29,11 +29,7 @@ const SURGE: i32 = 2;
 const UNAVAILABLE: i32 = 1;
 
 fn chaos_deployment(index: usize) -> Deployment {
-    let mut d = support::deployment(&format!("chaos-{index}"), REPLICAS, "nginx:1.25", 50);
-    // A short deadline makes a sync whose old-ReplicaSet scale-down failed (upstream swallows
-    // that error) come back soon instead of after 10 minutes.
-    d.spec.as_mut().expect("spec").progress_deadline_seconds = Some(3);
-    d
+    support::deployment(&format!("chaos-{index}"), REPLICAS, "nginx:1.25", 50)
 }
 
 async fn wait_all_complete(harness: &Harness, image: &str) {

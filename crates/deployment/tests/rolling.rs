@@ -4,7 +4,19 @@
 
 mod support;
 
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use controller_toolkit::writes::{ApiWriteExecutor, Write, WriteExecutor, WriteVerb};
+use deployment::{DeploymentOptions, RuntimeOptions};
+use futures::future::{BoxFuture, FutureExt};
 use k8s_openapi::api::apps::v1::Deployment;
+use kube::core::Status;
 use serde_json::{Value, json};
 use sim::testing::eventually;
 use support::{
@@ -175,4 +187,94 @@ async fn rolling_update_surge_1_unavailable_0_holds_bounds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_update_surge_0_unavailable_1_holds_bounds() {
     rolls_within_bounds("unavailable", json!(0), json!(1), 0, 1).await;
+}
+
+/// Fails every ReplicaSet scale-down while armed, as an API server answering 500 would (the
+/// write changes nothing, so no watch event follows it), and counts the failures; every other
+/// write goes to the API server.
+struct FailingScaleDowns {
+    api: ApiWriteExecutor,
+    armed: AtomicBool,
+    failures: AtomicUsize,
+}
+
+impl WriteExecutor for FailingScaleDowns {
+    fn execute(&self, write: Write) -> BoxFuture<'static, Result<String, kube::Error>> {
+        let scale_down = write.verb == WriteVerb::Update
+            && write.resource.plural == "replicasets"
+            && write.reason == "scale down";
+        if scale_down && self.armed.load(Ordering::SeqCst) {
+            self.failures.fetch_add(1, Ordering::SeqCst);
+            let status = Status::failure("injected by the test", "InternalError").with_code(500);
+            return futures::future::ready(Err(kube::Error::Api(status.boxed()))).boxed();
+        }
+        self.api.execute(write)
+    }
+}
+
+/// Upstream's `rolloutRolling` swallows a failed scale-down of an old ReplicaSet and waits for
+/// another event; a write that failed sends none, so once the cluster is quiet the rollout
+/// would stay unfinished. kcm-rs fails the sync after writing the status, so the key comes
+/// back with backoff and the rollout finishes once the API server accepts the scale-down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_old_replica_set_scale_down_is_retried_without_another_event() {
+    let name = "retry";
+    let mut harness = Harness::start_without_deployment_controller().await;
+    let faults: Arc<std::sync::OnceLock<Arc<FailingScaleDowns>>> = Arc::default();
+    let slot = faults.clone();
+    harness.start_deployment_controller_with(move |client| {
+        let executor = Arc::new(FailingScaleDowns {
+            api: ApiWriteExecutor::new(client.clone()),
+            armed: AtomicBool::new(false),
+            failures: AtomicUsize::new(0),
+        });
+        let _ = slot.set(executor.clone());
+        DeploymentOptions {
+            runtime: RuntimeOptions {
+                writes: Some(executor),
+                ..RuntimeOptions::default()
+            },
+            ..DeploymentOptions::default()
+        }
+    });
+    let faults = faults.get().expect("the controller was built").clone();
+    // Surge 100%, unavailable 0: the new ReplicaSet comes up whole, then the old one is scaled
+    // down in one write, which is what fails.
+    let d = support::rolling_deployment(name, 4, "nginx:1.25", json!("100%"), json!(0));
+    harness.create(&d).await;
+    harness.wait_complete(name).await;
+
+    faults.armed.store(true, Ordering::SeqCst);
+    harness.set_image(name, "nginx:1.27").await;
+    // Quiet: the new pods are available, the status says so, the old ReplicaSet is still 4.
+    eventually(
+        "the rollout waits on the scale-down",
+        Duration::from_secs(60),
+        || async {
+            let d = harness.deployments().get(name).await.ok()?;
+            let status = d.status.clone()?;
+            let old = harness.replica_set_with_image(name, "nginx:1.25").await;
+            let quiet = status.observed_generation == d.metadata.generation
+                && status.updated_replicas == Some(4)
+                && status.available_replicas == Some(8)
+                && spec_replicas(&old) == 4
+                && faults.failures.load(Ordering::SeqCst) > 0;
+            quiet.then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let failures_when_quiet = faults.failures.load(Ordering::SeqCst);
+    eventually(
+        "the scale-down is tried again with no event",
+        Duration::from_secs(30),
+        || async { (faults.failures.load(Ordering::SeqCst) > failures_when_quiet).then_some(()) },
+    )
+    .await;
+
+    faults.armed.store(false, Ordering::SeqCst);
+    harness.wait_complete(name).await;
+    let old = harness.replica_set_with_image(name, "nginx:1.25").await;
+    assert_eq!(spec_replicas(&old), 0);
+    harness.stop().await;
 }

@@ -36,7 +36,7 @@ use workqueue::{RateLimitingQueue, SyncFailure};
 use crate::{
     decide::{BrokenRolloutRecovery, availability_recheck},
     features::FeatureGates,
-    identity::parent_and_ordinal,
+    identity::{OrdinalRange, parent_and_ordinal},
     metrics::StatefulSetMetrics,
     pod_control::{PodControlError, StatefulPodControl},
     raw::RawStatefulSet,
@@ -224,6 +224,8 @@ impl Reconciler for SyncContext {
             }
             None => return Ok(()),
         };
+        self.pod_control
+            .warn_unnameable_ordinals(&set.set, OrdinalRange::of(&set.set));
         let manager = ControllerRefManager::new(
             self.writer.clone(),
             &set.set,

@@ -14,8 +14,14 @@
 //! kcm-rs only, opt-in: [`broken_rollout_recovery`] deletes a pod of an `OrderedReady` set that
 //! is stuck not Ready at an outdated revision (kubernetes#67250), which upstream's ordered pass
 //! waits for forever; see [`BrokenRolloutRecovery`].
+//!
+//! kcm-rs only, against hostile objects: a sync creates at most [`MAX_CREATES_PER_SYNC`] pods
+//! (`spec.replicas` may be `i32::MAX`) and none whose ordinal falls outside `[0, i32::MAX]` (a
+//! negative `spec.ordinals.start`, or `start + replicas` past int32), where upstream's Go int
+//! arithmetic would name a pod no later sync recognises; such a slot stays empty and stops an
+//! ordered pass, as one held back by a stale claim does. See [`ReplicaSlots`].
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, ops::Range, sync::Arc, time::Duration};
 
 use controller_toolkit::{
     availability::availability_requeue,
@@ -34,7 +40,7 @@ use k8s_openapi::{
 use crate::{
     features::FeatureGates,
     identity::{
-        OrdinalRange, identity_matches, new_pod, pod_claims, pod_ordinal, pod_revision,
+        OrdinalRange, identity_matches, new_pod, pod_claims, pod_name, pod_ordinal, pod_revision,
         set_identity, set_storage, storage_matches,
     },
     retention::{claim_is_stale, claim_owner_up_to_date, updated_claim_owners},
@@ -260,30 +266,140 @@ pub struct PlanInput<'a> {
     pub update_equivalents: &'a [String],
 }
 
-/// A pod slot: a pod from the API server, or one built in memory for an empty ordinal.
+/// kcm-rs only: the most pods one sync creates. A `Parallel` set's empty slots past it are
+/// filled by the next syncs, which the new pods' events trigger. Upstream has no cap and first
+/// builds an in-memory pod for every empty slot, so a set with `replicas: 2147483647` (which
+/// the API server accepts) would exhaust the manager's memory and take every controller down
+/// with it. Creations go through the client's rate limit (`--kube-api-qps`) anyway, so a set
+/// this large gains nothing from one sync making them all; a set with no more empty slots than
+/// this plans as upstream's does.
+pub const MAX_CREATES_PER_SYNC: usize = 10_000;
+
+/// The wanted slots `[start, start + replicas)` of a set and the pods that fill them
+/// (upstream's `replicas` slice), held sparsely: only filled slots take memory and an empty
+/// slot's pod is built only when it is created, so a hostile `spec.replicas` (up to
+/// `i32::MAX`) costs what a small one does.
 #[derive(Debug, Clone)]
-enum Slot {
-    Existing(Arc<CachedPod>),
-    Missing {
-        /// The pod to create.
-        pod: Box<Pod>,
-        /// The same pod as the predicates read it.
-        view: Box<CachedPod>,
-    },
+pub struct ReplicaSlots<'a> {
+    /// The number of slots (`spec.replicas`).
+    len: usize,
+    /// The ordinal of slot 0 (`spec.ordinals.start`).
+    start: i32,
+    /// The pods of the filled slots, by index (ordinal - start).
+    filled: BTreeMap<usize, &'a Arc<CachedPod>>,
 }
 
-impl Slot {
-    fn missing(pod: Pod) -> Self {
-        Slot::Missing {
-            view: Box::new(CachedPod::from(&pod)),
-            pod: Box::new(pod),
+/// A stretch of [`ReplicaSlots`] in index order.
+#[derive(Debug, Clone)]
+enum Run<'a> {
+    /// Consecutive empty slots (upstream fills each with an in-memory pod, never created yet).
+    Empty(Range<usize>),
+    /// The slot of this index and its pod.
+    Filled(usize, &'a Arc<CachedPod>),
+}
+
+impl<'a> ReplicaSlots<'a> {
+    /// Step 3: the slots of `range` filled with the pods whose ordinal is in it (a later pod of
+    /// an ordinal replaces an earlier one, as upstream's slice assignment does), and the
+    /// condemned pods, whose ordinal is valid but out of range. Pods without an ordinal are
+    /// ignored, even when a negative `spec.ordinals.start` puts -1 in range.
+    fn partition(range: OrdinalRange, pods: &'a [Arc<CachedPod>]) -> (Self, Vec<Arc<CachedPod>>) {
+        let mut slots = Self {
+            len: usize::try_from(range.replicas).unwrap_or(0),
+            start: range.start,
+            filled: BTreeMap::new(),
+        };
+        let mut condemned = Vec::new();
+        for pod in pods {
+            let ordinal = pod_ordinal(pod);
+            if ordinal < 0 {
+                continue;
+            }
+            if !range.contains(ordinal) {
+                condemned.push(pod.clone());
+            } else if let Ok(index) = usize::try_from(i64::from(ordinal) - i64::from(range.start)) {
+                slots.filled.insert(index, pod);
+            }
         }
+        (slots, condemned)
     }
 
-    fn pod(&self) -> &CachedPod {
-        match self {
-            Slot::Existing(pod) => pod,
-            Slot::Missing { view, .. } => view,
+    /// The ordinal of slot `index` when a pod can carry it: `None` past `i32::MAX` (`start +
+    /// replicas` may pass it) or below 0 (a negative `start`), where upstream's Go int
+    /// arithmetic names a pod (`web-2147483648`, `web--1`) that no sync parses back to its slot,
+    /// so it would be created again every sync.
+    fn ordinal(&self, index: usize) -> Option<i32> {
+        let ordinal = i64::from(self.start).checked_add(i64::try_from(index).ok()?)?;
+        i32::try_from(ordinal).ok().filter(|ordinal| *ordinal >= 0)
+    }
+
+    /// The indices whose ordinal a pod can carry (see [`Self::ordinal`]).
+    fn creatable(&self) -> Range<usize> {
+        let start = i64::from(self.start);
+        let low = usize::try_from(-start).unwrap_or(0);
+        let high = usize::try_from(i64::from(i32::MAX) - start + 1).unwrap_or(usize::MAX);
+        low.min(self.len)..high.min(self.len)
+    }
+
+    /// The number of empty slots.
+    fn empty(&self) -> usize {
+        self.len.saturating_sub(self.filled.len())
+    }
+
+    /// The number of empty slots among the first `count`.
+    fn empty_below(&self, count: usize) -> usize {
+        let count = count.min(self.len);
+        count.saturating_sub(self.filled.range(..count).count())
+    }
+
+    /// The pods of the filled slots, in index order.
+    fn pods(&self) -> impl Iterator<Item = &'a CachedPod> + '_ {
+        self.filled.values().map(|pod| -> &'a CachedPod { pod })
+    }
+
+    /// The filled slots from index `from` up, in index order.
+    fn filled_from(&self, from: usize) -> impl DoubleEndedIterator<Item = &'a Arc<CachedPod>> + '_ {
+        self.filled.range(from..).map(|(_, pod)| *pod)
+    }
+
+    /// Unavailable slots: the empty ones and those whose pod is unavailable.
+    fn unavailable(&self, min_ready: i32, now: Timestamp) -> usize {
+        self.empty()
+            + self
+                .pods()
+                .filter(|pod| is_unavailable(pod, min_ready, now))
+                .count()
+    }
+
+    /// The slots in index order, consecutive empty ones as one run.
+    fn runs(&self) -> Vec<Run<'a>> {
+        let mut runs = Vec::with_capacity(2 * self.filled.len() + 1);
+        let mut next = 0;
+        for (&index, &pod) in &self.filled {
+            if next < index {
+                runs.push(Run::Empty(next..index));
+            }
+            runs.push(Run::Filled(index, pod));
+            next = index + 1;
+        }
+        if next < self.len {
+            runs.push(Run::Empty(next..self.len));
+        }
+        runs
+    }
+}
+
+impl<'a> From<&[Option<&'a Arc<CachedPod>>]> for ReplicaSlots<'a> {
+    /// Slots from ordinal 0, one per entry, `None` for an empty one.
+    fn from(slots: &[Option<&'a Arc<CachedPod>>]) -> Self {
+        Self {
+            len: slots.len(),
+            start: 0,
+            filled: slots
+                .iter()
+                .enumerate()
+                .filter_map(|(index, slot)| slot.map(|pod| (index, pod)))
+                .collect(),
         }
     }
 }
@@ -377,29 +493,37 @@ pub fn max_unavailable(set: &StatefulSet) -> i32 {
             .strip_suffix('%')
             .and_then(|percent| percent.parse::<i64>().ok())
             .map_or(1, |percent| {
-                i32::try_from(percent * i64::from(replicas) / 100).unwrap_or(i32::MAX)
+                // In i128 no percentage an i64 holds overflows with up to i32::MAX replicas
+                // (`"99999999999%"` did in i64); past int32 either way is as good as its end.
+                let scaled = i128::from(percent) * i128::from(replicas) / 100;
+                let clamped = scaled.clamp(i128::from(i32::MIN), i128::from(i32::MAX));
+                i32::try_from(clamped).unwrap_or(1)
             }),
     };
     resolved.max(1)
+}
+
+/// How many slots, from the first, get their in-memory pod built from the current revision
+/// (upstream `newVersionedStatefulSetPod`): `rollingUpdate.partition` when `rollingUpdate` is
+/// set, else `status.currentReplicas` for a rolling update; `None` (no slot) for `OnDelete`.
+fn current_revision_slots(set: &StatefulSet) -> Option<i64> {
+    match rolling_update(set) {
+        Some(_) => Some(i64::from(partition(set))),
+        None if !is_on_delete(set) => Some(i64::from(
+            set.status
+                .as_ref()
+                .and_then(|status| status.current_replicas)
+                .unwrap_or(0),
+        )),
+        None => None,
+    }
 }
 
 /// Whether the pod of `ordinal` is built from the current revision rather than the update
 /// revision.
 pub fn uses_current_revision(set: &StatefulSet, ordinal: i32) -> bool {
     let start = OrdinalRange::of(set).start;
-    match rolling_update(set) {
-        Some(_) => i64::from(ordinal) < i64::from(start) + i64::from(partition(set)),
-        None => {
-            let strategy_is_rolling = !is_on_delete(set);
-            let current_replicas = set
-                .status
-                .as_ref()
-                .and_then(|status| status.current_replicas)
-                .unwrap_or(0);
-            strategy_is_rolling
-                && i64::from(ordinal) < i64::from(start) + i64::from(current_replicas)
-        }
-    }
+    current_revision_slots(set).is_some_and(|slots| i64::from(ordinal) < i64::from(start) + slots)
 }
 
 /// The status counters over `pods` (upstream `computeReplicaStatus`).
@@ -511,52 +635,14 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     let monotonic = is_monotonic(set);
     let revisions = input.revisions;
 
-    // Step 3: partition the pods into wanted slots and condemned pods.
-    let mut replicas: Vec<Option<Slot>> = vec![None; usize::try_from(range.replicas).unwrap_or(0)];
-    let mut condemned: Vec<Arc<CachedPod>> = Vec::new();
-    for pod in input.pods {
-        let ordinal = pod_ordinal(pod);
-        if range.contains(ordinal) {
-            if let Some(slot) = usize::try_from(ordinal - range.start)
-                .ok()
-                .and_then(|index| replicas.get_mut(index))
-            {
-                *slot = Some(Slot::Existing(pod.clone()));
-            }
-        } else if ordinal >= 0 {
-            condemned.push(pod.clone());
-        }
-    }
-    // Step 4: empty slots get an in-memory pod at the revision `newVersionedStatefulSetPod` picks.
-    let replicas: Vec<Slot> = replicas
-        .into_iter()
-        .enumerate()
-        .map(|(index, slot)| {
-            slot.unwrap_or_else(|| {
-                let ordinal = range.start + i32::try_from(index).unwrap_or(i32::MAX);
-                let (template_set, revision) = if uses_current_revision(set, ordinal) {
-                    (revisions.current_set, revisions.current)
-                } else {
-                    (revisions.update_set, revisions.update)
-                };
-                Slot::missing(new_pod(
-                    set,
-                    template_set,
-                    input.controller_ref,
-                    ordinal,
-                    revision,
-                ))
-            })
-        })
-        .collect();
+    // Step 3: partition the pods into wanted slots and condemned pods. Step 4 (an in-memory
+    // pod for every empty slot) is left to the creation, the only step that needs the pod.
+    let (slots, mut condemned) = ReplicaSlots::partition(range, input.pods);
     // Step 5: condemned pods go highest ordinal first.
     condemned.sort_by_key(|pod| std::cmp::Reverse(pod_ordinal(pod)));
 
     let mut status = count_replicas(
-        replicas
-            .iter()
-            .map(Slot::pod)
-            .chain(condemned.iter().map(AsRef::as_ref)),
+        slots.pods().chain(condemned.iter().map(AsRef::as_ref)),
         (revisions.current, revisions.update),
         min_ready,
         now,
@@ -566,12 +652,10 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     status.update_revision = Some(revisions.update.to_owned());
     status.collision_count = Some(input.collision_count);
 
-    let unavailable = input.gates.max_unavailable_statefulset.then(|| {
-        replicas
-            .iter()
-            .filter(|slot| is_unavailable(slot.pod(), min_ready, now))
-            .count()
-    });
+    let unavailable = input
+        .gates
+        .max_unavailable_statefulset
+        .then(|| slots.unavailable(min_ready, now));
     let mut plan = Plan {
         phases: Vec::new(),
         parallel: !monotonic,
@@ -586,41 +670,27 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     // kcm-rs only: a stuck pod is not Ready, so the ordered pass below halts at or before it;
     // its deletion runs as a phase of its own right after that pass.
     let recovery = match input.recovery {
-        Some(grace) => {
-            let slots: Vec<Option<&Arc<CachedPod>>> = replicas
-                .iter()
-                .map(|slot| match slot {
-                    Slot::Existing(pod) => Some(pod),
-                    Slot::Missing { .. } => None,
-                })
-                .collect();
-            broken_rollout_recovery(
-                set,
-                &slots,
-                input.pods,
-                &RecoveryRule {
-                    grace,
-                    current_revision: revisions.current,
-                    update_revision: revisions.update,
-                    update_equivalents: input.update_equivalents,
-                    gates: input.gates,
-                    now,
-                },
-            )
-        }
+        Some(grace) => broken_rollout_recovery(
+            set,
+            &slots,
+            input.pods,
+            &RecoveryRule {
+                grace,
+                current_revision: revisions.current,
+                update_revision: revisions.update,
+                update_equivalents: input.update_equivalents,
+                gates: input.gates,
+                now,
+            },
+        ),
         None => Recovery::Nothing,
     };
 
     // Step 6: the first unavailable pod, in replica then condemned (ascending) order.
-    let first_unavailable = replicas
-        .iter()
-        .map(Slot::pod)
-        .chain(condemned.iter().rev().map(AsRef::as_ref))
-        .find(|pod| is_unavailable(pod, min_ready, now))
-        .and_then(|pod| pod.metadata.name.clone());
+    let first_unavailable = first_unavailable(set, &slots, &condemned, min_ready, now);
 
     // Step 9: processReplica.
-    let (actions, halted) = process_replicas(input, &replicas, monotonic);
+    let (actions, halted) = process_replicas(input, &slots, monotonic);
     plan.phases.push(actions);
     match recovery {
         Recovery::Delete(stuck) => plan.phases.push(vec![PodAction::Recover(stuck)]),
@@ -657,49 +727,107 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     }
     // Step 14: rolling update, by the MaxUnavailableStatefulSet gate.
     let deletions = if input.gates.max_unavailable_statefulset {
-        rolling_update_deletions(set, &replicas, revisions.update, monotonic, min_ready, now)
+        rolling_update_deletions(set, &slots, revisions, monotonic, min_ready, now)
     } else {
-        rolling_update_one_at_a_time(set, &replicas, revisions.update, min_ready, now)
+        rolling_update_one_at_a_time(set, &slots, revisions.update, min_ready, now)
     };
     plan.phases.push(deletions);
     plan
 }
 
-/// upstream `processReplica` for every slot; returns the actions and whether a monotonic pass stopped.
+/// Step 6: the name of the first unavailable pod, replicas then condemned pods in ascending
+/// order. An empty slot is unavailable, under the name its in-memory pod gets (`None` when no
+/// pod can carry its ordinal: nothing is named after it).
+fn first_unavailable(
+    set: &StatefulSet,
+    slots: &ReplicaSlots<'_>,
+    condemned: &[Arc<CachedPod>],
+    min_ready: i32,
+    now: Timestamp,
+) -> Option<String> {
+    for run in slots.runs() {
+        match run {
+            Run::Empty(indices) => {
+                let set_name = set.metadata.name.as_deref().unwrap_or_default();
+                return slots
+                    .ordinal(indices.start)
+                    .map(|ordinal| pod_name(set_name, ordinal));
+            }
+            Run::Filled(_, pod) if is_unavailable(pod, min_ready, now) => {
+                return pod.metadata.name.clone();
+            }
+            Run::Filled(..) => {}
+        }
+    }
+    condemned
+        .iter()
+        .rev()
+        .find(|pod| is_unavailable(pod, min_ready, now))
+        .and_then(|pod| pod.metadata.name.clone())
+}
+
+/// Steps 4 and 9 for the empty slot `index`: the in-memory pod upstream's
+/// `newVersionedStatefulSetPod` builds, to create after its claims; `None` when no pod can
+/// carry the slot's ordinal ([`ReplicaSlots::ordinal`]) or when a stale claim of an earlier pod
+/// holds the slot back.
+fn create(input: &PlanInput<'_>, slots: &ReplicaSlots<'_>, index: usize) -> Option<PodAction> {
+    let set = input.set;
+    let revisions = input.revisions;
+    let ordinal = slots.ordinal(index)?;
+    let (template_set, revision) = if uses_current_revision(set, ordinal) {
+        (revisions.current_set, revisions.current)
+    } else {
+        (revisions.update_set, revisions.update)
+    };
+    let pod = new_pod(set, template_set, input.controller_ref, ordinal, revision);
+    let view = CachedPod::from(&pod);
+    let stale = pod_claims(set, ordinal).iter().any(|wanted| {
+        wanted
+            .metadata
+            .name
+            .as_ref()
+            .and_then(|name| input.claims.get(name))
+            .is_some_and(|existing| claim_is_stale(set, &view, existing))
+    });
+    (!stale).then(|| PodAction::Create {
+        claims: claims_to_create(set, &view, input.claims),
+        pod: Box::new(pod),
+    })
+}
+
+/// upstream `processReplica` for every slot; returns the actions and whether a monotonic pass
+/// stopped. A monotonic pass stops at the first empty slot, after creating its pod when it
+/// can; a Parallel one creates the pods of every empty slot, up to [`MAX_CREATES_PER_SYNC`].
 fn process_replicas(
     input: &PlanInput<'_>,
-    replicas: &[Slot],
+    slots: &ReplicaSlots<'_>,
     monotonic: bool,
 ) -> (Vec<PodAction>, bool) {
     let set = input.set;
     let min_ready = min_ready_seconds(set);
+    let creatable = slots.creatable();
     let mut actions = Vec::new();
-    for slot in replicas {
-        let pod = match slot {
-            Slot::Missing {
-                pod: new,
-                view: pod,
-            } => {
-                let stale = pod_claims(set, pod_ordinal(pod)).iter().any(|wanted| {
-                    wanted
-                        .metadata
-                        .name
-                        .as_ref()
-                        .and_then(|name| input.claims.get(name))
-                        .is_some_and(|existing| claim_is_stale(set, pod, existing))
-                });
-                if !stale {
-                    actions.push(PodAction::Create {
-                        claims: claims_to_create(set, pod, input.claims),
-                        pod: new.clone(),
-                    });
-                }
-                if monotonic {
-                    return (actions, true);
+    let mut creates = 0;
+    for run in slots.runs() {
+        let pod = match run {
+            Run::Empty(indices) if monotonic => {
+                actions.extend(create(input, slots, indices.start));
+                return (actions, true);
+            }
+            Run::Empty(indices) => {
+                let fill = indices.start.max(creatable.start)..indices.end.min(creatable.end);
+                for index in fill {
+                    if creates >= MAX_CREATES_PER_SYNC {
+                        break;
+                    }
+                    if let Some(action) = create(input, slots, index) {
+                        actions.push(action);
+                        creates += 1;
+                    }
                 }
                 continue;
             }
-            Slot::Existing(pod) => pod,
+            Run::Filled(_, pod) => pod,
         };
         if is_finished(pod) {
             if !is_terminating(pod) {
@@ -834,44 +962,45 @@ fn process_condemned(
 /// `maxUnavailable` budget.
 fn rolling_update_deletions(
     set: &StatefulSet,
-    replicas: &[Slot],
-    update_revision: &str,
+    slots: &ReplicaSlots<'_>,
+    revisions: Revisions<'_>,
     monotonic: bool,
     min_ready: i32,
     now: Timestamp,
 ) -> Vec<PodAction> {
+    let update_revision = revisions.update;
     let max_unavailable = max_unavailable(set);
     let update_min = usize::try_from(partition(set)).unwrap_or(0);
     let outdated = |pod: &CachedPod| pod_revision(pod) != update_revision;
-    let unavailable = replicas
-        .iter()
-        .filter(|slot| is_unavailable(slot.pod(), min_ready, now))
-        .count();
+    let unavailable = slots.unavailable(min_ready, now);
     let unavailable_needing_update = if monotonic {
         0
     } else {
-        replicas
-            .iter()
-            .map(Slot::pod)
-            .filter(|pod| {
-                is_unavailable(pod, min_ready, now) && outdated(pod) && !is_terminating(pod)
+        // An empty slot's in-memory pod is outdated when built from the current revision.
+        let empty_outdated = if revisions.current == update_revision {
+            0
+        } else {
+            current_revision_slots(set).map_or(0, |count| {
+                slots.empty_below(usize::try_from(count.max(0)).unwrap_or(usize::MAX))
             })
-            .count()
+        };
+        empty_outdated
+            + slots
+                .pods()
+                .filter(|pod| {
+                    is_unavailable(pod, min_ready, now) && outdated(pod) && !is_terminating(pod)
+                })
+                .count()
     };
     let max_unavailable = usize::try_from(max_unavailable).unwrap_or(1);
     if unavailable >= max_unavailable && unavailable_needing_update == 0 {
         return Vec::new();
     }
     // Only pods that exist can be deleted; highest index first, down to the partition.
-    let candidates: Vec<&Arc<CachedPod>> = replicas
-        .iter()
-        .enumerate()
+    let candidates: Vec<&Arc<CachedPod>> = slots
+        .filled_from(update_min)
         .rev()
-        .take_while(|(index, _)| *index >= update_min)
-        .filter_map(|(_, slot)| match slot {
-            Slot::Existing(pod) if outdated(pod) && !is_terminating(pod) => Some(pod),
-            _ => None,
-        })
+        .filter(|pod| outdated(pod) && !is_terminating(pod))
         .collect();
     let delete = |pod: &Arc<CachedPod>| PodAction::Delete {
         pod: pod.clone(),
@@ -899,20 +1028,22 @@ fn rolling_update_deletions(
 /// updated or terminating pod that is unavailable. `maxUnavailable` is ignored and the policy
 /// does not matter: only pods at or above the current target block.
 ///
-/// Upstream's slots all hold a pod by now (missing ones were created earlier in the sync); a
-/// [`Slot::Missing`] here is one created this sync (or held back by a stale claim), which is
+/// Upstream's slots all hold a pod by now (missing ones were created earlier in the sync); an
+/// empty slot here is one created this sync (or held back by a stale claim), which is
 /// unavailable, so the loop waits there as upstream's `isUnavailable` check does.
 fn rolling_update_one_at_a_time(
     set: &StatefulSet,
-    replicas: &[Slot],
+    slots: &ReplicaSlots<'_>,
     update_revision: &str,
     min_ready: i32,
     now: Timestamp,
 ) -> Vec<PodAction> {
     let update_min = usize::try_from(partition(set)).unwrap_or(0);
-    for slot in replicas.iter().skip(update_min).rev() {
-        let Slot::Existing(pod) = slot else {
-            return Vec::new();
+    for run in slots.runs().into_iter().rev() {
+        let pod = match run {
+            Run::Filled(index, pod) if index >= update_min => pod,
+            // An empty slot at or above the partition waits; one below it ends the loop too.
+            Run::Empty(_) | Run::Filled(..) => return Vec::new(),
         };
         if pod_revision(pod) != update_revision && !is_terminating(pod) {
             return vec![PodAction::Delete {
@@ -946,11 +1077,10 @@ fn rolling_update_one_at_a_time(
 /// (one pod at a time, as the gate-off rolling update). `Parallel` sets already replace such
 /// pods and are left alone, as are `OnDelete` sets.
 ///
-/// `replicas` are the in-range slots in ordinal order (`None` for a missing pod); `pods` are
-/// all the set's pods, condemned ones included.
+/// `replicas` are the in-range slots; `pods` are all the set's pods, condemned ones included.
 pub fn broken_rollout_recovery(
     set: &StatefulSet,
-    replicas: &[Option<&Arc<CachedPod>>],
+    replicas: &ReplicaSlots<'_>,
     pods: &[Arc<CachedPod>],
     rule: &RecoveryRule<'_>,
 ) -> Recovery {
@@ -963,7 +1093,7 @@ pub fn broken_rollout_recovery(
     let update_min = usize::try_from(partition(set)).unwrap_or(0);
     let mut stuck = None;
     let mut recheck: Option<Duration> = None;
-    for pod in replicas.iter().skip(update_min).flatten() {
+    for pod in replicas.filled_from(update_min) {
         let revision = pod_revision(pod);
         let outdated = revision != rule.update_revision
             && !rule.update_equivalents.iter().any(|name| name == revision);
@@ -976,7 +1106,7 @@ pub fn broken_rollout_recovery(
         let not_ready_for =
             Duration::try_from(rule.now.duration_since(since)).unwrap_or(Duration::ZERO);
         if not_ready_for >= threshold {
-            stuck = Some((*pod, not_ready_for));
+            stuck = Some((pod, not_ready_for));
             break;
         }
         let remaining = threshold - not_ready_for;
@@ -993,10 +1123,7 @@ pub fn broken_rollout_recovery(
     } else {
         1
     };
-    let unavailable = replicas
-        .iter()
-        .filter(|slot| slot.is_none_or(|pod| is_unavailable(pod, min_ready, rule.now)))
-        .count();
+    let unavailable = replicas.unavailable(min_ready, rule.now);
     if unavailable > budget {
         return Recovery::Nothing;
     }

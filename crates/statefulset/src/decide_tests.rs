@@ -1042,7 +1042,7 @@ fn stuck_rule(set: &StatefulSet, pods: &[Arc<CachedPod>]) -> Recovery {
         gates: FeatureGates::default(),
         now: now(),
     };
-    broken_rollout_recovery(set, &slots, pods, &rule)
+    broken_rollout_recovery(set, &ReplicaSlots::from(slots.as_slice()), pods, &rule)
 }
 
 /// Parallel sets already replace not-Ready outdated pods: the rule leaves their plans alone.

@@ -77,6 +77,27 @@ impl OrdinalRange {
         }
     }
 
+    /// kcm-rs only: the wanted ordinals no pod name can carry, as (how many, the first): those
+    /// past `i32::MAX` (`start + replicas` may pass it), which upstream parses back as no
+    /// ordinal at all, and those below 0. The planner leaves their slots empty.
+    pub fn unnameable(self) -> Option<(i64, i64)> {
+        let (start, end) = (
+            i64::from(self.start),
+            i64::from(self.start) + i64::from(self.replicas),
+        );
+        let below = (start.min(end) < 0).then(|| (end.min(0) - start, start));
+        let above = (end > i64::from(i32::MAX) + 1).then(|| {
+            (
+                end - start.max(i64::from(i32::MAX) + 1),
+                start.max(i64::from(i32::MAX) + 1),
+            )
+        });
+        match (below, above) {
+            (Some((low, first)), Some((high, _))) => Some((low + high, first)),
+            (one, other) => one.or(other),
+        }
+    }
+
     /// Whether `ordinal` is one of the wanted ordinals.
     pub fn contains(self, ordinal: i32) -> bool {
         ordinal >= self.start
@@ -284,6 +305,29 @@ mod tests {
         ];
         for (name, want) in cases {
             assert_eq!(parent_and_ordinal(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn unnameable_ordinals_are_those_outside_int32() {
+        let max = i64::from(i32::MAX);
+        let cases = [
+            ((0, 3), None),
+            ((i32::MAX - 2, 3), None),
+            ((i32::MAX - 1, 3), Some((1, max + 1))),
+            ((i32::MAX, i32::MAX), Some((max - 1, max + 1))),
+            ((-2, 5), Some((2, -2))),
+            ((-5, 2), Some((2, -5))),
+            ((i32::MIN, i32::MAX), Some((max, i64::from(i32::MIN)))),
+            ((7, 0), None),
+        ];
+        for ((start, replicas), want) in cases {
+            let range = OrdinalRange { start, replicas };
+            assert_eq!(
+                range.unnameable(),
+                want,
+                "start {start}, replicas {replicas}"
+            );
         }
     }
 

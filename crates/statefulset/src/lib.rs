@@ -7,6 +7,8 @@ pub mod decide;
 mod features;
 pub mod identity;
 mod metrics;
+#[cfg(test)]
+mod plan_bounds;
 mod pod_control;
 pub mod raw;
 pub mod retention;

@@ -18,7 +18,7 @@ use kube::Api;
 
 use crate::{
     decide::{ClaimWrite, PodAction},
-    identity::{POD_INDEX_LABEL, POD_NAME_LABEL},
+    identity::{OrdinalRange, POD_INDEX_LABEL, POD_NAME_LABEL},
 };
 
 /// Why one pod or claim write failed.
@@ -148,6 +148,29 @@ impl StatefulPodControl {
                 Ok(Outcome::Done)
             }
         }
+    }
+
+    /// kcm-rs only: a Warning `FailedCreate` on a set some of whose ordinals no pod name can
+    /// carry ([`OrdinalRange::unnameable`]), so the user learns why it stays short of
+    /// `spec.replicas` (upstream creates such a pod, never recognises it again, and deletes and
+    /// recreates it on every sync).
+    pub fn warn_unnameable_ordinals(&self, set: &StatefulSet, range: OrdinalRange) {
+        let Some((count, first)) = range.unnameable() else {
+            return;
+        };
+        self.recorder.record(
+            set,
+            EventType::Warning,
+            "FailedCreate",
+            format!(
+                "{count} of the StatefulSet's ordinals, from {first}, are outside 0..={}: no pod \
+                 name can carry them, so those pods are not created (spec.ordinals.start {}, \
+                 spec.replicas {})",
+                i32::MAX,
+                range.start,
+                range.replicas
+            ),
+        );
     }
 
     fn record_pod_event(

@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use deployment::DeploymentController;
+use deployment::{DeploymentController, DeploymentOptions};
 use futures::StreamExt;
 use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{
@@ -76,11 +76,20 @@ impl Harness {
     }
 
     pub fn start_deployment_controller(&mut self) {
+        self.start_deployment_controller_with(|_| DeploymentOptions::default());
+    }
+
+    /// Starts the Deployment controller with the options `options` builds from its client.
+    pub fn start_deployment_controller_with(
+        &mut self,
+        options: impl FnOnce(&Client) -> DeploymentOptions,
+    ) {
         self.cluster
             .spawn_controller(DEPLOYMENT_AGENT, |client, shutdown| {
                 let informers =
                     SharedInformerFactory::new(client.clone(), FactoryConfig::default());
-                let controller = DeploymentController::new(client, &informers, Default::default())
+                let options = options(&client);
+                let controller = DeploymentController::new(client, &informers, options)
                     .expect("Deployment controller builds");
                 informers.start(shutdown.clone());
                 controller.run(2, shutdown)

@@ -43,13 +43,13 @@ pub struct CachedDeploymentSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i32>,
     /// `selector`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub selector: LabelSelector,
     /// `strategy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<DeploymentStrategy>,
     /// `template`, as compact JSON.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub template: CompactPodTemplate,
 }
 

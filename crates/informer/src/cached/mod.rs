@@ -11,6 +11,8 @@
 //! and kind, so `kube::Api`, the watcher and the informers take it like the API type.
 
 mod deployment;
+#[cfg(test)]
+mod hostile_decode;
 mod pod;
 mod replica_set;
 mod template;
@@ -23,7 +25,7 @@ pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};
 pub use template::CompactPodTemplate;
 
 /// Declares a cached type standing for the k8s-openapi type `$api`, decoded straight from the
-/// API server's JSON: its metadata (`#[serde(default)]`, as k8s-openapi decodes it), an optional
+/// API server's JSON: its metadata (missing or `null` is the default, as k8s-openapi decodes it), an optional
 /// spec and an optional status, each documented at the call. Implements `k8s_openapi::Resource`
 /// and `Metadata` for it with `$api`'s API identity, so every cached type is shaped and
 /// identified alike.
@@ -43,7 +45,7 @@ macro_rules! cached_resource {
         #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
         pub struct $cached {
             $(#[$metadata_attr])*
-            #[serde(default)]
+            #[serde(default, deserialize_with = "super::null_as_default")]
             pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
             $(#[$spec_attr])*
             pub spec: Option<$spec>,
@@ -75,6 +77,17 @@ macro_rules! cached_resource {
     };
 }
 pub(crate) use cached_resource;
+
+/// Decodes `null` as the default value, as k8s-openapi decodes a `null` metadata: a cached
+/// type must accept every object the API type accepts (one it could not decode would fail the
+/// informer's whole list page).
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    Ok(<Option<T> as serde::Deserialize>::deserialize(deserializer)?.unwrap_or_default())
+}
 
 /// For a cached type that keeps its whole object, with spec type `$spec`:
 /// * `Serialize`: the body a PUT of the k8s-openapi type it stands for would send

@@ -64,7 +64,7 @@ pub struct CachedPodSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ClaimVolume {
     /// The volume's name in the pod.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub name: String,
     /// The claim it mounts.
     pub persistent_volume_claim: Option<PersistentVolumeClaimVolumeSource>,
@@ -75,7 +75,7 @@ pub struct ClaimVolume {
 #[serde(rename_all = "camelCase")]
 pub struct CachedContainer {
     /// The container's name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub name: String,
     /// `Always` on an init container marks a restartable (sidecar) one.
     pub restart_policy: Option<String>,
@@ -101,10 +101,10 @@ pub struct CachedPodStatus {
 #[serde(rename_all = "camelCase")]
 pub struct CachedContainerStatus {
     /// The container's name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub name: String,
     /// Restarts so far (pods with more are deleted first).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub restart_count: i32,
 }
 

@@ -40,7 +40,7 @@ pub struct CachedReplicaSetSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
     /// `selector`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub selector: LabelSelector,
     /// `template`, as compact JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
