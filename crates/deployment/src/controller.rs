@@ -31,6 +31,7 @@ use crate::{
     progress::check_paused_conditions,
     rollout_path::{RolloutPath, choose_rollout_path, is_being_deleted, selecting_all},
     status::FeatureGates,
+    status_coalescing::StatusCoalescer,
     template::split_replica_sets,
     writes::Writes,
 };
@@ -105,6 +106,8 @@ pub(crate) struct SyncContext {
     pub(crate) writes: Writes,
     pub(crate) recorder: EventRecorder,
     pub(crate) gates: FeatureGates,
+    /// kcm-rs only: counts-only status changes held back to go out as one.
+    pub(crate) status_coalescer: StatusCoalescer,
 }
 
 impl DeploymentController {
@@ -146,6 +149,7 @@ impl DeploymentController {
             writes: Writes::new(runtime.writer().clone(), options.runtime.stale_sync_skips),
             recorder: runtime.recorder().clone(),
             gates: options.gates,
+            status_coalescer: StatusCoalescer::default(),
         });
         Ok(Self { runtime, sync })
     }
@@ -195,6 +199,7 @@ impl Reconciler for SyncContext {
         let Some(cached) = self.deployments.get(namespace, name) else {
             tracing::debug!(key, "deployment has been deleted");
             self.writes.forget_deployment(key);
+            self.status_coalescer.clear(key);
             return Ok(());
         };
         let mut d = cached.as_ref().clone();

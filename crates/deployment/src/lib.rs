@@ -25,6 +25,7 @@ pub mod rollout_path;
 pub mod scaling;
 pub mod semantic;
 pub mod status;
+pub mod status_coalescing;
 pub mod template;
 mod writes;
 

@@ -21,6 +21,8 @@ use crate::constants::{
 };
 use crate::replica_set::{deployment_name, deployment_paused, deployment_replicas, rs_name};
 use crate::status::{FeatureGates, calculate_status, counter, status_equal};
+use crate::status_coalescing::counts_only_change;
+use tokio::time::Instant;
 
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
@@ -281,7 +283,20 @@ impl SyncContext {
         let decision =
             crate::progress::sync_rollout_status(all, new, d, self.gates, Timestamp::now());
         match decision.update {
-            Some(status) => *d = self.put_status(d, status).await?,
+            // kcm-rs only: a change of counters alone waits for the next ones (issue 21).
+            Some(status) if counts_only_change(d.status.as_ref(), &status) => {
+                match self.status_coalescer.hold(key, Instant::now()) {
+                    Some(wait) => {
+                        tracing::debug!(key, ?wait, "counts-only status change held");
+                        self.queue.add_after(key.to_owned(), wait);
+                    }
+                    None => *d = self.put_status(d, status).await?,
+                }
+            }
+            Some(status) => {
+                self.status_coalescer.clear(key);
+                *d = self.put_status(d, status).await?;
+            }
             None => match decision.requeue {
                 Requeue::Never => {}
                 Requeue::RateLimited => self.queue.add_rate_limited(key.to_owned()),

@@ -278,3 +278,59 @@ async fn failed_old_replica_set_scale_down_is_retried_without_another_event() {
     assert_eq!(spec_replicas(&old), 0);
     harness.stop().await;
 }
+
+/// kcm-rs only (issue 21): the Deployment's status follows its ReplicaSets' counts in fewer
+/// writes — a change of counters alone waits up to a second for the next ones — and the final
+/// status is still exact the moment the rollout completes (its condition change is written at
+/// once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollouts_counter_changes_share_status_writes() {
+    let name = "coalesced";
+    let mut d = support::rolling_deployment(name, 5, "nginx:1.25", json!("25%"), json!("25%"));
+    // Pods turn ready 300 ms after they start, so a rollout's counter changes are spread out.
+    let template = &mut d.spec.as_mut().expect("spec").template;
+    template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(sim::READY_AFTER_MS.to_owned(), "300".to_owned());
+    let harness = Harness::with_complete(&d).await;
+    let status_writes = || {
+        harness.sim.accounting().count_for_agent(
+            support::DEPLOYMENT_AGENT,
+            "update",
+            "deployments/status",
+        )
+    };
+    let before = status_writes();
+    harness.set_image(name, "nginx:1.27").await;
+    let d = harness.wait_complete(name).await;
+    let writes = status_writes() - before;
+
+    let status = d.status.clone().expect("status");
+    assert_eq!(
+        (
+            status.replicas,
+            status.updated_replicas,
+            status.ready_replicas,
+            status.available_replicas
+        ),
+        (Some(5), Some(5), Some(5), Some(5))
+    );
+    let new_rs = harness.replica_set_with_image(name, "nginx:1.27").await;
+    let message = format!(
+        "ReplicaSet \"{}\" has successfully progressed.",
+        new_rs.metadata.name.as_deref().expect("name")
+    );
+    assert_eq!(
+        condition_state(&d, "Progressing"),
+        (
+            "True",
+            Some("NewReplicaSetAvailable"),
+            Some(message.as_str())
+        )
+    );
+    assert!(writes <= 6, "{writes} status writes for one rollout");
+    harness.stop().await;
+}
