@@ -334,3 +334,147 @@ async fn a_rollouts_counter_changes_share_status_writes() {
     assert!(writes <= 6, "{writes} status writes for one rollout");
     harness.stop().await;
 }
+
+/// Plays the ReplicaSet controller for `rs`: creates `count` pods from its template, owned
+/// by it (the sim's kubelet makes them ready).
+async fn create_pods_of(
+    harness: &Harness,
+    rs: &k8s_openapi::api::apps::v1::ReplicaSet,
+    count: usize,
+) {
+    let name = rs.metadata.name.as_deref().expect("name");
+    let template = rs
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.template.clone())
+        .expect("template");
+    for index in 0..count {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": format!("{name}-{index}"),
+                "labels": template.metadata.as_ref().and_then(|m| m.labels.clone()),
+                "annotations": template.metadata.as_ref().and_then(|m| m.annotations.clone()),
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+                    "uid": rs.metadata.uid, "controller": true, "blockOwnerDeletion": true}],
+            },
+            "spec": template.spec,
+        });
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(pod).expect("pod");
+        harness.create(&pod).await;
+    }
+}
+
+/// Plays the ReplicaSet controller's status write for `rs`: `replicas` pods, all available.
+async fn write_rs_status(
+    harness: &Harness,
+    rs: &k8s_openapi::api::apps::v1::ReplicaSet,
+    replicas: i32,
+) {
+    let name = rs.metadata.name.as_deref().expect("name");
+    let status = json!({"status": {"replicas": replicas, "fullyLabeledReplicas": replicas,
+        "readyReplicas": replicas, "availableReplicas": replicas,
+        "observedGeneration": rs.metadata.generation}});
+    harness
+        .replica_sets()
+        .patch_status(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(status),
+        )
+        .await
+        .expect("status");
+}
+
+/// kcm-rs only (found by `make chaos`): a ReplicaSet controller killed after creating pods but
+/// before writing their status leaves an old ReplicaSet whose status says 0 while its pods run.
+/// `cleanupUnhealthyReplicas` scales it down as if they were missing; counting it at its
+/// status, the new ReplicaSet would then grow while those pods still run (5 + 2 + 2 = 9 pods
+/// for 5 replicas and a surge of 2). The planner counts the active pods the pod cache holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_replica_set_with_a_stale_status_counts_its_running_pods_against_the_surge() {
+    let name = "stale";
+    let harness = Harness::deployment_controller_only().await;
+    harness
+        .create(&support::rolling_deployment(
+            name,
+            5,
+            "nginx:1.25",
+            json!(2),
+            json!(1),
+        ))
+        .await;
+    let rs_with = |image: &'static str| {
+        let harness = &harness;
+        move || async move {
+            harness
+                .replica_sets_of(name)
+                .await
+                .into_iter()
+                .find(|rs| image_of(rs) == image)
+        }
+    };
+    let first = eventually(
+        "the first ReplicaSet",
+        Duration::from_secs(20),
+        rs_with("nginx:1.25"),
+    )
+    .await;
+    create_pods_of(&harness, &first, 5).await;
+    write_rs_status(&harness, &first, 5).await;
+    harness.wait_complete(name).await;
+
+    // A rollout whose new ReplicaSet gets its 2 surge pods from a controller that dies before
+    // writing their status.
+    harness.set_image(name, "nginx:1.27").await;
+    let second = eventually("the second ReplicaSet", Duration::from_secs(20), || async {
+        let rs = rs_with("nginx:1.27")().await?;
+        (spec_replicas(&rs) == 2).then_some(rs)
+    })
+    .await;
+    create_pods_of(&harness, &second, 2).await;
+
+    // The next rollout: the second ReplicaSet is old, its status says 0 of its 2 running pods.
+    harness.set_image(name, "nginx:1.28").await;
+    eventually(
+        "the stale ReplicaSet cleaned up",
+        Duration::from_secs(20),
+        || async {
+            let second = rs_with("nginx:1.27")().await?;
+            (spec_replicas(&second) == 0).then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let third = rs_with("nginx:1.28")()
+        .await
+        .map_or(0, |rs| spec_replicas(&rs));
+    let first_now = spec_replicas(&rs_with("nginx:1.25")().await.expect("first"));
+    // Running: 5 pods of the first ReplicaSet (none deleted yet) and 2 of the second.
+    assert_eq!(
+        third, 0,
+        "the new ReplicaSet grew to {third} beside 7 running pods (first ReplicaSet at {first_now})"
+    );
+
+    // Once the stale ReplicaSet's pods are gone (and its status says so), the rollout goes on.
+    let second = rs_with("nginx:1.27")().await.expect("second");
+    for index in 0..2 {
+        let pod = format!("{}-{index}", second.metadata.name.as_deref().expect("name"));
+        harness
+            .pods()
+            .delete(&pod, &Default::default())
+            .await
+            .expect("delete");
+    }
+    write_rs_status(&harness, &second, 0).await;
+    eventually(
+        "the new ReplicaSet grows",
+        Duration::from_secs(20),
+        || async {
+            let third = rs_with("nginx:1.28")().await?;
+            (spec_replicas(&third) == 2).then_some(())
+        },
+    )
+    .await;
+    harness.stop().await;
+}

@@ -57,6 +57,15 @@ impl Harness {
         harness
     }
 
+    /// A sim with only the Deployment controller: the test plays the ReplicaSet controller.
+    pub async fn deployment_controller_only() -> Self {
+        let mut harness = Self {
+            cluster: TestCluster::start(SimConfig::default()).await,
+        };
+        harness.start_deployment_controller();
+        harness
+    }
+
     /// A sim with only the ReplicaSet controller; start the Deployment controller later with
     /// [`Harness::start_deployment_controller`].
     pub async fn start_without_deployment_controller() -> Self {
