@@ -5,6 +5,8 @@ pub mod api_errors;
 pub mod availability;
 pub mod controller_ref;
 pub mod events;
+#[cfg(feature = "testing")]
+pub mod hostile_values;
 pub mod keys;
 pub mod pod_control;
 pub mod pod_predicates;

@@ -7,6 +7,7 @@
 //! made proportional scaling ask for two billion pods), so the bound is checked over arbitrary
 //! input rather than over the cases someone thought of.
 
+use controller_toolkit::hostile_values::int_or_string;
 use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::api::apps::v1::{DeploymentStatus, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -30,17 +31,6 @@ fn count() -> impl Strategy<Value = i32> {
         2 => any::<i32>(),
         1 => Just(i32::MAX),
         1 => Just(0),
-    ]
-}
-
-/// An intstr as a user can write it, valid or not (`"abc%"`, `"-5%"`, `"99999999999%"`).
-fn int_or_string() -> impl Strategy<Value = IntOrString> {
-    prop_oneof![
-        3 => (0..10i32).prop_map(IntOrString::Int),
-        1 => any::<i32>().prop_map(IntOrString::Int),
-        3 => (0..=100i32).prop_map(|p| IntOrString::String(format!("{p}%"))),
-        1 => "-?[0-9]{1,14}%".prop_map(IntOrString::String),
-        1 => "[a-z0-9%.+-]{0,6}".prop_map(IntOrString::String),
     ]
 }
 

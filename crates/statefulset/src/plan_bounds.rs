@@ -24,6 +24,7 @@ use std::{
     time::Duration,
 };
 
+use controller_toolkit::hostile_values::int_or_string;
 use informer::CachedPod;
 use k8s_openapi::{
     api::{apps::v1::StatefulSet, core::v1::PersistentVolumeClaim},
@@ -94,17 +95,6 @@ fn min_ready_seconds() -> impl Strategy<Value = Option<i32>> {
         3 => (0..20i32).prop_map(Some),
         1 => any::<i32>().prop_map(Some),
         1 => prop::sample::select(vec![i32::MAX, i32::MIN, -1]).prop_map(Some),
-    ]
-}
-
-/// An intstr as a user can write it, valid or not (`"abc%"`, `"-5%"`, `"99999999999%"`).
-fn int_or_string() -> impl Strategy<Value = IntOrString> {
-    prop_oneof![
-        3 => (0..10i32).prop_map(IntOrString::Int),
-        1 => any::<i32>().prop_map(IntOrString::Int),
-        3 => (0..=100i32).prop_map(|p| IntOrString::String(format!("{p}%"))),
-        1 => "-?[0-9]{1,20}%".prop_map(IntOrString::String),
-        1 => "[a-z0-9%.+-]{0,6}".prop_map(IntOrString::String),
     ]
 }
 

@@ -1,0 +1,19 @@
+//! Proptest strategies for the values a user (or a third party) may write into a workload's
+//! spec, valid or not, shared by the controllers' property tests (`deployment::planner_bounds`,
+//! `statefulset::plan_bounds`), so both planners face the same hostile input. Only with the
+//! `testing` feature.
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use proptest::prelude::*;
+
+/// An intstr as a user can write it, valid or not: small counts and percentages mostly, and
+/// anything in int32, `"-5%"`, `"99999999999999999999%"` (past i64) and `"abc%"`.
+pub fn int_or_string() -> impl Strategy<Value = IntOrString> {
+    prop_oneof![
+        3 => (0..10i32).prop_map(IntOrString::Int),
+        1 => any::<i32>().prop_map(IntOrString::Int),
+        3 => (0..=100i32).prop_map(|p| IntOrString::String(format!("{p}%"))),
+        1 => "-?[0-9]{1,20}%".prop_map(IntOrString::String),
+        1 => "[a-z0-9%.+-]{0,6}".prop_map(IntOrString::String),
+    ]
+}
