@@ -54,7 +54,7 @@ use kube::{
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::json;
 use sim::testing::{is_active, is_serving};
-use support::{BINARY, Manager, Sim, api_calls, writes};
+use support::{BINARY, Manager, Sim, api_calls, landed_api_calls, writes};
 
 mod support;
 
@@ -867,13 +867,49 @@ async fn lease_holder(client: &Client) -> Option<String> {
 /// `identity` (its user agent ends in ` (<identity>)`), by "verb resource": Leases and Events
 /// aside, as upstream too records its `LeaderElection` event when it finds its lease lost.
 async fn writes_by(client: &Client, identity: &str) -> anyhow::Result<BTreeMap<String, u64>> {
-    let calls = api_calls(client, &format!("({identity})")).await?;
-    Ok(calls
+    Ok(workload_writes(
+        api_calls(client, &format!("({identity})")).await?,
+    ))
+}
+
+/// [`writes_by`] that landed (the API server answered 2xx).
+async fn landed_writes_by(
+    client: &Client,
+    identity: &str,
+) -> anyhow::Result<BTreeMap<String, u64>> {
+    Ok(workload_writes(
+        landed_api_calls(client, &format!("({identity})")).await?,
+    ))
+}
+
+/// The workload writes among `calls` (Leases and Events aside).
+fn workload_writes(calls: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    calls
         .into_iter()
         .filter(|(key, count)| {
             !key.ends_with(" events") && writes(&BTreeMap::from([(key.clone(), *count)])) > 0
         })
-        .collect())
+        .collect()
+}
+
+/// What `after` has beyond `before`, by key, and in all.
+fn grown(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> (Vec<String>, u64) {
+    let by_key: Vec<(String, u64)> = after
+        .iter()
+        .map(|(key, count)| {
+            let more = count.saturating_sub(before.get(key).copied().unwrap_or(0));
+            (key.clone(), more)
+        })
+        .filter(|(_, more)| *more > 0)
+        .collect();
+    let total = by_key.iter().map(|(_, more)| more).sum();
+    (
+        by_key
+            .into_iter()
+            .map(|(key, more)| format!("{key}: {more}"))
+            .collect(),
+        total,
+    )
 }
 
 /// Their total.
@@ -957,7 +993,8 @@ async fn failover(
     managers[second].signal("STOP")?;
     let stopped = Instant::now();
     let (_, gap) = successor(client, &second_identity, 4 * lease).await?;
-    let deposed_writes = writes_by(client, &second_identity).await?;
+    let deposed_sent = writes_by(client, &second_identity).await?;
+    let deposed_landed = landed_writes_by(client, &second_identity).await?;
     managers[second].signal("CONT")?;
     result.notes.push(format!(
         "SIGSTOP of the new leader: leaderless for {:.1} s",
@@ -968,27 +1005,27 @@ async fn failover(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let exited = !managers[second].running();
-    let after = writes_by(client, &second_identity).await?;
-    let late: Vec<String> = after
-        .iter()
-        .filter_map(|(key, count)| {
-            let late = count - deposed_writes.get(key).copied().unwrap_or(0);
-            (late > 0).then(|| format!("{key}: {late}"))
-        })
-        .collect();
-    let late_writes = after.values().sum::<u64>() - deposed_writes.values().sum::<u64>();
+    let (sent, late_sent) = grown(&deposed_sent, &writes_by(client, &second_identity).await?);
+    let (landed, late_landed) = grown(
+        &deposed_landed,
+        &landed_writes_by(client, &second_identity).await?,
+    );
     result.notes.push(format!(
-        "the resumed deposed leader {} after {:.1} s stopped; its writes landing after its successor's first (in flight at the stall): {late_writes}",
+        "the resumed deposed leader {} after {:.1} s stopped; its writes sent after its successor's first (in flight at the stall): {late_sent}, of which landed: {late_landed}",
         if exited { "exited" } else { "did NOT exit" },
         stopped.elapsed().as_secs_f64()
     ));
     // The fence refuses every write the resumed process starts; what it cannot stop is a
     // request already handed to its HTTP connection at the instant of the stall, at most one
-    // per worker (5 per controller by default).
-    if late_writes > IN_FLIGHT_BOUND || !exited {
+    // per worker (5 per controller by default). A PUT among them carries the resourceVersion
+    // its sync read, so the API server refuses it once the successor has written the object;
+    // a create or a delete lands (seen: 1 pod create in 1 of 3 small runs). Both counts are
+    // reported; the run fails above the bound.
+    if late_sent > IN_FLIGHT_BOUND || !exited {
         bail!(
-            "failover: the deposed leader wrote {late_writes} times after its successor's first write ({}; exited: {exited})",
-            late.join(", ")
+            "failover: after its successor's first write the deposed leader sent {late_sent} writes ({}) and {late_landed} landed ({}); exited: {exited}",
+            sent.join(", "),
+            landed.join(", ")
         );
     }
 

@@ -191,6 +191,24 @@ impl Drop for Sim {
 /// API calls so far of the user agents containing `agent`, by "verb resource": the sim's
 /// `sim_requests_total` counters, summed over response codes.
 pub async fn api_calls(client: &Client, agent: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+    calls_answered(client, agent, |_| true).await
+}
+
+/// [`api_calls`] that succeeded (a 2xx answer): the writes that landed, not those the API
+/// server refused (a 409 on a stale resourceVersion, an injected fault).
+pub async fn landed_api_calls(
+    client: &Client,
+    agent: &str,
+) -> anyhow::Result<BTreeMap<String, u64>> {
+    calls_answered(client, agent, |code| code.starts_with('2')).await
+}
+
+/// The sim's request counts of `agent` whose status code `code` accepts, by "verb resource".
+async fn calls_answered(
+    client: &Client,
+    agent: &str,
+    code: impl Fn(&str) -> bool,
+) -> anyhow::Result<BTreeMap<String, u64>> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
     let mut calls = BTreeMap::new();
@@ -203,7 +221,7 @@ pub async fn api_calls(client: &Client, agent: &str) -> anyhow::Result<BTreeMap<
         };
         let labels = prometheus_labels(labels);
         let label = |name: &str| labels.get(name).map(String::as_str).unwrap_or_default();
-        if label("user_agent").contains(agent) {
+        if label("user_agent").contains(agent) && code(label("code")) {
             *calls
                 .entry(format!("{} {}", label("verb"), label("resource")))
                 .or_default() += count.trim().parse::<u64>()?;
