@@ -35,16 +35,16 @@ pub fn counts_only_change(stored: Option<&DeploymentStatus>, new: &DeploymentSta
             &c.last_transition_time,
         )
     }
-    let conditions = |s: &'_ DeploymentStatus| -> Vec<DeploymentCondition> {
-        s.conditions.clone().unwrap_or_default()
-    };
-    let (before, after) = (conditions(stored), conditions(new));
+    let (before, after) = (
+        stored.conditions.as_deref().unwrap_or_default(),
+        new.conditions.as_deref().unwrap_or_default(),
+    );
     stored.observed_generation == new.observed_generation
         && stored.collision_count.unwrap_or(0) == new.collision_count.unwrap_or(0)
         && before.len() == after.len()
         && before
             .iter()
-            .zip(&after)
+            .zip(after)
             .all(|(a, b)| essence(a) == essence(b))
 }
 

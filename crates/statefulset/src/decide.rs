@@ -333,12 +333,13 @@ impl<'a> ReplicaSlots<'a> {
         i32::try_from(ordinal).ok().filter(|ordinal| *ordinal >= 0)
     }
 
-    /// The indices whose ordinal a pod can carry (see [`Self::ordinal`]).
+    /// The indices whose ordinal a pod can carry ([`OrdinalRange::nameable`]).
     fn creatable(&self) -> Range<usize> {
-        let start = i64::from(self.start);
-        let low = usize::try_from(-start).unwrap_or(0);
-        let high = usize::try_from(i64::from(i32::MAX) - start + 1).unwrap_or(usize::MAX);
-        low.min(self.len)..high.min(self.len)
+        OrdinalRange {
+            start: self.start,
+            replicas: i32::try_from(self.len).unwrap_or(i32::MAX),
+        }
+        .nameable()
     }
 
     /// The number of empty slots.

@@ -1,7 +1,7 @@
 //! Stable pod identity: ordinals, pod and claim names, the
 //! identity labels, and building the pod and claims of one ordinal from a set's template.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, ops::Range};
 
 use informer::CachedPod;
 use k8s_openapi::{
@@ -77,25 +77,34 @@ impl OrdinalRange {
         }
     }
 
-    /// kcm-rs only: the wanted ordinals no pod name can carry, as (how many, the first): those
-    /// past `i32::MAX` (`start + replicas` may pass it), which upstream parses back as no
-    /// ordinal at all, and those below 0. The planner leaves their slots empty.
+    /// kcm-rs only: the slots (index = ordinal - start) whose ordinal a pod name can carry,
+    /// those in `0..=i32::MAX`: upstream parses a pod name's ordinal as int32, so a pod past it
+    /// (`start + replicas` may pass it) or below 0 would never be recognised again. The planner
+    /// leaves the other slots empty.
+    pub fn nameable(self) -> Range<usize> {
+        let start = i64::from(self.start);
+        let len = usize::try_from(self.replicas).unwrap_or(0);
+        let low = usize::try_from(-start).unwrap_or(0);
+        let high = usize::try_from(i64::from(i32::MAX) - start + 1).unwrap_or(usize::MAX);
+        low.min(len)..high.min(len)
+    }
+
+    /// kcm-rs only: the wanted ordinals outside [`Self::nameable`], as (how many, the first).
     pub fn unnameable(self) -> Option<(i64, i64)> {
-        let (start, end) = (
-            i64::from(self.start),
-            i64::from(self.start) + i64::from(self.replicas),
-        );
-        let below = (start.min(end) < 0).then(|| (end.min(0) - start, start));
-        let above = (end > i64::from(i32::MAX) + 1).then(|| {
-            (
-                end - start.max(i64::from(i32::MAX) + 1),
-                start.max(i64::from(i32::MAX) + 1),
-            )
-        });
-        match (below, above) {
-            (Some((low, first)), Some((high, _))) => Some((low + high, first)),
-            (one, other) => one.or(other),
+        let len = usize::try_from(self.replicas).unwrap_or(0);
+        let nameable = self.nameable();
+        let count = len.saturating_sub(nameable.len());
+        if count == 0 {
+            return None;
         }
+        // Below 0 they come first; otherwise they follow the nameable ones.
+        let first = if nameable.start > 0 || nameable.is_empty() {
+            0
+        } else {
+            nameable.end
+        };
+        let as_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        Some((as_i64(count), i64::from(self.start) + as_i64(first)))
     }
 
     /// Whether `ordinal` is one of the wanted ordinals.
