@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::progress::deployment_complete_per_stored_status;
 use crate::replica_set::{
     active, by_creation, deployment_replicas, rs_available_replicas, rs_name, rs_spec_replicas,
-    rs_status_replicas, sum_available_replicas, sum_spec_replicas,
+    rs_status_replicas, sum_spec_replicas,
 };
 use crate::rollout_limits::{min_available, new_rs_new_replicas};
 use crate::scaling::{ScaleAction, scale_and_record, with_spec_replicas};
@@ -210,12 +210,23 @@ pub fn cleanup_unhealthy_replicas(old: &[&CachedReplicaSet], max_cleanup: i32) -
 /// above that); the resizes and the replicas removed. Upstream's "invalid request to scale
 /// down" abort cannot happen here: each step removes between 1 and the ReplicaSet's
 /// (non-negative) size.
+///
+/// kcm-rs only: each ReplicaSet counts at most its `spec.replicas` of available pods.
+/// Upstream sums `status.availableReplicas`, which, while a scale-down's pod deletions are
+/// pending, still counts the pods above the spec that are about to go. Its cleanup step
+/// aborts on such a ReplicaSet only when it reaches it first; after a failover, a newer
+/// ReplicaSet whose status the dead controller never wrote sorts first on a creation-time
+/// tie, its ready pods are cleaned up as unhealthy, and the over-counted scale-down then
+/// leaves fewer than `replicas - maxUnavailable` available (`make chaos`: 3 of 5 with
+/// maxUnavailable 1).
 pub fn scale_down_old_for_rolling_update(
     d: &CachedDeployment,
     all: &[&CachedReplicaSet],
     old: &[&CachedReplicaSet],
 ) -> (Vec<ScaleAction>, i32) {
-    let available = sum_available_replicas(all.iter().copied());
+    let available = all.iter().fold(0i32, |sum, rs| {
+        sum.saturating_add(rs_available_replicas(rs).min(rs_spec_replicas(rs)))
+    });
     let budget = available.saturating_sub(min_available(d));
     let mut sorted = old.to_vec();
     sorted.sort_by(|a, b| by_creation(a, b));
@@ -343,7 +354,7 @@ mod tests {
         // one as (spec, available)) -> (resizes as (name, from, to), scaled).
         type Resizes = &'static [(&'static str, i32, i32)];
         type Case = (i32, i32, &'static [(i32, i32)], (i32, i32), Resizes, bool);
-        let cases: [Case; 7] = [
+        let cases: [Case; 8] = [
             // Scale down by the availability budget: all = 10 + 3 = 13; minAvailable =
             // 10 - 2 = 8; new unavailable = 3; maxScaledDown = 13 - 8 - 3 = 2; nothing
             // unhealthy; available 10 > 8 -> 2.
@@ -363,16 +374,16 @@ mod tests {
             // Over-available old ReplicaSet not reached (availableReplicas > spec.replicas
             // makes upstream abort with an invalid request): all = 6, minAvailable = 3, new
             // unavailable = 2 -> 1: cleanup "a" 2 -> 1 (budget used) and never reaches "b".
-            // Scale down then sees the stale status of "a" (available 1) as upstream does
-            // with the PUT response: available 1 + 3 + 0 = 4 > 3, budget 1 -> "a" 1 -> 0.
-            (
-                4,
-                1,
-                &[(2, 1), (2, 3)],
-                (2, 0),
-                &[("a", 2, 1), ("a", 1, 0)],
-                true,
-            ),
+            // Scale down counts "b" at its spec (kcm-rs only): available 1 + 2 + 0 = 3, not
+            // above 3, so nothing more (upstream counts 3 for "b" and scales "a" to 0,
+            // leaving 2 available pods once "b"'s extra pod is gone).
+            (4, 1, &[(2, 1), (2, 3)], (2, 0), &[("a", 2, 1)], true),
+            // After a failover: "a" (the previous rollout's ReplicaSet, its status never
+            // written) has 2 ready pods it reports as unavailable, "b" was scaled 5 -> 4 and
+            // still reports 5. maxScaledDown = 6 - 4 - 0 = 2: cleanup "a" 2 -> 0. Counting "b"
+            // at 4, available 4 is not above 4 (upstream counts 5 and scales "b" to 3: 3
+            // available for 5 replicas with maxUnavailable 1).
+            (5, 1, &[(2, 0), (4, 5)], (0, 0), &[("a", 2, 0)], true),
             // Over-available old ReplicaSet first: cleanup aborts.
             (4, 1, &[(2, 3), (2, 1)], (2, 0), &[], false),
         ];

@@ -11,7 +11,9 @@ use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{replicas_annotations_need_update, set_replicas_annotations};
 use crate::events::{self, Event};
-use crate::replica_set::{deployment_replicas, rs_name, rs_spec_replicas};
+use crate::replica_set::{
+    deployment_replicas, rs_available_replicas, rs_name, rs_spec_replicas, rs_status_replicas,
+};
 use crate::rollout_limits::max_total_replicas;
 
 /// The `<op>` word of a scaling event.
@@ -140,6 +142,15 @@ impl SyncContext {
                     None => continue,
                 },
             };
+            // What the decision saw, for reading a rollout back from the log.
+            tracing::debug!(
+                replica_set = action.replica_set,
+                from = rs_spec_replicas(&current),
+                to = action.to,
+                status_replicas = rs_status_replicas(&current),
+                status_available = rs_available_replicas(&current),
+                "scaling replica set"
+            );
             let written = self
                 .writes
                 .update_replica_set(&scaled_replica_set(&current, action.to, d), action.reason())
