@@ -13,23 +13,20 @@
 //! middle of a rollout, then SIGSTOP of its successor past its lease and SIGCONT: the leaderless
 //! gaps, and the writes of a deposed leader that land after its successor's first write, from
 //! the sim's request accounting by user agent, which names each process's leader-election
-//! identity: the lease fence refuses every write it starts once resumed, so only requests
-//! already handed to its HTTP connections at the instant of the stall can land, at most one per
-//! worker);
+//! identity: the lease fence refuses every write it starts once resumed, and its connections
+//! write no byte once its lease has expired, so none may land);
 //! **crash** (`kill -9` and restart of the manager at random points of successive rollouts);
 //! **faults** (500s, 409s, 429s with Retry-After, added latency and watch streams cut every
 //! 5 s, through create, rollout, scale and delete). Each prints one row: scenario, workloads,
 //! invariant samples, violations, convergence time, manager restarts it did not cause, and the
 //! manager's peak requests per second. Any violation, a scenario that does not converge, a
-//! deposed leader that does not exit or lands more writes than it can have had in flight, or
+//! deposed leader that does not exit or lands a write after its successor's first, or
 //! a manager restart the driver did not cause fails the run.
 //!
 //! `cargo bench -p kube-controller-manager --bench chaos -- [--manager PATH] [--sim PATH]
 //! [--out NAME]` runs the full sizes; under `cargo test` (so in `make test`) a small variant
-//! runs: one crash and faults on 50 Deployments; its failover (the kill -9 takeover only; see
-//! [`Sizes::stall_leader`]) runs with `KCM_CHAOS_ONLY=failover` (see
-//! [`Sizes::failover_by_default`]). Results: `bench-results/<out>.md`
-//! and `.json` (`chaos` by default). `KCM_CHAOS_ONLY=failover|crash|faults` runs one scenario;
+//! runs: one failover on 20 Deployments (4 s leases), one crash, faults on 50 Deployments.
+//! Results: `bench-results/<out>.md` and `.json` (`chaos` by default). `KCM_CHAOS_ONLY=failover|crash|faults` runs one scenario;
 //! `KCM_BENCH_LOGS=<dir>` keeps the managers' logs.
 
 use std::{
@@ -61,9 +58,6 @@ mod support;
 
 /// Every manager request carries this in its user agent.
 const MANAGER_AGENT: &str = " kcm-rs/";
-/// Writes a stalled leader can have in flight at the instant it stops: one per worker of the
-/// three controllers (5 each by default).
-const IN_FLIGHT_BOUND: u64 = 15;
 /// The Lease the managers lead with.
 const LEASE: &str = "kcm-rs";
 const NAMESPACE: &str = "default";
@@ -76,18 +70,6 @@ struct Sizes {
     crash_stateful_sets: usize,
     fault_deployments: usize,
     fault_stateful_sets: usize,
-    /// Whether the API-faults scenario runs without `KCM_CHAOS_ONLY=faults`.
-    faults_by_default: bool,
-    /// Whether the failover scenario runs without `KCM_CHAOS_ONLY=failover`. Not in the small
-    /// variant for now: there it fails in about half of the CI runs with a Deployment's
-    /// available pods one below `replicas - maxUnavailable` right after the kill -9 takeover,
-    /// a bug not yet found (issue 20); `make chaos` runs it at full size (0 violations there).
-    failover_by_default: bool,
-    /// Whether the failover also stalls the new leader (SIGSTOP past its lease, SIGCONT).
-    /// Not in the small variant: a request already handed to the stalled leader's HTTP
-    /// connection is still sent on resume, and when it is a pod create or delete it can break
-    /// the surge or availability bound (seen in CI), which no client-side check prevents yet.
-    stall_leader: bool,
     /// Leader election timings (lease, renew deadline, retry period), in seconds.
     lease: (u64, u64, u64),
     /// How long a scenario may take to converge.
@@ -103,9 +85,6 @@ impl Sizes {
         crash_stateful_sets: 50,
         fault_deployments: 1000,
         fault_stateful_sets: 200,
-        faults_by_default: true,
-        failover_by_default: true,
-        stall_leader: true,
         lease: (15, 10, 2),
         converge_timeout: Duration::from_secs(1800),
     };
@@ -117,9 +96,6 @@ impl Sizes {
         crash_stateful_sets: 5,
         fault_deployments: 50,
         fault_stateful_sets: 5,
-        faults_by_default: true,
-        failover_by_default: false,
-        stall_leader: false,
         lease: (4, 3, 1),
         // Beyond upstream's 5-minute expectations timeout: a controller that waits out a lost
         // watch event still converges, and the table shows how long it took.
@@ -1005,17 +981,15 @@ async fn failover(
     // 2. SIGSTOP the new leader past its lease; the standby takes over; SIGCONT.
     let second = leading(&managers).context("the successor does not say it leads")?;
     workloads.roll(2).await?;
-    if sizes.stall_leader {
-        stall_leader(
-            client,
-            &mut managers,
-            second,
-            &second_identity,
-            lease,
-            &mut result,
-        )
-        .await?;
-    }
+    stall_leader(
+        client,
+        &mut managers,
+        second,
+        &second_identity,
+        lease,
+        &mut result,
+    )
+    .await?;
 
     let converged = workloads
         .settle("rolled", sizes.converge_timeout, &mut rate, 5, 3)
@@ -1069,13 +1043,11 @@ async fn stall_leader(
         if exited { "exited" } else { "did NOT exit" },
         stopped.elapsed().as_secs_f64()
     ));
-    // The fence refuses every write the resumed process starts; what it cannot stop is a
-    // request already handed to its HTTP connection at the instant of the stall, at most one
-    // per worker (5 per controller by default). A PUT among them carries the resourceVersion
-    // its sync read, so the API server refuses it once the successor has written the object;
-    // a create or a delete lands (seen: 1 pod create in 1 of 3 small runs). Both counts are
-    // reported; the run fails above the bound.
-    if late_sent > IN_FLIGHT_BOUND || !exited {
+    // The fence refuses every write the resumed process starts, and its connections write no
+    // byte once its lease has expired (`manager::fenced_connection`), so a request already
+    // handed to a connection at the instant of the stall fails too. Bytes the kernel took
+    // before the stop reached the API server before the stop, long before the successor.
+    if late_landed > 0 || !exited {
         bail!(
             "failover: after its successor's first write the deposed leader sent {late_sent} writes ({}) and {late_landed} landed ({}); exited: {exited}",
             sent.join(", "),
@@ -1245,22 +1217,14 @@ async fn main() -> anyhow::Result<()> {
     {
         let sim = Sim::start(&settings.sim_binary, dir.path(), &[]).await?;
         let client = sim.client().await?;
-        let failover_wanted = match only.as_deref() {
-            Some(only) => only == "failover",
-            None => settings.sizes.failover_by_default,
-        };
-        if failover_wanted {
+        if wanted("failover") {
             results.push(failover(&settings, &sim, &client).await?);
         }
         if wanted("crash") {
             results.push(crash(&settings, &sim, &client).await?);
         }
     }
-    let faults_wanted = match only.as_deref() {
-        Some(only) => only == "faults",
-        None => settings.sizes.faults_by_default,
-    };
-    if faults_wanted {
+    if wanted("faults") {
         results.push(faults(&settings, fault_dir.path()).await?);
     }
 

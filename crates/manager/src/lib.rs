@@ -6,6 +6,7 @@ pub mod controller_selection;
 pub mod controllers;
 pub mod delegated_auth;
 pub mod feature_gates;
+pub mod fenced_connection;
 pub mod go_duration;
 pub mod health;
 pub mod leader_election;

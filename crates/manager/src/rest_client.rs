@@ -20,6 +20,7 @@ use kube::client::{Body, ClientBuilder};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 use tower::{BoxError, Layer, Service};
 
+use crate::fenced_connection::fenced_stack;
 use crate::write_fence::LeaseFence;
 
 /// Latency buckets of client-go's request and rate-limiter histograms.
@@ -203,7 +204,15 @@ impl ClientFactory {
             host: self.host.clone(),
             fence,
         };
-        Ok(ClientBuilder::try_from(config)?.with_layer(&layer).build())
+        Ok(match layer.fence.clone() {
+            Some(fence) => {
+                let namespace = config.default_namespace.clone();
+                ClientBuilder::new(fenced_stack(&config, fence)?, namespace)
+                    .with_layer(&layer)
+                    .build()
+            }
+            None => ClientBuilder::try_from(config)?.with_layer(&layer).build(),
+        })
     }
 }
 
@@ -324,7 +333,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_fence_refuses_writes_but_not_reads_or_the_unfenced_client() {
+    async fn the_fence_refuses_a_fenced_clients_requests_but_not_the_unfenced_clients() {
         let sim = SimCluster::start(SimConfig::default()).await.unwrap();
         let config = kube::Config::new(sim.url().parse().unwrap());
         let fence = LeaseFence::new();
@@ -344,14 +353,16 @@ mod tests {
         );
         let post = PostParams::default();
 
-        // Closed (lease not acquired, or expired): no write is sent; reads still are.
+        // Closed (lease not acquired, or expired): a write is refused before it is sent, and
+        // the connection sends nothing else either (`fenced_connection`).
         let refused = fenced.create(&post, &lease("a")).await.unwrap_err();
         assert!(
             refused.to_string().contains("lease has expired"),
             "{refused}"
         );
-        assert!(fenced.get_opt("a").await.unwrap().is_none());
+        assert!(fenced.get_opt("a").await.is_err());
         unfenced.create(&post, &lease("b")).await.unwrap();
+        assert!(unfenced.get_opt("a").await.unwrap().is_none());
 
         // Open within the renew deadline of the last success.
         fence.extend(Instant::now(), Duration::from_secs(10));
