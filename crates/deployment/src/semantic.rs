@@ -28,11 +28,30 @@ use k8s_openapi::serde::ser;
 /// Whether `a` and `b` are semantically equal (see module doc). A value that cannot be
 /// serialized is never equal to anything.
 pub fn semantic_equal<T: Serialize>(a: &T, b: &T) -> bool {
-    match (a.serialize(SemSerializer), b.serialize(SemSerializer)) {
-        (Ok(a), Ok(b)) => a.equals(&b),
-        (Err(error), _) | (_, Err(error)) => {
-            tracing::debug!(%error, "semantic comparison failed to serialize a value");
-            false
+    SemanticValue::of(a).equals(&SemanticValue::of(b))
+}
+
+/// A value walked once, to compare semantically with many others without walking it again.
+#[derive(Debug, Clone)]
+pub struct SemanticValue(Option<Sem>);
+
+impl SemanticValue {
+    /// `value` as the comparison sees it; a value that cannot be serialized equals nothing.
+    pub fn of<T: Serialize>(value: &T) -> Self {
+        match value.serialize(SemSerializer) {
+            Ok(sem) => Self(Some(sem)),
+            Err(error) => {
+                tracing::debug!(%error, "semantic comparison failed to serialize a value");
+                Self(None)
+            }
+        }
+    }
+
+    /// Whether the two values are semantically equal (see module doc).
+    pub fn equals(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => a.equals(b),
+            _ => false,
         }
     }
 }
