@@ -188,16 +188,7 @@ mod tests {
     use sim::{SimCluster, SimConfig};
 
     use super::*;
-
-    fn lease(name: &str) -> Lease {
-        Lease {
-            metadata: kube::api::ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
+    use crate::rest_client::tests::lease;
 
     /// Whether `error` or one of its sources is the fence's refusal (an I/O error wrapping
     /// [`LeaseExpired`]).

@@ -312,7 +312,7 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::{Duration, Instant};
 
     use k8s_openapi::api::coordination::v1::Lease;
@@ -322,7 +322,8 @@ mod tests {
 
     use super::*;
 
-    fn lease(name: &str) -> Lease {
+    /// A Lease named `name`: an object any client may write, to see which writes land.
+    pub(crate) fn lease(name: &str) -> Lease {
         Lease {
             metadata: kube::api::ObjectMeta {
                 name: Some(name.to_owned()),
