@@ -12,7 +12,8 @@
 //!
 //! The stack is kube's default (`ClientBuilder::try_from`): HTTP connector, rustls, timeouts,
 //! then the base URI, retry, auth and extra-headers layers, with the fenced stream between the
-//! TCP connector and TLS. Proxies are refused, as kube refuses them without its proxy
+//! TCP connector and TLS; kube's per-request tracing spans are left out (`rest_client`
+//! accounts for every request). A proxy is refused, as kube refuses one without its proxy
 //! features, which kcm-rs does not enable.
 
 use std::{
