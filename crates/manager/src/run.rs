@@ -127,8 +127,9 @@ pub async fn run_with_hooks(
     let config = load_client_config(&options).await?;
     // Also the leader-election identity: every request names the process that sent it.
     let identity = LeaderElectionConfig::default_identity();
-    // Under leader election, the controllers' writes are sent only while the lease is ours.
-    let fence = options.leader_elect.then(LeaseFence::new);
+    // Under leader election, the controllers' writes are sent only while the lease is ours. A
+    // shadow writes nothing (its controllers' writes are recorded, not sent), so it needs none.
+    let fence = (options.leader_elect && !options.shadow).then(LeaseFence::new);
     let clients = ClientFactory::new(
         config,
         options.kube_api_qps,

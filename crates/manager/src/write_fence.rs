@@ -8,7 +8,11 @@
 //! client-side rate limiter and just before it is sent (`rest_client`), the deadline the last
 //! successful acquire or renew set (the time that attempt started plus the renew deadline,
 //! which is shorter than the lease duration a successor waits), so a deposed leader's writes
-//! are refused locally, before they reach the API server. The elector's own client is not
+//! are refused locally, before they reach the API server. A request that was already in the
+//! HTTP stack when the process stalled is stopped one level down: the controllers'
+//! connections check the same deadline before each write to the socket
+//! (`fenced_connection`), so once it has passed they send nothing at all, reads included;
+//! the process exits on the lost lease moments later anyway. The elector's own client is not
 //! fenced: it must renew the lease the fence follows.
 
 use std::{
