@@ -26,8 +26,9 @@
 //! `cargo bench -p kube-controller-manager --bench chaos -- [--manager PATH] [--sim PATH]
 //! [--out NAME]` runs the full sizes; under `cargo test` (so in `make test`) a small variant
 //! runs: one failover on 20 Deployments (4 s leases), one crash, faults on 50 Deployments.
-//! Results: `bench-results/<out>.md` and `.json` (`chaos` by default). `KCM_CHAOS_ONLY=failover|crash|faults` runs one scenario;
-//! `KCM_BENCH_LOGS=<dir>` keeps the managers' logs.
+//! Results: `bench-results/<out>.md` and `.json` (`chaos` by default).
+//! `KCM_CHAOS_ONLY=failover|crash|faults` runs one scenario; `KCM_BENCH_LOGS=<dir>` keeps the
+//! managers' logs.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},

@@ -37,7 +37,7 @@ use crate::progress::has_progress_deadline;
 use crate::replica_set::{deployment_name, rs_name, rs_spec_replicas};
 use crate::revision::max_revision;
 use crate::rollout_limits::new_rs_new_replicas;
-use crate::template::{deployment_template, equal_ignore_hash, replica_set_template};
+use crate::template::{TemplateMatcher, deployment_template};
 
 /// The revision the new ReplicaSet gets: MaxRevision(old) + 1, in decimal.
 pub fn new_revision(old: &[&CachedReplicaSet]) -> String {
@@ -227,9 +227,7 @@ pub fn resolve_create_conflict(
         .flatten()
         .find(|reference| reference.controller == Some(true))
         .is_some_and(|reference| Some(&reference.uid) == d.metadata.uid.as_ref());
-    if controlled_by_us
-        && equal_ignore_hash(&deployment_template(d), &replica_set_template(existing))
-    {
+    if controlled_by_us && TemplateMatcher::of(d).matches(existing) {
         return CreateConflict::UseExisting;
     }
     let mut status = d.status.clone().unwrap_or_default();
@@ -440,7 +438,7 @@ mod tests {
         DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION, REVISION_HISTORY_ANNOTATION,
     };
     use crate::replica_set::test_support::{annotate, at, compact, pct, rolling, rs, template};
-    use crate::template::{split_replica_sets, without_hash_label};
+    use crate::template::{equal_ignore_hash, split_replica_sets, without_hash_label};
 
     fn ann<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
         meta.annotations.as_ref()?.get(key).map(String::as_str)
