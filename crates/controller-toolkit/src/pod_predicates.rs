@@ -7,14 +7,11 @@
 
 use std::sync::Arc;
 
-use informer::CachedPod;
-use k8s_openapi::api::core::v1::PodCondition;
+use informer::{CachedPod, ReadyCondition};
 use k8s_openapi::jiff::Timestamp;
 
 const PHASE_SUCCEEDED: &str = "Succeeded";
 const PHASE_FAILED: &str = "Failed";
-const CONDITION_READY: &str = "Ready";
-const CONDITION_TRUE: &str = "True";
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
 fn is_pod_terminal(pod: &CachedPod) -> bool {
@@ -52,26 +49,22 @@ pub fn is_pod_terminating(pod: &CachedPod) -> bool {
     !is_pod_terminal(pod) && pod.metadata.deletion_timestamp.is_some()
 }
 
-/// The first condition of type `Ready`, as upstream's `GetPodReadyCondition`.
-pub fn pod_ready_condition(pod: &CachedPod) -> Option<&PodCondition> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == CONDITION_READY)
+/// The first condition of type `Ready`, as upstream's `GetPodReadyCondition` (the cache keeps
+/// only that one).
+pub fn pod_ready_condition(pod: &CachedPod) -> Option<&ReadyCondition> {
+    pod.status.as_ref()?.ready.as_ref()
 }
 
 /// Whether the pod's Ready condition exists and is `True` (upstream `IsPodReady`).
 pub fn is_pod_ready(pod: &CachedPod) -> bool {
-    pod_ready_condition(pod).is_some_and(|c| c.status == CONDITION_TRUE)
+    pod_ready_condition(pod).is_some_and(|c| c.is_true)
 }
 
 /// When the pod last became ready: the `lastTransitionTime` of its True Ready condition.
 /// `None` stands for upstream's zero time (not ready, or no transition time recorded).
 pub fn pod_ready_time(pod: &CachedPod) -> Option<Timestamp> {
     pod_ready_condition(pod)
-        .filter(|c| c.status == CONDITION_TRUE)
+        .filter(|c| c.is_true)
         .and_then(|c| c.last_transition_time.as_ref())
         .map(|t| t.0)
 }
@@ -102,8 +95,11 @@ pub fn is_pod_available(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Pod, PodStatus};
+    use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+    const CONDITION_READY: &str = "Ready";
+    const CONDITION_TRUE: &str = "True";
 
     fn ts(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).expect("valid timestamp")
@@ -116,6 +112,11 @@ mod tests {
     }
 
     fn pod(shape: PodShape) -> CachedPod {
+        CachedPod::from(full_pod(shape))
+    }
+
+    /// The pod as the API server returns it, before the cache keeps what it reads.
+    fn full_pod(shape: PodShape) -> Pod {
         let mut conditions = vec![PodCondition {
             type_: "PodScheduled".to_owned(),
             status: "True".to_owned(),
@@ -129,7 +130,7 @@ mod tests {
                 ..PodCondition::default()
             });
         }
-        CachedPod::from(Pod {
+        Pod {
             metadata: ObjectMeta {
                 namespace: Some("ns".to_owned()),
                 name: Some("p".to_owned()),
@@ -142,7 +143,7 @@ mod tests {
                 ..PodStatus::default()
             }),
             ..Pod::default()
-        })
+        }
     }
 
     fn phase_pod(phase: Option<&'static str>, deleting: bool) -> CachedPod {
@@ -235,19 +236,25 @@ mod tests {
 
     #[test]
     fn only_the_first_ready_condition_counts() {
-        let mut p = pod(PodShape {
+        let mut full = full_pod(PodShape {
             phase: Some("Running"),
             deleting: false,
             ready: Some(("False", Some(10))),
         });
-        if let Some(conditions) = p.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+        if let Some(conditions) = full.status.as_mut().and_then(|s| s.conditions.as_mut()) {
             conditions.push(PodCondition {
                 type_: CONDITION_READY.to_owned(),
                 status: CONDITION_TRUE.to_owned(),
                 ..PodCondition::default()
             });
         }
-        assert!(!is_pod_ready(&p));
+        let decoded: CachedPod =
+            serde_json::from_value(serde_json::to_value(&full).expect("a pod encodes"))
+                .expect("a pod decodes");
+        for p in [CachedPod::from(&full), decoded] {
+            assert!(!is_pod_ready(&p));
+            assert_eq!(pod_ready_time(&p), None);
+        }
     }
 
     #[test]

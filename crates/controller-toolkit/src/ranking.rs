@@ -249,6 +249,7 @@ fn merge_sort<T>(items: Vec<T>, less: &dyn Fn(&T, &T) -> bool) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use informer::ReadyCondition;
     use k8s_openapi::api::core::v1::{
         Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus,
     };
@@ -566,11 +567,10 @@ mod tests {
         // A ready pod without a transition time: make it ready with a zero time.
         let mut zero_ready = (*no_ready_time.pod).clone();
         if let Some(status) = zero_ready.status.as_mut() {
-            status.conditions = Some(vec![PodCondition {
-                type_: "Ready".to_owned(),
-                status: "True".to_owned(),
-                ..PodCondition::default()
-            }]);
+            status.ready = Some(ReadyCondition {
+                is_true: true,
+                last_transition_time: None,
+            });
         }
         let zero_ready = RankedPod {
             pod: Arc::new(zero_ready),

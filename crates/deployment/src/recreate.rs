@@ -161,7 +161,7 @@ mod tests {
             block_owner_deletion: Some(true),
         }]);
         p.status = Some(CachedPodStatus {
-            phase: Some(phase.to_owned()),
+            phase: Some(phase.into()),
             ..Default::default()
         });
         p

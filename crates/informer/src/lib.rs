@@ -31,7 +31,7 @@ mod sync;
 pub use cached::{
     CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedPod,
     CachedPodSpec, CachedPodStatus, CachedReplicaSet, CachedReplicaSetSpec, ClaimVolume,
-    CompactPodTemplate,
+    CompactPodTemplate, ReadyCondition,
 };
 pub use error::InformerError;
 pub use factory::{FactoryConfig, SharedInformerFactory};
@@ -46,5 +46,5 @@ pub use pod_index::{
     owner_index_key, pod_controller_index,
 };
 pub use resync::{DEFAULT_MIN_RESYNC_PERIOD, resync_period};
-pub use store::{IndexFn, NAMESPACE_INDEX, Store};
+pub use store::{IndexFn, NAMESPACE_INDEX, ObjectKey, Store};
 pub use sync::{CACHE_SYNC_POLL_PERIOD, HasSynced, wait_for_cache_sync, wait_for_named_cache_sync};

@@ -13,7 +13,7 @@ use kube::{Resource, runtime::watcher};
 use crate::{
     handler::{DeletedObject, Notification},
     key::object_key,
-    store::Store,
+    store::{ObjectKey, Store},
 };
 
 /// Changes applied to every object before it enters the store (client-go's transform).
@@ -142,14 +142,15 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
         let mut previous = self.store.replace(listed.clone());
         let mut notifications = Vec::with_capacity(listed.len());
         let listed_keys: Vec<String> = listed.iter().map(|obj| object_key(obj.as_ref())).collect();
-        let listed_set: HashSet<&String> = listed_keys.iter().collect();
-        let vanished: Vec<String> = previous
+        let listed_set: HashSet<&str> = listed_keys.iter().map(String::as_str).collect();
+        let vanished: Vec<ObjectKey> = previous
             .keys()
-            .filter(|key| !listed_set.contains(key))
+            .filter(|key| !listed_set.contains(key.as_ref()))
             .cloned()
             .collect();
         for key in vanished {
             if let Some(last_known) = previous.remove(&key) {
+                let key = key.to_string();
                 tracing::debug!(key, "deleted while the watch was down");
                 notifications.push(Notification::Delete(DeletedObject::Unknown {
                     key,
@@ -157,8 +158,8 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
                 }));
             }
         }
-        for (key, obj) in listed_keys.into_iter().zip(listed) {
-            let notification = match previous.insert(key, obj.clone()) {
+        for (key, obj) in listed_keys.iter().zip(listed) {
+            let notification = match previous.remove(key.as_str()) {
                 Some(old) => Notification::Update { old, new: obj },
                 None => Notification::Add {
                     obj,

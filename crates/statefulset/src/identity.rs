@@ -136,8 +136,7 @@ pub fn storage_matches(set: &StatefulSet, pod: &CachedPod) -> bool {
     let volumes = pod
         .spec
         .as_ref()
-        .and_then(|spec| spec.volumes.as_ref())
-        .map(Vec::as_slice)
+        .and_then(|spec| spec.volumes.as_deref())
         .unwrap_or_default();
     claim_templates(set).iter().all(|template| {
         let template_name = template.metadata.name.as_deref().unwrap_or_default();

@@ -20,6 +20,7 @@ mod template;
 pub use deployment::{CachedDeployment, CachedDeploymentSpec};
 pub use pod::{
     CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
+    ReadyCondition,
 };
 pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};
 pub use template::CompactPodTemplate;
