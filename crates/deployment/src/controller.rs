@@ -262,7 +262,7 @@ impl SyncContext {
         let label_selector = d
             .spec
             .as_ref()
-            .map(|spec| spec.selector.clone())
+            .map(|spec| spec.selector.decode())
             .unwrap_or_default();
         let selector =
             Selector::try_from(label_selector).map_err(|error| SyncError::InvalidSelector {

@@ -68,7 +68,7 @@ impl RecreatePodHandler {
         let Some(selector) = d
             .spec
             .as_ref()
-            .and_then(|spec| Selector::try_from(spec.selector.clone()).ok())
+            .and_then(|spec| Selector::try_from(spec.selector.decode()).ok())
         else {
             return;
         };

@@ -18,7 +18,10 @@ use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
-use informer::{CachedDeployment, CachedReplicaSet, CachedReplicaSetSpec, CompactPodTemplate};
+use informer::{
+    CachedDeployment, CachedReplicaSet, CachedReplicaSetSpec, CompactLabelSelector,
+    CompactPodTemplate,
+};
 
 use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -166,7 +169,7 @@ pub fn build_new_replica_set(
         .get_or_insert_with(BTreeMap::new);
     labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
     let labels = labels.clone();
-    let mut selector = spec.selector.clone();
+    let mut selector = spec.selector.decode();
     selector
         .match_labels
         .get_or_insert_with(BTreeMap::new)
@@ -190,7 +193,7 @@ pub fn build_new_replica_set(
         spec: Some(CachedReplicaSetSpec {
             replicas: Some(0),
             min_ready_seconds: spec.min_ready_seconds,
-            selector,
+            selector: CompactLabelSelector::encode(&selector)?,
             template: Some(CompactPodTemplate::encode(&template)?),
         }),
         status: None,
@@ -459,6 +462,7 @@ mod tests {
         let spec = built.spec.clone().expect("spec");
         assert_eq!(
             spec.selector
+                .decode()
                 .match_labels
                 .as_ref()
                 .and_then(|m| m.get(POD_TEMPLATE_HASH_LABEL)),

@@ -150,7 +150,7 @@ pub(crate) mod test_support {
 
     use informer::{
         CachedDeployment, CachedDeploymentSpec, CachedReplicaSet, CachedReplicaSetSpec,
-        CompactPodTemplate,
+        CompactLabelSelector, CompactPodTemplate,
     };
     use k8s_openapi::api::apps::v1::{
         DeploymentStrategy, ReplicaSetStatus, RollingUpdateDeployment,
@@ -209,10 +209,11 @@ pub(crate) mod test_support {
             },
             spec: Some(CachedDeploymentSpec {
                 replicas: Some(replicas),
-                selector: LabelSelector {
+                selector: CompactLabelSelector::encode(&LabelSelector {
                     match_labels: Some(BTreeMap::from([("app".to_owned(), "web".to_owned())])),
                     ..Default::default()
-                },
+                })
+                .expect("a selector encodes"),
                 strategy: Some(DeploymentStrategy {
                     type_: Some("RollingUpdate".to_owned()),
                     rolling_update: Some(RollingUpdateDeployment {

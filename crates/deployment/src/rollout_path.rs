@@ -26,7 +26,7 @@ pub struct SelectingAll {
 /// syncDeployment's empty-selector check: `Some` when the selector deep-equals an empty
 /// selector; the sync then ends successfully.
 pub fn selecting_all(d: &CachedDeployment) -> Option<SelectingAll> {
-    let selector = &d.spec.as_ref()?.selector;
+    let selector = d.spec.as_ref()?.selector.decode();
     if selector.match_labels.is_some() || selector.match_expressions.is_some() {
         return None;
     }
@@ -92,7 +92,8 @@ pub fn choose_rollout_path(
 mod tests {
     use std::collections::BTreeMap;
 
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+    use informer::CompactLabelSelector;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     use super::*;
@@ -104,7 +105,7 @@ mod tests {
         let mut d = rolling(1, IntOrString::Int(1), IntOrString::Int(0));
         assert_eq!(selecting_all(&d), None);
         if let Some(spec) = d.spec.as_mut() {
-            spec.selector = LabelSelector::default();
+            spec.selector = CompactLabelSelector::default();
         }
         let got = selecting_all(&d).expect("empty selector");
         assert_eq!(got.event.reason, "SelectingAll");

@@ -194,6 +194,7 @@ impl Writes {
 mod tests {
     use super::*;
     use crate::replica_set::test_support::{rolling, rs};
+    use informer::CompactLabelSelector;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     /// A ReplicaSet `name` of the test Deployment, as the controller would POST it.
@@ -203,7 +204,9 @@ mod tests {
         planned.metadata.creation_timestamp = None;
         planned.status = None;
         if let Some(spec) = planned.spec.as_mut() {
-            spec.selector.match_labels = Some([("app".to_owned(), "web".to_owned())].into());
+            let mut selector = spec.selector.decode();
+            selector.match_labels = Some([("app".to_owned(), "web".to_owned())].into());
+            spec.selector = CompactLabelSelector::encode(&selector).expect("a selector encodes");
         }
         planned
     }

@@ -31,7 +31,7 @@ mod sync;
 pub use cached::{
     CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedPod,
     CachedPodSpec, CachedPodStatus, CachedReplicaSet, CachedReplicaSetSpec, ClaimVolume,
-    CompactPodTemplate, ReadyCondition,
+    CompactJson, CompactLabelSelector, CompactPodTemplate, ReadyCondition,
 };
 pub use error::InformerError;
 pub use factory::{FactoryConfig, SharedInformerFactory};

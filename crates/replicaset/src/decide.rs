@@ -26,7 +26,7 @@ pub fn parse_selector(replica_set: &CachedReplicaSet) -> Result<Selector, String
         .spec
         .as_ref()
         .ok_or_else(|| "the ReplicaSet has no spec".to_string())?;
-    Selector::try_from(spec.selector.clone()).map_err(|error| error.to_string())
+    Selector::try_from(spec.selector.decode()).map_err(|error| error.to_string())
 }
 
 /// What manageReplicas has to do.

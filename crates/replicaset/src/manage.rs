@@ -157,7 +157,7 @@ impl SyncContext {
             let Some(selector) = sibling
                 .spec
                 .as_ref()
-                .and_then(|spec| Selector::try_from(spec.selector.clone()).ok())
+                .and_then(|spec| Selector::try_from(spec.selector.decode()).ok())
             else {
                 continue;
             };

@@ -72,8 +72,8 @@ impl kube::Resource for RawStatefulSet {
 
 /// A set owns its pods (upstream `getPodStatefulSets`, `resolveControllerRef`).
 impl Owner for RawStatefulSet {
-    fn label_selector(&self) -> Option<&LabelSelector> {
-        self.set.spec.as_ref().map(|spec| &spec.selector)
+    fn label_selector(&self) -> Option<LabelSelector> {
+        self.set.spec.as_ref().map(|spec| spec.selector.clone())
     }
 
     fn min_ready_seconds(&self) -> i32 {

@@ -39,8 +39,8 @@ pub fn owner_selector(selector: &LabelSelector) -> Option<Selector> {
 
 /// A kind that owns dependents through controller references.
 pub trait Owner: informer::InformerResource {
-    /// `spec.selector`.
-    fn label_selector(&self) -> Option<&LabelSelector>;
+    /// `spec.selector`, decoded (the cached kinds keep it as compact JSON).
+    fn label_selector(&self) -> Option<LabelSelector>;
 
     /// `spec.minReadySeconds`: when positive, a dependent turning ready enqueues the owner
     /// again after that long, so availability is counted on time.
@@ -66,8 +66,8 @@ impl Dependent for CachedPod {
 impl Dependent for CachedReplicaSet {}
 
 impl Owner for CachedReplicaSet {
-    fn label_selector(&self) -> Option<&LabelSelector> {
-        self.spec.as_ref().map(|spec| &spec.selector)
+    fn label_selector(&self) -> Option<LabelSelector> {
+        self.spec.as_ref().map(|spec| spec.selector.decode())
     }
 
     fn min_ready_seconds(&self) -> i32 {
@@ -79,8 +79,8 @@ impl Owner for CachedReplicaSet {
 }
 
 impl Owner for CachedDeployment {
-    fn label_selector(&self) -> Option<&LabelSelector> {
-        self.spec.as_ref().map(|spec| &spec.selector)
+    fn label_selector(&self) -> Option<LabelSelector> {
+        self.spec.as_ref().map(|spec| spec.selector.decode())
     }
 }
 
@@ -213,7 +213,7 @@ impl<O: Owner, E> OwnerRouting<O, E> {
             .filter(|owner| {
                 owner
                     .label_selector()
-                    .and_then(owner_selector)
+                    .and_then(|selector| owner_selector(&selector))
                     .is_some_and(|selector| selector.matches(labels))
             })
             .collect();

@@ -1,13 +1,12 @@
-//! The Deployment as the controllers cache it: the whole object, its pod template as compact
-//! JSON (see [`CompactPodTemplate`] for why).
+//! The Deployment as the controllers cache it: the whole object, its pod template and selector
+//! as compact JSON (see [`CompactPodTemplate`] and [`CompactLabelSelector`] for why).
 
-use k8s_openapi::{
-    api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus, DeploymentStrategy},
-    apimachinery::pkg::apis::meta::v1::LabelSelector,
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStatus, DeploymentStrategy,
 };
 use serde::{Deserialize, Serialize};
 
-use super::CompactPodTemplate;
+use super::{CompactLabelSelector, CompactPodTemplate};
 
 super::cached_resource! {
     /// A Deployment: metadata, spec and status as the API server sent them, the template
@@ -42,9 +41,9 @@ pub struct CachedDeploymentSpec {
     /// `revisionHistoryLimit`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i32>,
-    /// `selector`.
+    /// `selector`, as compact JSON.
     #[serde(default, deserialize_with = "super::null_as_default")]
-    pub selector: LabelSelector,
+    pub selector: CompactLabelSelector,
     /// `strategy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<DeploymentStrategy>,
@@ -65,7 +64,7 @@ impl TryFrom<&DeploymentSpec> for CachedDeploymentSpec {
             progress_deadline_seconds: spec.progress_deadline_seconds,
             replicas: spec.replicas,
             revision_history_limit: spec.revision_history_limit,
-            selector: spec.selector.clone(),
+            selector: CompactLabelSelector::encode(&spec.selector)?,
             strategy: spec.strategy.clone(),
             template: CompactPodTemplate::encode(&spec.template)?,
         })

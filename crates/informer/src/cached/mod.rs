@@ -3,13 +3,14 @@
 //! k8s-openapi's types (a client-go transform, done at decode time).
 //!
 //! * [`CachedPod`]: only the fields the workload controllers read; never written back.
-//! * [`CachedReplicaSet`], [`CachedDeployment`]: the whole object, with the pod template held
-//!   as compact JSON ([`CompactPodTemplate`]); they serialize back losslessly, so the
-//!   controllers PUT them as they are.
+//! * [`CachedReplicaSet`], [`CachedDeployment`]: the whole object, with the pod template and
+//!   the selector held as compact JSON ([`CompactPodTemplate`], [`CompactLabelSelector`]); they
+//!   serialize back losslessly, so the controllers PUT them as they are.
 //!
 //! Each implements k8s-openapi's `Resource` and `Metadata` under its API type's group, version
 //! and kind, so `kube::Api`, the watcher and the informers take it like the API type.
 
+mod compact_json;
 mod deployment;
 #[cfg(test)]
 mod hostile_decode;
@@ -17,6 +18,7 @@ mod pod;
 mod replica_set;
 mod template;
 
+pub use compact_json::CompactJson;
 pub use deployment::{CachedDeployment, CachedDeploymentSpec};
 pub use pod::{
     CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
@@ -24,6 +26,11 @@ pub use pod::{
 };
 pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};
 pub use template::CompactPodTemplate;
+
+/// A label selector held as compact JSON (k8s-openapi's serialization of a `LabelSelector`);
+/// its default is the empty selector, `{}`. Decoded when a sync builds its selector.
+pub type CompactLabelSelector =
+    CompactJson<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>;
 
 /// Declares a cached type standing for the k8s-openapi type `$api`, decoded straight from the
 /// API server's JSON: its metadata (missing or `null` is the default, as k8s-openapi decodes it), an optional

@@ -1,19 +1,18 @@
-//! The ReplicaSet as the controllers cache it: the whole object, its pod template as compact
-//! JSON.
+//! The ReplicaSet as the controllers cache it: the whole object, its pod template and selector
+//! as compact JSON.
 //!
 //! Why: a k8s-openapi `ReplicaSet` is 2,336 bytes inline and its template's containers 2,144
 //! each, plus a B-tree node per label and annotation map; a Deployment keeps its old
-//! ReplicaSets as history, so they outnumber the Deployments. Only the pod template is large,
-//! and it is read only to create pods or to compare it, so it is kept as JSON
-//! ([`CompactPodTemplate`]) and everything else as k8s-openapi decodes it.
+//! ReplicaSets as history, so they outnumber the Deployments. The pod template is large and
+//! read only to create pods or to compare it, and the selector's `matchLabels` is a 544-byte
+//! B-tree node read only when a sync builds its selector, so both are kept as JSON
+//! ([`CompactPodTemplate`], [`CompactLabelSelector`]) and everything else as k8s-openapi
+//! decodes it.
 
-use k8s_openapi::{
-    api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus},
-    apimachinery::pkg::apis::meta::v1::LabelSelector,
-};
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 use serde::{Deserialize, Serialize};
 
-use super::CompactPodTemplate;
+use super::{CompactLabelSelector, CompactPodTemplate};
 
 super::cached_resource! {
     /// A ReplicaSet: metadata, spec and status as the API server sent them, the template
@@ -39,9 +38,9 @@ pub struct CachedReplicaSetSpec {
     /// `replicas`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
-    /// `selector`.
+    /// `selector`, as compact JSON.
     #[serde(default, deserialize_with = "super::null_as_default")]
-    pub selector: LabelSelector,
+    pub selector: CompactLabelSelector,
     /// `template`, as compact JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<CompactPodTemplate>,
@@ -56,7 +55,7 @@ impl TryFrom<&ReplicaSetSpec> for CachedReplicaSetSpec {
         Ok(CachedReplicaSetSpec {
             min_ready_seconds: spec.min_ready_seconds,
             replicas: spec.replicas,
-            selector: spec.selector.clone(),
+            selector: CompactLabelSelector::encode(&spec.selector)?,
             template: spec
                 .template
                 .as_ref()

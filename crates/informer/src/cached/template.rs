@@ -9,35 +9,18 @@
 //! or to copy it (rollback), so decoding on those occasions costs little CPU and saves most of
 //! each cached object.
 
-use std::{collections::BTreeMap, fmt};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::value::RawValue;
+use serde::Deserialize;
+
+use super::CompactJson;
 
 /// A pod template held as compact JSON (k8s-openapi's serialization of a `PodTemplateSpec`).
-///
-/// Invariant: the JSON decodes back into a `PodTemplateSpec`. [`encode`](Self::encode) checks
-/// it once, so [`decode`](Self::decode) cannot fail.
-#[derive(Clone)]
-pub struct CompactPodTemplate(Box<RawValue>);
+/// Its default is Go's zero `PodTemplateSpec`, `{}`.
+pub type CompactPodTemplate = CompactJson<PodTemplateSpec>;
 
-impl CompactPodTemplate {
-    /// Encodes `template`. Fails only where k8s-openapi cannot serialize the template or read
-    /// its own output back (a timestamp outside the years it prints), so no template ever
-    /// stored here fails to decode.
-    pub fn encode(template: &PodTemplateSpec) -> Result<Self, serde_json::Error> {
-        let json = serde_json::value::to_raw_value(template)?;
-        serde_json::from_str::<PodTemplateSpec>(json.get())?;
-        Ok(Self(json))
-    }
-
-    /// The template, decoded.
-    pub fn decode(&self) -> PodTemplateSpec {
-        // Cannot fail: `encode`, the only way in, decoded this very text.
-        serde_json::from_str(self.0.get()).expect("a CompactPodTemplate decodes")
-    }
-
+impl CompactJson<PodTemplateSpec> {
     /// The template's labels (`metadata.labels`), read without decoding the rest.
     pub fn labels(&self) -> Option<BTreeMap<String, String>> {
         #[derive(Deserialize)]
@@ -49,64 +32,10 @@ impl CompactPodTemplate {
             labels: Option<BTreeMap<String, String>>,
         }
         // The JSON decodes as a whole template, so it decodes as this subset of one.
-        serde_json::from_str::<Template>(self.0.get())
+        serde_json::from_str::<Template>(self.as_json())
             .ok()?
             .metadata?
             .labels
-    }
-
-    /// The template's JSON text.
-    pub fn as_json(&self) -> &str {
-        self.0.get()
-    }
-}
-
-/// The empty template (Go's zero `PodTemplateSpec`), as k8s-openapi serializes it.
-impl Default for CompactPodTemplate {
-    fn default() -> Self {
-        Self(RawValue::from_string("{}".to_owned()).expect("`{}` is JSON"))
-    }
-}
-
-/// Equal templates have equal JSON: k8s-openapi writes fields in a fixed order and maps in
-/// key order.
-impl PartialEq for CompactPodTemplate {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_json() == other.as_json()
-    }
-}
-
-impl Eq for CompactPodTemplate {}
-
-impl fmt::Debug for CompactPodTemplate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("CompactPodTemplate")
-            .field(&self.as_json())
-            .finish()
-    }
-}
-
-impl TryFrom<&PodTemplateSpec> for CompactPodTemplate {
-    type Error = serde_json::Error;
-
-    fn try_from(template: &PodTemplateSpec) -> Result<Self, Self::Error> {
-        Self::encode(template)
-    }
-}
-
-/// Decodes a whole `PodTemplateSpec` (any deserializer, so `serde_json::from_value` works as
-/// well as the watch stream) and keeps its compact JSON.
-impl<'de> Deserialize<'de> for CompactPodTemplate {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let template = PodTemplateSpec::deserialize(deserializer)?;
-        Self::encode(&template).map_err(serde::de::Error::custom)
-    }
-}
-
-/// Writes the JSON as it is (the template is embedded, not quoted).
-impl Serialize for CompactPodTemplate {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
     }
 }
 
