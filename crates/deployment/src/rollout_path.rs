@@ -2,7 +2,7 @@
 //! rollback, scaling event, or a rollout by strategy. Upstream's order matters: e.g. a
 //! paused Deployment scales but never rolls, and a rollback request wins over a resize.
 
-use informer::{CachedDeployment, CachedReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet, CompactLabelSelector};
 
 use k8s_openapi::api::apps::v1::DeploymentStatus;
 
@@ -24,10 +24,12 @@ pub struct SelectingAll {
 }
 
 /// syncDeployment's empty-selector check: `Some` when the selector deep-equals an empty
-/// selector; the sync then ends successfully.
+/// selector; the sync then ends successfully. Compact selectors are equal when their JSON is,
+/// and only a selector with neither `matchLabels` nor `matchExpressions` (an empty map or list
+/// is not absent, as in Go's `DeepEqual`) is written as the default's `{}`, so no decode is
+/// needed here.
 pub fn selecting_all(d: &CachedDeployment) -> Option<SelectingAll> {
-    let selector = d.spec.as_ref()?.selector.decode();
-    if selector.match_labels.is_some() || selector.match_expressions.is_some() {
+    if d.spec.as_ref()?.selector != CompactLabelSelector::default() {
         return None;
     }
     let generation = d.metadata.generation.unwrap_or(0);
@@ -92,7 +94,6 @@ pub fn choose_rollout_path(
 mod tests {
     use std::collections::BTreeMap;
 
-    use informer::CompactLabelSelector;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -115,6 +116,18 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(selecting_all(&d).expect("empty selector").status, None);
+
+        // An empty map or list is present, as in Go's DeepEqual: not the empty selector.
+        for present_but_empty in [
+            serde_json::json!({"matchLabels": {}}),
+            serde_json::json!({"matchExpressions": []}),
+        ] {
+            if let Some(spec) = d.spec.as_mut() {
+                spec.selector =
+                    serde_json::from_value(present_but_empty.clone()).expect("selector");
+            }
+            assert_eq!(selecting_all(&d), None, "{present_but_empty}");
+        }
     }
 
     #[test]

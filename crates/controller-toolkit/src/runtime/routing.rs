@@ -25,7 +25,7 @@ use crate::{controller_ref::controller_of, pod_predicates::is_pod_ready};
 /// The selector an owner adopts orphans with, or `None` when it is empty (it would select
 /// everything) or cannot be parsed: such an owner adopts nothing (upstream's
 /// `getPodReplicaSets`, `getPodStatefulSets`, `getDeploymentsForReplicaSet`).
-pub fn owner_selector(selector: &LabelSelector) -> Option<Selector> {
+pub fn owner_selector(selector: LabelSelector) -> Option<Selector> {
     let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
         && selector
             .match_expressions
@@ -34,7 +34,7 @@ pub fn owner_selector(selector: &LabelSelector) -> Option<Selector> {
     if empty {
         return None;
     }
-    Selector::try_from(selector.clone()).ok()
+    Selector::try_from(selector).ok()
 }
 
 /// A kind that owns dependents through controller references.
@@ -213,7 +213,7 @@ impl<O: Owner, E> OwnerRouting<O, E> {
             .filter(|owner| {
                 owner
                     .label_selector()
-                    .and_then(|selector| owner_selector(&selector))
+                    .and_then(owner_selector)
                     .is_some_and(|selector| selector.matches(labels))
             })
             .collect();
@@ -344,7 +344,7 @@ mod tests {
         for (selector, expected) in cases {
             let parsed: LabelSelector = serde_json::from_value(selector.clone()).expect("selector");
             assert_eq!(
-                owner_selector(&parsed).map(|s| s.matches(&labels)),
+                owner_selector(parsed).map(|s| s.matches(&labels)),
                 expected,
                 "{selector}"
             );
