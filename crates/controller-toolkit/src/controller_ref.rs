@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use informer::{LabelMatcher, Labeled};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::serde::de::DeserializeOwned;
-use kube::core::{GroupVersionKind, NamespaceResourceScope, Selector, SelectorExt};
+use kube::core::{GroupVersionKind, NamespaceResourceScope};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
 
@@ -280,12 +281,17 @@ impl<T> ClaimResult<T> {
 
 /// A namespaced kind a controller claims (pods, ReplicaSets, ControllerRevisions).
 pub trait Claimable:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + fmt::Debug
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Labeled
+    + Clone
+    + DeserializeOwned
+    + fmt::Debug
 {
 }
 
 impl<D> Claimable for D where
     D: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Labeled
         + Clone
         + DeserializeOwned
         + fmt::Debug
@@ -308,7 +314,7 @@ pub struct ControllerRefManager {
     owner: ClaimOwner,
     owner_key: String,
     controller_ref: OwnerReference,
-    selector: Selector,
+    selector: LabelMatcher,
     can_adopt: CanAdoptFn,
     can_adopt_result: tokio::sync::OnceCell<Result<(), String>>,
 }
@@ -320,7 +326,7 @@ impl ControllerRefManager {
         writer: Writer,
         owner: &O,
         gvk: &GroupVersionKind,
-        selector: Selector,
+        selector: LabelMatcher,
         can_adopt: CanAdoptFn,
     ) -> Self {
         let meta = owner.meta();
@@ -359,11 +365,8 @@ impl ControllerRefManager {
         .await
     }
 
-    fn selects<D: Resource>(&self, dependent: &D) -> bool {
-        match &dependent.meta().labels {
-            Some(labels) => self.selector.matches(labels),
-            None => self.selector.matches(&Default::default()),
-        }
+    fn selects<D: Labeled>(&self, dependent: &D) -> bool {
+        self.selector.selects(dependent)
     }
 
     async fn claim_all<D>(

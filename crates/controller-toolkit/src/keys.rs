@@ -31,7 +31,8 @@ mod tests {
                 name: name.map(str::to_owned),
                 uid: Some(uid.to_owned()),
                 ..ObjectMeta::default()
-            },
+            }
+            .into(),
             ..CachedPod::default()
         }
     }

@@ -51,8 +51,8 @@ pub fn is_pod_terminating(pod: &CachedPod) -> bool {
 
 /// The first condition of type `Ready`, as upstream's `GetPodReadyCondition` (the cache keeps
 /// only that one).
-pub fn pod_ready_condition(pod: &CachedPod) -> Option<&ReadyCondition> {
-    pod.status.as_ref()?.ready.as_ref()
+pub fn pod_ready_condition(pod: &CachedPod) -> Option<ReadyCondition> {
+    pod.ready_condition()
 }
 
 /// Whether the pod's Ready condition exists and is `True` (upstream `IsPodReady`).
@@ -65,7 +65,7 @@ pub fn is_pod_ready(pod: &CachedPod) -> bool {
 pub fn pod_ready_time(pod: &CachedPod) -> Option<Timestamp> {
     pod_ready_condition(pod)
         .filter(|c| c.is_true)
-        .and_then(|c| c.last_transition_time.as_ref())
+        .and_then(|c| c.last_transition_time)
         .map(|t| t.0)
 }
 
@@ -83,8 +83,7 @@ pub fn is_pod_available(pod: &CachedPod, min_ready_seconds: i32, now: Timestamp)
     if min_ready_seconds == 0 {
         return true;
     }
-    let Some(ready_since) = pod_ready_condition(pod).and_then(|c| c.last_transition_time.as_ref())
-    else {
+    let Some(ready_since) = pod_ready_condition(pod).and_then(|c| c.last_transition_time) else {
         return false;
     };
     let available_at =

@@ -567,10 +567,10 @@ mod tests {
         // A ready pod without a transition time: make it ready with a zero time.
         let mut zero_ready = (*no_ready_time.pod).clone();
         if let Some(status) = zero_ready.status.as_mut() {
-            status.ready = Some(ReadyCondition {
+            status.set_ready(Some(ReadyCondition {
                 is_true: true,
                 last_transition_time: None,
-            });
+            }));
         }
         let zero_ready = RankedPod {
             pod: Arc::new(zero_ready),

@@ -10,7 +10,7 @@ use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig, Retry
 use controller_toolkit::new_controller_ref;
 use controller_toolkit::pod_control::{PodControl, PodControlError};
 use controller_toolkit::writes::Writer;
-use informer::{CachedPod, CachedReplicaSet};
+use informer::{CachedPod, CachedReplicaSet, LabelMatcher};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, Deployment, ReplicaSet, ReplicaSetSpec, StatefulSet,
@@ -18,7 +18,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{Event, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::api::{DeleteParams, ListParams, PostParams};
-use kube::core::{GroupVersionKind, Selector};
+use kube::core::GroupVersionKind;
 use kube::{Api, Client};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -188,7 +188,7 @@ where
         + 'static,
 {
     let can_adopt = recheck_deletion(api::<O>(client), owner);
-    let selector: Selector = selector
+    let selector: LabelMatcher = selector
         .cloned()
         .unwrap_or_default()
         .try_into()

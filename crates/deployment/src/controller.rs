@@ -15,12 +15,12 @@ use controller_toolkit::{
     },
 };
 use informer::{
-    CONTROLLER_UID_INDEX, CachedDeployment, CachedPod, CachedReplicaSet, Lister,
+    CONTROLLER_UID_INDEX, CachedDeployment, CachedPod, CachedReplicaSet, LabelMatcher, Lister,
     POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_index, orphan_index_key,
     owner_index_key, pod_controller_index, split_key,
 };
 use k8s_openapi::jiff::Timestamp;
-use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind, core::Selector};
+use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind};
 use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
@@ -265,7 +265,7 @@ impl SyncContext {
             .map(|spec| spec.selector.decode())
             .unwrap_or_default();
         let selector =
-            Selector::try_from(label_selector).map_err(|error| SyncError::InvalidSelector {
+            LabelMatcher::try_from(label_selector).map_err(|error| SyncError::InvalidSelector {
                 key: key.to_owned(),
                 reason: error.to_string(),
             })?;

@@ -160,10 +160,9 @@ mod tests {
             controller: Some(true),
             block_owner_deletion: Some(true),
         }]);
-        p.status = Some(CachedPodStatus {
-            phase: Some(phase.into()),
-            ..Default::default()
-        });
+        let mut status = CachedPodStatus::default();
+        status.phase = Some(phase.into());
+        p.status = Some(status);
         p
     }
 

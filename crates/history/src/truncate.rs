@@ -8,28 +8,20 @@ use std::borrow::Borrow;
 use std::collections::HashSet;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::statefulset::STATEFULSET_REVISION_LABEL;
-
-/// Names of the revisions in use: `current`, `update` and every pod's
-/// `controller-revision-hash` label (an unlabelled pod contributes `""`, as upstream). Pods
-/// come as their metadata, so full and cached pods serve alike.
+/// Names of the revisions in use: `current`, `update` and each pod's revision, its
+/// `controller-revision-hash` label (`""` for an unlabelled pod, as upstream). Pods come as
+/// that label's value, so full and cached pods serve alike.
 pub fn live_revision_names<'a>(
     current: &'a ControllerRevision,
     update: &'a ControllerRevision,
-    pods: impl IntoIterator<Item = &'a ObjectMeta>,
+    pod_revisions: impl IntoIterator<Item = &'a str>,
 ) -> HashSet<&'a str> {
     let mut live: HashSet<&str> = [current, update]
         .into_iter()
         .filter_map(|revision| revision.metadata.name.as_deref())
         .collect();
-    live.extend(pods.into_iter().map(|pod| {
-        pod.labels
-            .as_ref()
-            .and_then(|labels| labels.get(STATEFULSET_REVISION_LABEL))
-            .map_or("", String::as_str)
-    }));
+    live.extend(pod_revisions);
     live
 }
 
@@ -58,8 +50,6 @@ pub fn revisions_to_truncate<'a, R: Borrow<ControllerRevision>>(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
@@ -74,22 +64,12 @@ mod tests {
         }
     }
 
-    /// A pod's metadata, labelled with its revision.
-    fn pod(revision_label: Option<&str>) -> ObjectMeta {
-        ObjectMeta {
-            labels: revision_label.map(|name| {
-                BTreeMap::from([(STATEFULSET_REVISION_LABEL.to_owned(), name.to_owned())])
-            }),
-            ..ObjectMeta::default()
-        }
-    }
-
     #[test]
     fn live_names() {
         let current = revision("r1");
         let update = revision("r3");
-        let pods = [pod(Some("r2")), pod(None), pod(Some("r3"))];
-        let mut live: Vec<&str> = live_revision_names(&current, &update, &pods)
+        let pod_revisions = ["r2", "", "r3"];
+        let mut live: Vec<&str> = live_revision_names(&current, &update, pod_revisions)
             .into_iter()
             .collect();
         live.sort_unstable();

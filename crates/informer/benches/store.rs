@@ -23,8 +23,8 @@ use std::{hint::black_box, sync::Arc, time::Duration};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use informer::{
-    CONTROLLER_UID_INDEX, CachedPod, Lister, POD_CONTROLLER_UID_INDEX, Store, controller_index,
-    pod_controller_index,
+    CONTROLLER_UID_INDEX, CachedPod, LabelMatcher, Lister, POD_CONTROLLER_UID_INDEX, Store,
+    controller_index, pod_controller_index,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::{Expression, Selector};
@@ -261,7 +261,10 @@ fn store_benches(c: &mut Criterion) {
 
     let lister = Lister::from_store(store.clone());
     let namespace = "ns-42";
-    let selector: Selector = Expression::Equal("app".into(), "app-3".into()).into();
+    let selector = LabelMatcher::from(Selector::from(Expression::Equal(
+        "app".into(),
+        "app-3".into(),
+    )));
     assert_eq!(lister.list_namespaced(namespace, &selector).len(), 100);
     group.bench_function("list_namespaced_selector_100_of_1k_in_ns", |b| {
         b.iter(|| lister.list_namespaced(black_box(namespace), black_box(&selector)))

@@ -20,6 +20,7 @@ mod factory;
 mod handler;
 mod informer;
 mod key;
+mod labels;
 mod listener;
 mod lister;
 mod pod_index;
@@ -31,13 +32,15 @@ mod sync;
 pub use cached::{
     CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedPod,
     CachedPodSpec, CachedPodStatus, CachedReplicaSet, CachedReplicaSetSpec, ClaimVolume,
-    CompactJson, CompactLabelSelector, CompactPodTemplate, ReadyCondition,
+    CompactJson, CompactLabelSelector, CompactLabels, CompactPodTemplate, LabelEntries,
+    PodMetadata, ReadyCondition,
 };
 pub use error::InformerError;
 pub use factory::{FactoryConfig, SharedInformerFactory};
 pub use handler::{DeletedObject, EventHandler};
 pub use informer::{InformerResource, LIST_PAGE_SIZE, SharedInformer};
 pub use key::{object_key, split_key};
+pub use labels::{LabelLookup, LabelMatcher, Labeled, Labels};
 pub use listener::HandlerRegistration;
 pub use lister::Lister;
 pub use pod_index::{

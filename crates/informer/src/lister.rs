@@ -7,12 +7,12 @@
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::{
-    Resource,
-    core::{Selector, SelectorExt},
-};
+use kube::Resource;
 
-use crate::store::{NAMESPACE_INDEX, Store};
+use crate::{
+    labels::{LabelMatcher, Labeled},
+    store::{NAMESPACE_INDEX, Store},
+};
 
 /// A cheap, cloneable read handle on one informer's cache.
 pub struct Lister<K> {
@@ -59,26 +59,40 @@ impl<K: Resource> Lister<K> {
 
     /// All cached objects in every namespace whose labels match `selector`, in key order.
     /// As upstream, an empty selector matches everything.
-    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+    pub fn list(&self, selector: &LabelMatcher) -> Vec<Arc<K>>
+    where
+        K: Labeled,
+    {
         self.store
             .list()
             .into_iter()
-            .filter(|obj| matches_labels(obj.as_ref(), selector))
+            .filter(|obj| selector.selects(obj.as_ref()))
             .collect()
     }
 
     /// Cached objects of one namespace whose labels match `selector`, found through the
     /// namespace index. An empty namespace means all namespaces, as upstream's `NamespaceAll`.
-    pub fn list_namespaced(&self, namespace: &str, selector: &Selector) -> Vec<Arc<K>> {
+    pub fn list_namespaced(&self, namespace: &str, selector: &LabelMatcher) -> Vec<Arc<K>>
+    where
+        K: Labeled,
+    {
         if namespace.is_empty() {
             return self.list(selector);
+        }
+        let mut objects = self.in_namespace(namespace);
+        objects.retain(|obj| selector.selects(obj.as_ref()));
+        objects
+    }
+
+    /// Every cached object of one namespace, found through the namespace index, in key
+    /// order. An empty namespace means all namespaces.
+    pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        if namespace.is_empty() {
+            return self.store.list();
         }
         self.store
             .by_index(NAMESPACE_INDEX, namespace)
             .unwrap_or_default()
-            .into_iter()
-            .filter(|obj| matches_labels(obj.as_ref(), selector))
-            .collect()
     }
 
     /// The informer's last synced resourceVersion ([`Store::last_sync_resource_version`]).
@@ -112,16 +126,6 @@ impl<K: Resource> Lister<K> {
     }
 }
 
-fn matches_labels<K: Resource>(obj: &K, selector: &Selector) -> bool {
-    if selector.selects_all() {
-        return true;
-    }
-    match obj.meta().labels.as_ref() {
-        Some(labels) => selector.matches(labels),
-        None => selector.matches(&Default::default()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,7 +134,7 @@ mod tests {
         api::core::v1::Pod,
         apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement},
     };
-    use kube::core::Expression;
+    use kube::core::{Expression, Selector};
 
     fn lister() -> Lister<Pod> {
         let store = Arc::new(Store::new());
@@ -229,7 +233,7 @@ mod tests {
             ),
         ];
         for (name, selector, want) in cases {
-            assert_eq!(keys(lister.list(&selector)), want, "{name}");
+            assert_eq!(keys(lister.list(&selector.into())), want, "{name}");
         }
     }
 
@@ -246,7 +250,7 @@ mod tests {
         ];
         for (namespace, selector, want) in cases {
             assert_eq!(
-                keys(lister.list_namespaced(namespace, &selector)),
+                keys(lister.list_namespaced(namespace, &selector.into())),
                 want,
                 "ns {namespace:?}"
             );

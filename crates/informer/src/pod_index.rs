@@ -132,7 +132,7 @@ mod tests {
         ];
         for (name, owner_references, want) in cases {
             let pod = CachedPod {
-                metadata: in_ns1("p", owner_references),
+                metadata: in_ns1("p", owner_references).into(),
                 ..CachedPod::default()
             };
             assert_eq!(pod_controller_index(&pod), vec![want.to_string()], "{name}");
@@ -181,7 +181,8 @@ mod tests {
             metadata: ObjectMeta {
                 namespace: Some(namespace.into()),
                 ..in_ns1("p", Some(vec![reference]))
-            },
+            }
+            .into(),
             ..CachedPod::default()
         };
         let key = owner_index_key(&owner_rs);

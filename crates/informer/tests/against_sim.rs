@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use informer::{
-    CachedPod, FactoryConfig, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
+    CachedPod, FactoryConfig, LabelMatcher, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
     orphan_pod_index_key, pod_controller_index, wait_for_cache_sync,
 };
 use k8s_openapi::api::{
@@ -16,7 +16,6 @@ use k8s_openapi::api::{
 use kube::{
     Api, ResourceExt,
     api::{DeleteParams, Patch, PatchParams, PostParams},
-    core::Selector,
 };
 use sim::{
     SimCluster,
@@ -201,7 +200,7 @@ async fn relist_after_lost_watch_delivers_missed_deletes_as_unknown() -> TestRes
     );
     let names: Vec<String> = pods
         .lister()
-        .list(&Selector::default())
+        .list(&LabelMatcher::default())
         .iter()
         .map(|p| p.name_any())
         .collect();

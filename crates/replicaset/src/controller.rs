@@ -25,7 +25,7 @@ use informer::{
     pod_controller_index, split_key,
 };
 use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
-use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind, core::SelectorExt};
+use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind};
 use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
@@ -234,7 +234,7 @@ impl Reconciler for SyncContext {
             .filter(|pod| {
                 controller_toolkit::controller_ref::controller_of(&pod.metadata)
                     .is_some_and(|owner| owner.uid == uid)
-                    && selector.matches(pod.metadata.labels.as_ref().unwrap_or(&Default::default()))
+                    && selector.selects(pod.as_ref())
             })
             .count();
 

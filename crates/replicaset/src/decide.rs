@@ -6,13 +6,12 @@
 //! [`controller_toolkit::availability::availability_requeue`].
 
 use controller_toolkit::pod_predicates::{is_pod_available, is_pod_ready};
-use informer::{CachedPod, CachedReplicaSet};
+use informer::{CachedPod, CachedReplicaSet, LabelMatcher};
 use k8s_openapi::{
     api::apps::v1::{ReplicaSetCondition, ReplicaSetStatus},
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
 };
-use kube::core::Selector;
 
 /// At most this many creates or deletes per sync (upstream `BurstReplicas`).
 pub const BURST_REPLICAS: usize = 500;
@@ -21,12 +20,12 @@ pub const REPLICA_FAILURE: &str = "ReplicaFailure";
 
 /// The ReplicaSet's selector, or why it cannot be used. The API server validates selectors, so
 /// this fails only for objects it should have refused; the sync warns and does not retry.
-pub fn parse_selector(replica_set: &CachedReplicaSet) -> Result<Selector, String> {
+pub fn parse_selector(replica_set: &CachedReplicaSet) -> Result<LabelMatcher, String> {
     let spec = replica_set
         .spec
         .as_ref()
         .ok_or_else(|| "the ReplicaSet has no spec".to_string())?;
-    Selector::try_from(spec.selector.decode()).map_err(|error| error.to_string())
+    LabelMatcher::try_from(spec.selector.decode()).map_err(|error| error.to_string())
 }
 
 /// What manageReplicas has to do.
@@ -82,11 +81,11 @@ pub fn calculate_status(inputs: &StatusInputs<'_>) -> ReplicaSetStatus {
     let mut ready = 0;
     let mut available = 0;
     for pod in inputs.active_pods {
-        let labels = pod.metadata.labels.as_ref();
+        let labels = &pod.metadata.labels;
         let has_template_labels = template_labels.as_ref().is_none_or(|wanted| {
             wanted
                 .iter()
-                .all(|(key, value)| labels.and_then(|labels| labels.get(key)) == Some(value))
+                .all(|(key, value)| labels.get(key) == Some(value.as_str()))
         });
         if has_template_labels {
             fully_labeled += 1;

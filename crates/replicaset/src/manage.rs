@@ -12,14 +12,11 @@ use controller_toolkit::{
 };
 use futures::future::join_all;
 use informer::{
-    CONTROLLER_UID_INDEX, CachedPod, CachedReplicaSet, CompactPodTemplate,
+    CONTROLLER_UID_INDEX, CachedPod, CachedReplicaSet, CompactPodTemplate, LabelMatcher,
     POD_CONTROLLER_UID_INDEX, controller_index_key, orphan_pod_index_key, owner_index_key,
 };
 use k8s_openapi::jiff::Timestamp;
-use kube::{
-    ResourceExt,
-    core::{Selector, SelectorExt},
-};
+use kube::ResourceExt;
 
 use crate::{
     controller::{SyncContext, SyncError, replica_set_gvk},
@@ -157,7 +154,7 @@ impl SyncContext {
             let Some(selector) = sibling
                 .spec
                 .as_ref()
-                .and_then(|spec| Selector::try_from(spec.selector.decode()).ok())
+                .and_then(|spec| LabelMatcher::try_from(spec.selector.decode()).ok())
             else {
                 continue;
             };
@@ -168,9 +165,7 @@ impl SyncContext {
                 .pods
                 .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(sibling.as_ref()));
             for pod in owned.iter().chain(&orphans) {
-                if selector.matches(pod.metadata.labels.as_ref().unwrap_or(&Default::default()))
-                    && seen.insert(pod.uid().unwrap_or_default())
-                {
+                if selector.selects(pod.as_ref()) && seen.insert(pod.uid().unwrap_or_default()) {
                     related.push(pod.clone());
                 }
             }

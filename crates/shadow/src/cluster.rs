@@ -12,7 +12,7 @@ use std::{
 
 use informer::{DeletedObject, EventHandler, InformerResource, Lister, SharedInformer};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::{Resource, core::Selector};
+use kube::Resource;
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -55,7 +55,7 @@ impl<K: InformerResource> ResourceCache for Listed<K> {
 
     fn in_namespace(&self, namespace: &str) -> Vec<CachedObject> {
         self.lister
-            .list_namespaced(namespace, &Selector::default())
+            .in_namespace(namespace)
             .into_iter()
             .map(|object| CachedObject {
                 meta: object.meta().clone(),

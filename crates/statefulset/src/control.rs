@@ -20,7 +20,7 @@ use controller_toolkit::{
     writes::{RetryOn, StatusRetry, slow_start},
 };
 use history::{apply_revision_to_statefulset, equal_revision, sort_controller_revisions};
-use informer::CachedPod;
+use informer::{CachedPod, LabelMatcher};
 use k8s_openapi::{
     api::{
         apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus},
@@ -28,7 +28,7 @@ use k8s_openapi::{
     },
     jiff::Timestamp,
 };
-use kube::{ResourceExt, core::Selector};
+use kube::ResourceExt;
 
 use crate::{
     controller::{SyncContext, SyncError, statefulset_gvk},
@@ -78,7 +78,7 @@ impl SyncContext {
     pub(crate) async fn update_stateful_set(
         &self,
         set: &RawStatefulSet,
-        selector: &Selector,
+        selector: &LabelMatcher,
         pods: &[Arc<CachedPod>],
         now: Timestamp,
     ) -> Result<Updated, SyncError> {
@@ -145,7 +145,7 @@ impl SyncContext {
                 BTreeMap::new()
             } else {
                 self.claims
-                    .list_namespaced(namespace, &Selector::default())
+                    .in_namespace(namespace)
                     .into_iter()
                     .map(|claim| (claim.name_any(), claim))
                     .collect()

@@ -14,9 +14,9 @@ use controller_toolkit::{
 };
 use history::SemanticComparisonCache;
 use informer::{
-    CONTROLLER_UID_INDEX, CachedPod, Lister, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
-    controller_index, orphan_index_key, orphan_pod_index_key, owner_index_key,
-    pod_controller_index, split_key,
+    CONTROLLER_UID_INDEX, CachedPod, LabelMatcher, Lister, POD_CONTROLLER_UID_INDEX,
+    SharedInformerFactory, controller_index, orphan_index_key, orphan_pod_index_key,
+    owner_index_key, pod_controller_index, split_key,
 };
 use k8s_openapi::{
     api::{
@@ -25,11 +25,7 @@ use k8s_openapi::{
     },
     jiff::Timestamp,
 };
-use kube::{
-    Api, Client, Resource,
-    api::GroupVersionKind,
-    core::{Selector, SelectorExt},
-};
+use kube::{Api, Client, Resource, api::GroupVersionKind};
 use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
@@ -215,7 +211,7 @@ impl Reconciler for SyncContext {
             .set
             .spec
             .as_ref()
-            .map(|spec| Selector::try_from(spec.selector.clone()))
+            .map(|spec| LabelMatcher::try_from(spec.selector.clone()))
         {
             Some(Ok(selector)) => selector,
             Some(Err(error)) => {
@@ -300,7 +296,7 @@ impl SyncContext {
     pub(crate) fn list_revisions(
         &self,
         set: &StatefulSet,
-        selector: &Selector,
+        selector: &LabelMatcher,
     ) -> Vec<Arc<ControllerRevision>> {
         // Owned and orphaned revisions come from the controller index (upstream v1.36's
         // owner index) instead of a scan of the namespace.
@@ -312,15 +308,7 @@ impl SyncContext {
             self.revisions
                 .by_index(CONTROLLER_UID_INDEX, &orphan_index_key(namespace)),
         );
-        revisions.retain(|revision| {
-            selector.matches(
-                revision
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .unwrap_or(&Default::default()),
-            )
-        });
+        revisions.retain(|revision| selector.selects(revision.as_ref()));
         revisions
     }
 }

@@ -903,7 +903,8 @@ fn repair_base(pod: &CachedPod) -> Pod {
     let volumes = pod
         .spec
         .as_ref()
-        .and_then(|spec| spec.volumes.as_ref())
+        .map(|spec| &spec.volumes)
+        .filter(|volumes| !volumes.is_empty())
         .map(|volumes| {
             volumes
                 .iter()
@@ -915,7 +916,7 @@ fn repair_base(pod: &CachedPod) -> Pod {
                 .collect()
         });
     Pod {
-        metadata: pod.metadata.clone(),
+        metadata: pod.metadata.to_object_meta(),
         spec: Some(PodSpec {
             volumes,
             ..PodSpec::default()
@@ -1141,7 +1142,7 @@ pub fn broken_rollout_recovery(
 fn not_ready_since(pod: &CachedPod) -> Option<Timestamp> {
     let created = pod.metadata.creation_timestamp.as_ref().map(|time| time.0);
     let transition = pod_ready_condition(pod)
-        .and_then(|condition| condition.last_transition_time.as_ref())
+        .and_then(|condition| condition.last_transition_time)
         .map(|time| time.0);
     created.max(transition)
 }

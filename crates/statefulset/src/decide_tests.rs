@@ -2,6 +2,7 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
+use informer::CompactLabels;
 use k8s_openapi::{
     api::{
         apps::v1::{StatefulSet, StatefulSetStatus},
@@ -545,12 +546,9 @@ fn a_set_being_deleted_only_gets_a_status() {
 #[test]
 fn identity_drift_is_repaired_in_place() {
     let mut drifted = pod(0, "ready", UPDATE).as_ref().clone();
-    drifted
-        .metadata
-        .labels
-        .as_mut()
-        .unwrap()
-        .remove("statefulset.kubernetes.io/pod-name");
+    let mut labels = drifted.metadata.labels.to_map();
+    labels.remove("statefulset.kubernetes.io/pod-name");
+    drifted.metadata.labels = CompactLabels::from(&labels);
     let plan = run(&set(1, json!({})), &[Arc::new(drifted)], &BTreeMap::new());
     assert_eq!(steps(&plan), vec!["repair web-0 pod"]);
     let PodAction::Repair {

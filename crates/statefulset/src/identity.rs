@@ -136,7 +136,7 @@ pub fn storage_matches(set: &StatefulSet, pod: &CachedPod) -> bool {
     let volumes = pod
         .spec
         .as_ref()
-        .and_then(|spec| spec.volumes.as_deref())
+        .map(|spec| &spec.volumes[..])
         .unwrap_or_default();
     claim_templates(set).iter().all(|template| {
         let template_name = template.metadata.name.as_deref().unwrap_or_default();
@@ -154,7 +154,7 @@ pub fn storage_matches(set: &StatefulSet, pod: &CachedPod) -> bool {
 
 /// A label value of a pod.
 pub fn label<'a>(pod: &'a CachedPod, key: &str) -> Option<&'a str> {
-    pod.metadata.labels.as_ref()?.get(key).map(String::as_str)
+    pod.metadata.labels.get(key)
 }
 
 /// The revision name a pod was built from (its `controller-revision-hash` label), or "".

@@ -17,7 +17,7 @@ use informer::CachedPod;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use kube::Api;
 
-use crate::raw::RawStatefulSet;
+use crate::{identity::pod_revision, raw::RawStatefulSet};
 
 /// Why revisions could not be determined or written.
 #[derive(Debug, thiserror::Error)]
@@ -165,7 +165,7 @@ pub async fn truncate(
     let live = live_revision_names(
         &revisions.current,
         &revisions.update,
-        pods.iter().map(|pod| &pod.metadata),
+        pods.iter().map(|pod| pod_revision(pod)),
     );
     for revision in revisions_to_truncate(sorted, &live, history_limit) {
         let name = revision.metadata.name.clone().unwrap_or_default();

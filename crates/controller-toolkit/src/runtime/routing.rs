@@ -11,13 +11,11 @@
 use std::{marker::PhantomData, sync::Arc, time::Duration};
 
 use informer::{
-    CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister, object_key,
+    CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, LabelMatcher,
+    Labeled, Lister, object_key,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::{
-    Resource, ResourceExt,
-    core::{Selector, SelectorExt},
-};
+use kube::{Resource, ResourceExt};
 use workqueue::RateLimitingQueue;
 
 use crate::{controller_ref::controller_of, pod_predicates::is_pod_ready};
@@ -25,7 +23,7 @@ use crate::{controller_ref::controller_of, pod_predicates::is_pod_ready};
 /// The selector an owner adopts orphans with, or `None` when it is empty (it would select
 /// everything) or cannot be parsed: such an owner adopts nothing (upstream's
 /// `getPodReplicaSets`, `getPodStatefulSets`, `getDeploymentsForReplicaSet`).
-pub fn owner_selector(selector: LabelSelector) -> Option<Selector> {
+pub fn owner_selector(selector: LabelSelector) -> Option<LabelMatcher> {
     let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
         && selector
             .match_expressions
@@ -34,7 +32,7 @@ pub fn owner_selector(selector: LabelSelector) -> Option<Selector> {
     if empty {
         return None;
     }
-    Selector::try_from(selector).ok()
+    LabelMatcher::try_from(selector).ok()
 }
 
 /// A kind that owns dependents through controller references.
@@ -50,7 +48,7 @@ pub trait Owner: informer::InformerResource {
 }
 
 /// A kind that is owned.
-pub trait Dependent: Resource<DynamicType = ()> + Send + Sync + 'static {
+pub trait Dependent: Resource<DynamicType = ()> + Labeled + Send + Sync + 'static {
     /// Whether it turned ready between `old` and `new` (only pods ever do).
     fn became_ready(_old: &Self, _new: &Self) -> bool {
         false
@@ -200,21 +198,19 @@ impl<O: Owner, E> OwnerRouting<O, E> {
 
     /// The owners of the dependent's namespace whose selector matches its labels.
     fn matching<D: Dependent>(&self, dependent: &D) -> Vec<Arc<O>> {
-        let Some(labels) = dependent.meta().labels.as_ref().filter(|l| !l.is_empty()) else {
+        let labels = dependent.labels();
+        if labels.is_empty() {
             return Vec::new();
-        };
+        }
         let matching: Vec<Arc<O>> = self
             .owners
-            .list_namespaced(
-                &dependent.namespace().unwrap_or_default(),
-                &Selector::default(),
-            )
+            .in_namespace(&dependent.namespace().unwrap_or_default())
             .into_iter()
             .filter(|owner| {
                 owner
                     .label_selector()
                     .and_then(owner_selector)
-                    .is_some_and(|selector| selector.matches(labels))
+                    .is_some_and(|selector| selector.matches(&labels))
             })
             .collect();
         if matching.len() > 1 {
@@ -271,7 +267,7 @@ where
         if old.meta().resource_version == new.meta().resource_version {
             return;
         }
-        let labels_changed = old.meta().labels != new.meta().labels;
+        let labels_changed = old.labels() != new.labels();
         if self.graceful_delete_is_delete && new.meta().deletion_timestamp.is_some() {
             // The old labels may have selected another owner.
             self.deleted(new.as_ref());

@@ -14,7 +14,7 @@ super::cached_resource! {
     /// a controller can PUT it.
     pub struct CachedDeployment for Deployment {
         /// The Deployment's metadata.
-        metadata,
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
         /// The Deployment's spec.
         spec: CachedDeploymentSpec,
         /// The Deployment's status.

@@ -11,19 +11,23 @@
 //! and kind, so `kube::Api`, the watcher and the informers take it like the API type.
 
 mod compact_json;
+mod compact_labels;
 mod deployment;
 #[cfg(test)]
 mod hostile_decode;
 mod pod;
+mod pod_metadata;
 mod replica_set;
 mod template;
 
 pub use compact_json::CompactJson;
+pub use compact_labels::{CompactLabels, LabelEntries};
 pub use deployment::{CachedDeployment, CachedDeploymentSpec};
 pub use pod::{
     CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
     ReadyCondition,
 };
+pub use pod_metadata::PodMetadata;
 pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};
 pub use template::CompactPodTemplate;
 
@@ -33,7 +37,8 @@ pub type CompactLabelSelector =
     CompactJson<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>;
 
 /// Declares a cached type standing for the k8s-openapi type `$api`, decoded straight from the
-/// API server's JSON: its metadata (missing or `null` is the default, as k8s-openapi decodes it), an optional
+/// API server's JSON: its metadata of type `$metadata` (an `ObjectMeta`, or one that derefs to it;
+/// missing or `null` is the default, as k8s-openapi decodes it), an optional
 /// spec and an optional status, each documented at the call. Implements `k8s_openapi::Resource`
 /// and `Metadata` for it with `$api`'s API identity, so every cached type is shaped and
 /// identified alike.
@@ -42,7 +47,7 @@ macro_rules! cached_resource {
         $(#[$attr:meta])*
         pub struct $cached:ident for $api:ty {
             $(#[$metadata_attr:meta])*
-            metadata,
+            metadata: $metadata:ty,
             $(#[$spec_attr:meta])*
             spec: $spec:ty,
             $(#[$status_attr:meta])*
@@ -54,7 +59,7 @@ macro_rules! cached_resource {
         pub struct $cached {
             $(#[$metadata_attr])*
             #[serde(default, deserialize_with = "super::null_as_default")]
-            pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+            pub metadata: $metadata,
             $(#[$spec_attr])*
             pub spec: Option<$spec>,
             $(#[$status_attr])*

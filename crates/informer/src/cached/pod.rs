@@ -27,8 +27,8 @@ super::cached_resource! {
     /// A pod as cached by the informers: metadata (bar managedFields, dropped by the informer)
     /// and the spec and status fields the workload controllers read. Field names follow `Pod`'s.
     pub struct CachedPod for Pod {
-        /// The pod's metadata, whole.
-        metadata,
+        /// The pod's metadata, bar `managedFields`, the labels compact.
+        metadata: super::PodMetadata,
         /// What the controllers read of `spec`.
         spec: CachedPodSpec,
         /// What the controllers read of `status`.
@@ -46,6 +46,11 @@ impl CachedPod {
     pub fn node_name(&self) -> Option<&str> {
         self.spec.as_ref()?.node_name.as_deref()
     }
+
+    /// The pod's first `Ready` condition, if it has a status with one.
+    pub fn ready_condition(&self) -> Option<ReadyCondition> {
+        self.status.as_ref()?.ready()
+    }
 }
 
 /// What the workload controllers read of a `PodSpec`.
@@ -53,11 +58,12 @@ impl CachedPod {
 #[serde(rename_all = "camelCase")]
 pub struct CachedPodSpec {
     /// `spec.nodeName`: unscheduled pods are deleted first.
-    pub node_name: Option<String>,
+    pub node_name: Option<Box<str>>,
     /// The volumes backed by a PersistentVolumeClaim (a StatefulSet pod's storage); the others
-    /// are not kept.
+    /// are not kept. Empty when there are none: a list rather than an optional list leaves
+    /// `Option<CachedPodSpec>` a spare bit pattern, so the option costs no tag (8 bytes).
     #[serde(default, deserialize_with = "claim_volumes")]
-    pub volumes: Option<Box<[ClaimVolume]>>,
+    pub volumes: Box<[ClaimVolume]>,
     /// Init containers, by name and restart policy (`Always` marks a sidecar).
     pub init_containers: Option<Box<[CachedContainer]>>,
 }
@@ -91,17 +97,40 @@ pub struct CachedPodStatus {
     /// `status.phase`.
     pub phase: Option<Box<str>>,
     /// The first `Ready` condition in `status.conditions`, if the pod has one (upstream's
-    /// `GetPodReadyCondition`; the other conditions are not kept).
+    /// `GetPodReadyCondition`; the other conditions are not kept). Read with
+    /// [`ready`](Self::ready).
     #[serde(
         rename = "conditions",
         default,
         deserialize_with = "first_ready_condition"
     )]
-    pub ready: Option<ReadyCondition>,
+    ready: KeptReady,
     /// Per container: name and restart count.
     pub container_statuses: Option<Box<[CachedContainerStatus]>>,
     /// Per init container: name and restart count.
     pub init_container_statuses: Option<Box<[CachedContainerStatus]>>,
+}
+
+impl CachedPodStatus {
+    /// The first `Ready` condition, if the status has one.
+    pub fn ready(&self) -> Option<ReadyCondition> {
+        let (is_true, last_transition_time) = match &self.ready {
+            KeptReady::Absent => return None,
+            KeptReady::True => (true, None),
+            KeptReady::TrueSince(time) => (true, Some(time.clone())),
+            KeptReady::NotTrue => (false, None),
+            KeptReady::NotTrueSince(time) => (false, Some(time.clone())),
+        };
+        Some(ReadyCondition {
+            is_true,
+            last_transition_time,
+        })
+    }
+
+    /// Replaces the `Ready` condition (`None` removes it).
+    pub fn set_ready(&mut self, ready: Option<ReadyCondition>) {
+        self.ready = KeptReady::from(ready);
+    }
 }
 
 /// What the workload controllers read of the pod's `Ready` condition: whether its status is
@@ -123,6 +152,48 @@ impl ReadyCondition {
         Self {
             is_true: condition.status == CONDITION_TRUE,
             last_transition_time: condition.last_transition_time.clone(),
+        }
+    }
+}
+
+/// A [`ReadyCondition`] as a cached pod stores it: one enum of 24 bytes where
+/// `Option<ReadyCondition>` takes 32 (a `Time` has no spare bit pattern for the option and
+/// the flag to share), which keeps a cached pod in its `Arc` within 512 bytes.
+#[derive(Clone, Debug, Default, PartialEq)]
+enum KeptReady {
+    /// The pod has no `Ready` condition.
+    #[default]
+    Absent,
+    /// `True`, with no transition time.
+    True,
+    /// `True` since the time.
+    TrueSince(Time),
+    /// Not `True`, with no transition time.
+    NotTrue,
+    /// Not `True` since the time.
+    NotTrueSince(Time),
+}
+
+impl From<Option<ReadyCondition>> for KeptReady {
+    fn from(ready: Option<ReadyCondition>) -> Self {
+        match ready {
+            None => KeptReady::Absent,
+            Some(ReadyCondition {
+                is_true: true,
+                last_transition_time: None,
+            }) => KeptReady::True,
+            Some(ReadyCondition {
+                is_true: true,
+                last_transition_time: Some(time),
+            }) => KeptReady::TrueSince(time),
+            Some(ReadyCondition {
+                is_true: false,
+                last_transition_time: None,
+            }) => KeptReady::NotTrue,
+            Some(ReadyCondition {
+                is_true: false,
+                last_transition_time: Some(time),
+            }) => KeptReady::NotTrueSince(time),
         }
     }
 }
@@ -162,16 +233,20 @@ fn ready_condition<'a>(
 
 fn claim_volumes<'de, D: Deserializer<'de>>(
     deserializer: D,
-) -> Result<Option<Box<[ClaimVolume]>>, D::Error> {
+) -> Result<Box<[ClaimVolume]>, D::Error> {
     let volumes = Option::<Vec<ClaimVolume>>::deserialize(deserializer)?;
-    Ok(volumes.and_then(|volumes| kept(volumes, is_claim_volume)))
+    Ok(volumes
+        .and_then(|volumes| kept(volumes, is_claim_volume))
+        .unwrap_or_default())
 }
 
 fn first_ready_condition<'de, D: Deserializer<'de>>(
     deserializer: D,
-) -> Result<Option<ReadyCondition>, D::Error> {
+) -> Result<KeptReady, D::Error> {
     let conditions = Option::<Vec<PodCondition>>::deserialize(deserializer)?;
-    Ok(conditions.and_then(|conditions| ready_condition(&conditions)))
+    Ok(KeptReady::from(
+        conditions.and_then(|conditions| ready_condition(&conditions)),
+    ))
 }
 
 fn cached_container_status(status: &ContainerStatus) -> CachedContainerStatus {
@@ -185,17 +260,20 @@ fn cached_container_status(status: &ContainerStatus) -> CachedContainerStatus {
 /// what decoding the pod's JSON into [`CachedPod`] keeps.
 impl From<&Pod> for CachedPod {
     fn from(pod: &Pod) -> Self {
-        let mut metadata = pod.metadata.clone();
-        metadata.managed_fields = None;
+        let metadata = super::PodMetadata::from(pod.metadata.clone());
         let spec = pod.spec.as_ref().map(|spec| CachedPodSpec {
-            node_name: spec.node_name.clone(),
-            volumes: spec.volumes.as_ref().and_then(|volumes| {
-                let volumes = volumes.iter().map(|volume| ClaimVolume {
-                    name: volume.name.clone(),
-                    persistent_volume_claim: volume.persistent_volume_claim.clone(),
-                });
-                kept(volumes, is_claim_volume)
-            }),
+            node_name: spec.node_name.as_deref().map(Box::from),
+            volumes: spec
+                .volumes
+                .as_ref()
+                .and_then(|volumes| {
+                    let volumes = volumes.iter().map(|volume| ClaimVolume {
+                        name: volume.name.clone(),
+                        persistent_volume_claim: volume.persistent_volume_claim.clone(),
+                    });
+                    kept(volumes, is_claim_volume)
+                })
+                .unwrap_or_default(),
             init_containers: spec.init_containers.as_ref().map(|containers| {
                 containers
                     .iter()
@@ -208,7 +286,7 @@ impl From<&Pod> for CachedPod {
         });
         let status = pod.status.as_ref().map(|status| CachedPodStatus {
             phase: status.phase.as_deref().map(Box::from),
-            ready: status.conditions.as_ref().and_then(ready_condition),
+            ready: KeptReady::from(status.conditions.as_ref().and_then(ready_condition)),
             container_statuses: status
                 .container_statuses
                 .as_ref()
@@ -289,7 +367,7 @@ mod tests {
         );
         let spec = pod.spec.as_ref().expect("spec");
         assert_eq!(spec.node_name.as_deref(), Some("node-1"));
-        let volumes = spec.volumes.as_ref().expect("claim volumes");
+        let volumes = &spec.volumes;
         assert_eq!(volumes.len(), 1, "only the claim volume is kept");
         assert_eq!(
             volumes[0]
@@ -307,7 +385,7 @@ mod tests {
         assert_eq!(init, [("setup", None), ("proxy", Some("Always"))]);
         let status = pod.status.as_ref().expect("status");
         assert_eq!(status.phase.as_deref(), Some("Running"));
-        let ready = status.ready.as_ref().expect("the Ready condition");
+        let ready = status.ready().expect("the Ready condition");
         assert!(ready.is_true);
         assert_eq!(
             ready.last_transition_time,
@@ -367,8 +445,8 @@ mod tests {
             let pod: CachedPod = serde_json::from_value(json.clone()).expect("decodes");
             assert_eq!(pod.spec.is_some(), has_spec, "{json}");
             assert_eq!(pod.status.is_some(), has_status, "{json}");
-            assert!(pod.spec.and_then(|s| s.volumes).is_none(), "{json}");
-            assert!(pod.status.and_then(|s| s.ready).is_none(), "{json}");
+            assert!(pod.ready_condition().is_none(), "{json}");
+            assert!(pod.spec.is_none_or(|s| s.volumes.is_empty()), "{json}");
         }
     }
 }

@@ -20,7 +20,7 @@ super::cached_resource! {
     /// a controller can PUT it.
     pub struct CachedReplicaSet for ReplicaSet {
         /// The ReplicaSet's metadata.
-        metadata,
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
         /// The ReplicaSet's spec.
         spec: CachedReplicaSetSpec,
         /// The ReplicaSet's status.
