@@ -183,13 +183,7 @@ mod tests {
     use kube::core::SelectorExt;
 
     use super::*;
-
-    fn map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
-        entries
-            .iter()
-            .map(|(key, value)| (key.to_string(), value.to_string()))
-            .collect()
-    }
+    use crate::cached::label_map as map;
 
     /// Every operator, against labels held as a map and as compact labels: the answer is
     /// kube's `Selector::matches` on the map.

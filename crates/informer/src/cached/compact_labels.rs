@@ -176,16 +176,18 @@ impl<'a> Iterator for LabelEntries<'a> {
     }
 }
 
+/// A label map of `entries`, for tests.
+#[cfg(test)]
+pub(crate) fn label_map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+    entries
+        .iter()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
-        entries
-            .iter()
-            .map(|(key, value)| (key.to_string(), value.to_string()))
-            .collect()
-    }
+    use super::{label_map as map, *};
 
     #[test]
     fn keeps_every_entry_in_key_order_whatever_it_holds() {

@@ -21,6 +21,8 @@ mod replica_set;
 mod template;
 
 pub use compact_json::CompactJson;
+#[cfg(test)]
+pub(crate) use compact_labels::label_map;
 pub use compact_labels::{CompactLabels, LabelEntries};
 pub use deployment::{CachedDeployment, CachedDeploymentSpec};
 pub use pod::{

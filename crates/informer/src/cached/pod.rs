@@ -176,24 +176,14 @@ enum KeptReady {
 
 impl From<Option<ReadyCondition>> for KeptReady {
     fn from(ready: Option<ReadyCondition>) -> Self {
-        match ready {
-            None => KeptReady::Absent,
-            Some(ReadyCondition {
-                is_true: true,
-                last_transition_time: None,
-            }) => KeptReady::True,
-            Some(ReadyCondition {
-                is_true: true,
-                last_transition_time: Some(time),
-            }) => KeptReady::TrueSince(time),
-            Some(ReadyCondition {
-                is_true: false,
-                last_transition_time: None,
-            }) => KeptReady::NotTrue,
-            Some(ReadyCondition {
-                is_true: false,
-                last_transition_time: Some(time),
-            }) => KeptReady::NotTrueSince(time),
+        let Some(ready) = ready else {
+            return KeptReady::Absent;
+        };
+        match (ready.is_true, ready.last_transition_time) {
+            (true, None) => KeptReady::True,
+            (true, Some(time)) => KeptReady::TrueSince(time),
+            (false, None) => KeptReady::NotTrue,
+            (false, Some(time)) => KeptReady::NotTrueSince(time),
         }
     }
 }
@@ -415,6 +405,28 @@ mod tests {
             "CachedPod is {} bytes inline",
             std::mem::size_of::<CachedPod>()
         );
+    }
+
+    /// Every state of the Ready condition reads back as it was set.
+    #[test]
+    fn the_ready_condition_reads_back_as_set() {
+        let time = Some(Time("2026-11-23T10:00:05Z".parse().expect("a timestamp")));
+        let cases = [
+            None,
+            Some((true, None)),
+            Some((true, time.clone())),
+            Some((false, None)),
+            Some((false, time)),
+        ];
+        for case in cases {
+            let ready = case.map(|(is_true, last_transition_time)| ReadyCondition {
+                is_true,
+                last_transition_time,
+            });
+            let mut status = CachedPodStatus::default();
+            status.set_ready(ready.clone());
+            assert_eq!(status.ready(), ready);
+        }
     }
 
     #[test]
