@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use informer::{DeletedObject, EventHandler, InformerResource, Lister, SharedInformer};
+use informer::{DeletedObject, EventHandler, InformerResource, Labeled, Lister, SharedInformer};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use parking_lot::Mutex;
@@ -331,11 +331,47 @@ impl ClusterView {
 }
 
 /// JSON with only the metadata, for kinds whose other fields are never compared (pods, claims).
-pub fn metadata_only<K: Resource>(object: &K) -> Value {
-    serde_json::json!({ "metadata": object.meta() })
+/// The labels are read through [`Labeled`]: a cached pod keeps them outside its `ObjectMeta`.
+pub fn metadata_only<K: Resource + Labeled>(object: &K) -> Value {
+    let mut meta = object.meta().clone();
+    let labels = object.labels();
+    if !labels.is_empty() {
+        meta.labels = Some(
+            labels
+                .iter()
+                .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                .collect(),
+        );
+    }
+    serde_json::json!({ "metadata": meta })
 }
 
 /// The whole object as JSON (for types that serialize as the API object).
 pub fn whole<K: serde::Serialize>(object: &K) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use informer::CachedPod;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+    use super::*;
+
+    /// Shadow mode compares a pod write's labels with the pod as cached, so the cached pod's
+    /// JSON must carry them, whatever type holds them.
+    #[test]
+    fn metadata_only_carries_the_labels_of_every_kind() {
+        let object = serde_json::json!({
+            "metadata": {"name": "web-1", "namespace": "ns", "labels": {"app": "web"}}});
+        let pod: CachedPod = serde_json::from_value(object.clone()).expect("a pod");
+        let claim: PersistentVolumeClaim = serde_json::from_value(object).expect("a claim");
+        for json in [metadata_only(&pod), metadata_only(&claim)] {
+            assert_eq!(
+                json.pointer("/metadata/labels/app"),
+                Some(&Value::from("web"))
+            );
+            assert_eq!(json.pointer("/metadata/name"), Some(&Value::from("web-1")));
+        }
+    }
 }
