@@ -2,9 +2,7 @@
 //! revision and revision-history bookkeeping of the new ReplicaSet, and the desired/max
 //! replicas annotations that proportional scaling reads back.
 
-use std::collections::BTreeMap;
-
-use informer::{CachedDeployment, CachedReplicaSet};
+use informer::{CachedDeployment, CachedReplicaSet, LabelLookup};
 
 use crate::constants::{
     DESIRED_REPLICAS_ANNOTATION, LAST_APPLIED_CONFIG_ANNOTATION, MAX_REPLICAS_ANNOTATION,
@@ -28,13 +26,8 @@ pub fn skip_copy_annotation(key: &str) -> bool {
 }
 
 /// The value of annotation `key` ("" when absent, as Go reads a missing map key).
-pub(crate) fn annotation<'a>(
-    annotations: Option<&'a BTreeMap<String, String>>,
-    key: &str,
-) -> &'a str {
-    annotations
-        .and_then(|a| a.get(key))
-        .map_or("", String::as_str)
+pub(crate) fn annotation<'a>(annotations: &'a impl LabelLookup, key: &str) -> &'a str {
+    annotations.label(key).unwrap_or_default()
 }
 
 /// copyDeploymentAnnotationsToReplicaSet: sets every non-skipped Deployment
@@ -42,21 +35,23 @@ pub(crate) fn annotation<'a>(
 /// missing RS annotation reads as "" (so an empty Deployment value is not copied onto a
 /// missing key). Returns whether anything changed.
 pub fn copy_deployment_annotations(d: &CachedDeployment, rs: &mut CachedReplicaSet) -> bool {
-    let Some(source) = d.metadata.annotations.as_ref() else {
+    let copies: Vec<(&str, &str)> = d
+        .metadata
+        .annotations
+        .iter()
+        .filter(|(key, value)| {
+            !skip_copy_annotation(key) && annotation(&rs.metadata.annotations, key) != *value
+        })
+        .collect();
+    if copies.is_empty() {
         return false;
-    };
-    let mut changed = false;
-    for (key, value) in source {
-        if skip_copy_annotation(key) || annotation(rs.metadata.annotations.as_ref(), key) == value {
-            continue;
-        }
-        rs.metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(key.clone(), value.clone());
-        changed = true;
     }
-    changed
+    rs.metadata.annotations.edit(|annotations| {
+        for (key, value) in copies {
+            annotations.insert(key.to_owned(), value.to_owned());
+        }
+    });
+    true
 }
 
 /// Appends `old_revision` to a revision-history value under the character limit (upstream
@@ -93,14 +88,15 @@ pub fn set_new_replica_set_annotations(
     exists: bool,
 ) -> bool {
     let mut changed = copy_deployment_annotations(d, rs);
-    let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
-    let old_revision = annotations.get(REVISION_ANNOTATION).cloned();
-    let old_value = old_revision.as_deref().unwrap_or_default();
+    let replica_set = rs.metadata.name.clone();
+    let replica_set = replica_set.as_deref();
+    let old_revision = rs.metadata.annotations.get(REVISION_ANNOTATION);
+    let old_value = old_revision.unwrap_or_default();
     let old_number = match old_value.parse::<i64>() {
         Ok(number) => number,
         Err(_) if old_value.is_empty() => 0,
         Err(error) => {
-            tracing::info!(replica_set = rs.metadata.name.as_deref(), %error,
+            tracing::info!(replica_set, %error,
                 "updating replica set revision: old revision is not an int");
             return false;
         }
@@ -108,27 +104,31 @@ pub fn set_new_replica_set_annotations(
     let new_number = match new_revision.parse::<i64>() {
         Ok(number) => number,
         Err(error) => {
-            tracing::info!(replica_set = rs.metadata.name.as_deref(), %error,
+            tracing::info!(replica_set, %error,
                 "updating replica set revision: new revision is not an int");
             return false;
         }
     };
     if old_number < new_number {
-        annotations.insert(REVISION_ANNOTATION.to_owned(), new_revision.to_owned());
-        changed = true;
-        if let Some(old_revision) = old_revision {
-            let history = annotation(Some(annotations), REVISION_HISTORY_ANNOTATION);
+        let old_revision = old_revision.map(str::to_owned);
+        rs.metadata.annotations.edit(|annotations| {
+            annotations.insert(REVISION_ANNOTATION.to_owned(), new_revision.to_owned());
+            let Some(old_revision) = old_revision else {
+                return;
+            };
+            let history = annotation(annotations, REVISION_HISTORY_ANNOTATION);
             match append_revision_history(history, &old_revision, REVISION_HISTORY_LIMIT_CHARS) {
                 Some(updated) => {
                     annotations.insert(REVISION_HISTORY_ANNOTATION.to_owned(), updated);
                 }
                 None => tracing::info!(
-                    replica_set = rs.metadata.name.as_deref(),
+                    replica_set,
                     limit = REVISION_HISTORY_LIMIT_CHARS,
                     "not appending revision: revision history length limit reached"
                 ),
             }
-        }
+        });
+        changed = true;
     }
     if !exists {
         changed |= set_replicas_annotations(rs, deployment_replicas(d), max_total_replicas(d));
@@ -139,24 +139,19 @@ pub fn set_new_replica_set_annotations(
 /// SetReplicasAnnotations: records `desired` and `max` on the ReplicaSet; returns whether
 /// either changed.
 pub fn set_replicas_annotations(rs: &mut CachedReplicaSet, desired: i32, max: i32) -> bool {
-    let annotations = rs.metadata.annotations.get_or_insert_with(BTreeMap::new);
-    let mut changed = false;
-    for (key, value) in [
-        (DESIRED_REPLICAS_ANNOTATION, desired),
-        (MAX_REPLICAS_ANNOTATION, max),
-    ] {
-        let text = value.to_string();
-        if annotations.get(key) != Some(&text) {
-            annotations.insert(key.to_owned(), text);
-            changed = true;
-        }
+    if !replicas_annotations_need_update(rs, desired, max) {
+        return false;
     }
-    changed
+    rs.metadata.annotations.edit(|annotations| {
+        annotations.insert(DESIRED_REPLICAS_ANNOTATION.to_owned(), desired.to_string());
+        annotations.insert(MAX_REPLICAS_ANNOTATION.to_owned(), max.to_string());
+    });
+    true
 }
 
 /// ReplicasAnnotationsNeedUpdate: whether desired/max differ from the given values.
 pub fn replicas_annotations_need_update(rs: &CachedReplicaSet, desired: i32, max: i32) -> bool {
-    let annotations = rs.metadata.annotations.as_ref();
+    let annotations = &rs.metadata.annotations;
     annotation(annotations, DESIRED_REPLICAS_ANNOTATION) != desired.to_string()
         || annotation(annotations, MAX_REPLICAS_ANNOTATION) != max.to_string()
 }
@@ -190,7 +185,7 @@ pub fn parse_non_negative_i32(value: &str) -> Result<i32, ReplicasAnnotationErro
 /// A desired/max-replicas annotation, `None` when missing or not a non-negative int32 (logged,
 /// as upstream does at V(2)).
 fn non_negative_i32_annotation(rs: &CachedReplicaSet, key: &str) -> Option<i32> {
-    let value = rs.metadata.annotations.as_ref()?.get(key)?;
+    let value = rs.metadata.annotations.get(key)?;
     parse_non_negative_i32(value)
         .inspect_err(|error| {
             tracing::debug!(replica_set = rs.metadata.name.as_deref(), key, %error,
@@ -211,7 +206,7 @@ pub fn max_replicas_annotation(rs: &CachedReplicaSet) -> Option<i32> {
 
 /// getRollbackTo: the legacy rollback request, if present, non-empty and an int64.
 pub fn rollback_to(d: &CachedDeployment) -> Option<i64> {
-    let value = annotation(d.metadata.annotations.as_ref(), ROLLBACK_TO_ANNOTATION);
+    let value = annotation(&d.metadata.annotations, ROLLBACK_TO_ANNOTATION);
     if value.is_empty() {
         return None;
     }
@@ -220,27 +215,20 @@ pub fn rollback_to(d: &CachedDeployment) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+    use informer::CompactLabels;
+
     use super::*;
     use crate::replica_set::test_support::{annotate, rolling, rs};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     fn d_with_annotations(pairs: &[(&str, &str)]) -> CachedDeployment {
         let mut d = rolling(10, IntOrString::Int(3), IntOrString::Int(2));
-        d.metadata.annotations = Some(
-            pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        );
+        d.metadata.annotations = CompactLabels::from_entries(pairs.iter().copied().collect());
         d
     }
 
     fn ann<'a>(rs: &'a CachedReplicaSet, key: &str) -> Option<&'a str> {
-        rs.metadata
-            .annotations
-            .as_ref()?
-            .get(key)
-            .map(String::as_str)
+        rs.metadata.annotations.get(key)
     }
 
     #[test]

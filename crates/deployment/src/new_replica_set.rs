@@ -85,7 +85,7 @@ pub fn sync_existing_new_replica_set(
             .min_ready_seconds = min_ready_seconds(d);
         return ExistingNewReplicaSet::UpdateReplicaSet(copy);
     }
-    let rs_revision = annotation(copy.metadata.annotations.as_ref(), REVISION_ANNOTATION);
+    let rs_revision = annotation(&copy.metadata.annotations, REVISION_ANNOTATION);
     let without_progressing = get_condition(d.status.as_ref(), CONDITION_PROGRESSING).is_none();
     let found = (has_progress_deadline(d) && without_progressing).then(|| {
         let message = format!("Found new replica set {:?}", rs_name(&copy));
@@ -122,11 +122,12 @@ fn with_revision(
 
 /// SetDeploymentRevision: sets the Deployment's revision annotation; whether it changed.
 pub fn set_deployment_revision(d: &mut CachedDeployment, revision: &str) -> bool {
-    let annotations = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
-    if annotation(Some(annotations), REVISION_ANNOTATION) == revision {
+    if annotation(&d.metadata.annotations, REVISION_ANNOTATION) == revision {
         return false;
     }
-    annotations.insert(REVISION_ANNOTATION.to_owned(), revision.to_owned());
+    d.metadata.annotations.edit(|annotations| {
+        annotations.insert(REVISION_ANNOTATION.to_owned(), revision.to_owned())
+    });
     true
 }
 
@@ -189,7 +190,8 @@ pub fn build_new_replica_set(
                 block_owner_deletion: Some(true),
             }]),
             ..Default::default()
-        },
+        }
+        .into(),
         spec: Some(CachedReplicaSetSpec {
             replicas: Some(0),
             min_ready_seconds: spec.min_ready_seconds,
@@ -443,22 +445,22 @@ mod tests {
     use crate::replica_set::test_support::{annotate, at, compact, pct, rolling, rs, template};
     use crate::template::{equal_ignore_hash, split_replica_sets, without_hash_label};
 
-    fn ann<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
-        meta.annotations.as_ref()?.get(key).map(String::as_str)
+    fn ann<'a>(meta: &'a informer::WorkloadMetadata, key: &str) -> Option<&'a str> {
+        meta.annotations.get(key)
     }
 
     #[test]
     fn built_replica_set_matches_upstream_shape() {
         let mut d = rolling(10, pct("25%"), pct("25%"));
-        d.metadata.annotations = Some(BTreeMap::from([("team".to_owned(), "a".to_owned())]));
+        d.metadata.annotations = BTreeMap::from([("team".to_owned(), "a".to_owned())]).into();
         let old = annotate(rs("web-old", 0, 10, 10), REVISION_ANNOTATION, "4");
         let built = build_new_replica_set(&d, &[&old]).expect("built");
         let hash = compute_hash(&deployment_template(&d), None);
         assert_eq!(built.metadata.name, Some(format!("web-{hash}")));
         assert_eq!(built.metadata.namespace.as_deref(), Some("default"));
-        let labels = built.metadata.labels.clone().expect("labels");
-        assert_eq!(labels.get(POD_TEMPLATE_HASH_LABEL), Some(&hash));
-        assert_eq!(labels.get("app").map(String::as_str), Some("web"));
+        let labels = &built.metadata.labels;
+        assert_eq!(labels.get(POD_TEMPLATE_HASH_LABEL), Some(hash.as_str()));
+        assert_eq!(labels.get("app"), Some("web"));
         let spec = built.spec.clone().expect("spec");
         assert_eq!(
             spec.selector
@@ -471,7 +473,7 @@ mod tests {
         let template = spec.template.as_ref().expect("template").decode();
         assert_eq!(
             template.metadata.as_ref().and_then(|m| m.labels.clone()),
-            Some(labels)
+            Some(labels.to_map())
         );
         assert!(equal_ignore_hash(&template, &deployment_template(&d)));
         // maxTotal 13, current 10 -> min(3, 10) = 3.
@@ -529,9 +531,9 @@ mod tests {
         let mut d = rolling(1, IntOrString::Int(1), IntOrString::Int(0));
         d.metadata.name = Some("w".repeat(253));
         let built = build_new_replica_set(&d, &[]).expect("built");
-        let name = built.metadata.name.expect("name");
+        let name = built.metadata.name.clone().expect("name");
         assert_eq!(name.len(), 253);
-        let owner = &built.metadata.owner_references.expect("owner")[0];
+        let owner = &built.metadata.owner_references.clone().expect("owner")[0];
         assert_eq!(
             owner.name.len(),
             253,

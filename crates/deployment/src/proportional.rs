@@ -60,8 +60,9 @@ pub fn is_saturated(d: &CachedDeployment, rs: Option<&CachedReplicaSet>) -> bool
     let Some(rs) = rs else {
         return false;
     };
-    let annotations = rs.metadata.annotations.as_ref();
-    let Ok(desired) = annotation(annotations, DESIRED_REPLICAS_ANNOTATION).parse::<i32>() else {
+    let Ok(desired) =
+        annotation(&rs.metadata.annotations, DESIRED_REPLICAS_ANNOTATION).parse::<i32>()
+    else {
         return false;
     };
     let replicas = deployment_replicas(d);
@@ -247,6 +248,8 @@ impl SyncContext {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use k8s_openapi::api::apps::v1::DeploymentStatus;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -548,7 +551,8 @@ mod tests {
             spec.paused = Some(true);
         }
         assert!(plan_sync(&d, Some(&r), &[]).cleanup);
-        d.metadata.annotations = Some([(ROLLBACK_TO_ANNOTATION.to_owned(), "1".to_owned())].into());
+        d.metadata.annotations =
+            BTreeMap::from([(ROLLBACK_TO_ANNOTATION.to_owned(), "1".to_owned())]).into();
         assert!(!plan_sync(&d, Some(&r), &[]).cleanup);
     }
 }

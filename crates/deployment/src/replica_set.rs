@@ -206,7 +206,8 @@ pub(crate) mod test_support {
                 uid: Some("d-uid".to_owned()),
                 generation: Some(1),
                 ..Default::default()
-            },
+            }
+            .into(),
             spec: Some(CachedDeploymentSpec {
                 replicas: Some(replicas),
                 selector: CompactLabelSelector::encode(&LabelSelector {
@@ -251,7 +252,8 @@ pub(crate) mod test_support {
                 uid: Some(format!("{name}-uid")),
                 creation_timestamp: Some(Time(at(created))),
                 ..Default::default()
-            },
+            }
+            .into(),
             spec: Some(CachedReplicaSetSpec {
                 replicas: Some(replicas),
                 template: Some(compact(&template(&format!("nginx:{name}")))),
@@ -279,8 +281,7 @@ pub(crate) mod test_support {
     pub fn annotate(mut rs: CachedReplicaSet, key: &str, value: &str) -> CachedReplicaSet {
         rs.metadata
             .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(key.to_owned(), value.to_owned());
+            .edit(|annotations| annotations.insert(key.to_owned(), value.to_owned()));
         rs
     }
 }

@@ -3,27 +3,22 @@
 
 use std::cmp::Ordering;
 
-use informer::CachedReplicaSet;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use informer::{CachedReplicaSet, WorkloadMetadata};
 
 use crate::constants::REVISION_ANNOTATION;
 use crate::error::Error;
 use crate::replica_set::by_creation;
 
 /// Revision of an object: the revision annotation as a decimal int64; missing = 0.
-pub fn revision(metadata: &ObjectMeta) -> Result<i64, Error> {
-    let Some(value) = metadata
-        .annotations
-        .as_ref()
-        .and_then(|annotations| annotations.get(REVISION_ANNOTATION))
-    else {
+pub fn revision(metadata: &WorkloadMetadata) -> Result<i64, Error> {
+    let Some(value) = metadata.annotations.get(REVISION_ANNOTATION) else {
         return Ok(0);
     };
     value
         .parse()
         .map_err(|e: std::num::ParseIntError| Error::InvalidRevision {
             object: metadata.name.clone().unwrap_or_default(),
-            value: value.clone(),
+            value: value.to_owned(),
             reason: e.to_string(),
         })
 }

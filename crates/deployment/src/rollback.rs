@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
-use informer::{CachedDeployment, CachedReplicaSet, CompactPodTemplate};
+use informer::{CachedDeployment, CachedReplicaSet, CompactLabels, CompactPodTemplate};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use crate::annotations::{rollback_to, skip_copy_annotation};
@@ -87,8 +87,10 @@ pub fn plan_rollback(
 }
 
 fn clear_rollback_to(d: &mut CachedDeployment) {
-    if let Some(annotations) = d.metadata.annotations.as_mut() {
-        annotations.remove(ROLLBACK_TO_ANNOTATION);
+    if d.metadata.annotations.contains_key(ROLLBACK_TO_ANNOTATION) {
+        d.metadata.annotations.edit(|annotations| {
+            annotations.remove(ROLLBACK_TO_ANNOTATION);
+        });
     }
 }
 
@@ -117,23 +119,19 @@ fn set_from_replica_set_template(
 /// SetDeploymentAnnotationsTo: the Deployment's own skip-list annotations plus the
 /// ReplicaSet's other annotations.
 fn set_annotations_to(d: &mut CachedDeployment, rs: &CachedReplicaSet) {
-    let mut annotations: BTreeMap<String, String> = d
+    let mut annotations: BTreeMap<&str, &str> = d
         .metadata
         .annotations
         .iter()
-        .flatten()
         .filter(|(key, _)| skip_copy_annotation(key))
-        .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
     annotations.extend(
         rs.metadata
             .annotations
             .iter()
-            .flatten()
-            .filter(|(key, _)| !skip_copy_annotation(key))
-            .map(|(key, value)| (key.clone(), value.clone())),
+            .filter(|(key, _)| !skip_copy_annotation(key)),
     );
-    d.metadata.annotations = Some(annotations);
+    d.metadata.annotations = CompactLabels::from_entries(annotations);
 }
 
 impl SyncContext {
@@ -169,11 +167,12 @@ mod tests {
 
     fn request(to: &str) -> CachedDeployment {
         let mut d = rolling(3, IntOrString::Int(1), IntOrString::Int(0));
-        d.metadata.annotations = Some(BTreeMap::from([
+        d.metadata.annotations = BTreeMap::from([
             (ROLLBACK_TO_ANNOTATION.to_owned(), to.to_owned()),
             (REVISION_ANNOTATION.to_owned(), "3".to_owned()),
             ("team".to_owned(), "current".to_owned()),
-        ]));
+        ])
+        .into();
         d
     }
 
@@ -194,7 +193,7 @@ mod tests {
     }
 
     fn annotations(d: &CachedDeployment) -> BTreeMap<String, String> {
-        d.metadata.annotations.clone().unwrap_or_default()
+        d.metadata.annotations.to_map()
     }
 
     #[test]

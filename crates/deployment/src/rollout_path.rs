@@ -138,10 +138,8 @@ mod tests {
             spec.paused = Some(true);
         }
         let mut rollback = rolling_d.clone();
-        rollback.metadata.annotations = Some(BTreeMap::from([(
-            ROLLBACK_TO_ANNOTATION.to_owned(),
-            "0".to_owned(),
-        )]));
+        rollback.metadata.annotations =
+            BTreeMap::from([(ROLLBACK_TO_ANNOTATION.to_owned(), "0".to_owned())]).into();
         let mut other = rolling_d.clone();
         if let Some(strategy) = other.spec.as_mut().and_then(|s| s.strategy.as_mut()) {
             strategy.type_ = Some("Canary".to_owned());

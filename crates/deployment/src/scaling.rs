@@ -192,7 +192,7 @@ mod tests {
         assert!(scale_needs_update(&r, 3, &d));
         let body = scaled_replica_set(&r, 4, &d);
         assert_eq!(rs_spec_replicas(&body), 4);
-        let annotations = body.metadata.annotations.clone().unwrap_or_default();
+        let annotations = body.metadata.annotations.to_map();
         assert_eq!(
             annotations
                 .get(DESIRED_REPLICAS_ANNOTATION)

@@ -65,7 +65,7 @@ impl Writes {
             .check(key, &d.metadata)
             .and_then(|()| {
                 self.replica_sets_created
-                    .check(key, rss.iter().map(|rs| &rs.metadata))
+                    .check(key, rss.iter().map(|rs| &*rs.metadata))
             })
             .and_then(|()| {
                 rss.iter().try_for_each(|rs| {
@@ -118,21 +118,17 @@ impl Writes {
         &self,
         d: &CachedDeployment,
     ) -> Result<CachedDeployment, kube::Error> {
-        let revision = d
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(REVISION_ANNOTATION));
+        let revision = d.metadata.annotations.get(REVISION_ANNOTATION);
         let written = self
             .writer
             .update_status_retrying(d, STATUS_RETRY, |current| {
                 current.status.clone_from(&d.status);
-                if let Some(revision) = revision {
-                    current
-                        .metadata
-                        .annotations
-                        .get_or_insert_with(Default::default)
-                        .insert(REVISION_ANNOTATION.to_owned(), revision.clone());
+                if let Some(revision) = revision
+                    && current.metadata.annotations.get(REVISION_ANNOTATION) != Some(revision)
+                {
+                    current.metadata.annotations.edit(|annotations| {
+                        annotations.insert(REVISION_ANNOTATION.to_owned(), revision.to_owned())
+                    });
                 }
             })
             .await;

@@ -100,11 +100,20 @@ pub trait Labeled {
     fn labels(&self) -> Labels<'_>;
 }
 
-impl Labeled for CachedPod {
-    fn labels(&self) -> Labels<'_> {
-        Labels::Compact(&self.metadata.labels)
-    }
+/// `Labeled` for the cached types, which keep their labels compact.
+macro_rules! labeled_compact {
+    ($($kind:ty),* $(,)?) => {
+        $(
+            impl Labeled for $kind {
+                fn labels(&self) -> Labels<'_> {
+                    Labels::Compact(&self.metadata.labels)
+                }
+            }
+        )*
+    };
 }
+
+labeled_compact!(CachedPod, CachedReplicaSet, CachedDeployment);
 
 /// `Labeled` for types that keep their labels in `metadata.labels`.
 macro_rules! labeled_by_object_meta {
@@ -120,8 +129,6 @@ macro_rules! labeled_by_object_meta {
 }
 
 labeled_by_object_meta!(
-    CachedReplicaSet,
-    CachedDeployment,
     ControllerRevision,
     Deployment,
     PersistentVolumeClaim,

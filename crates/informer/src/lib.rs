@@ -33,7 +33,7 @@ pub use cached::{
     CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedPod,
     CachedPodSpec, CachedPodStatus, CachedReplicaSet, CachedReplicaSetSpec, ClaimVolume,
     CompactJson, CompactLabelSelector, CompactLabels, CompactPodTemplate, LabelEntries,
-    PodMetadata, ReadyCondition,
+    PodMetadata, ReadyCondition, WorkloadMetadata,
 };
 pub use error::InformerError;
 pub use factory::{FactoryConfig, SharedInformerFactory};

@@ -174,7 +174,8 @@ mod tests {
             metadata: ObjectMeta {
                 uid: Some("u1".into()),
                 ..in_ns1("rs-u1", None)
-            },
+            }
+            .into(),
             ..Default::default()
         };
         let dependent = |namespace: &str, reference: OwnerReference| CachedPod {

@@ -16,7 +16,9 @@ use serde::{Deserialize, Deserializer, de};
 
 /// Labels (key to value, keys unique and in order), held as one string. The default has none.
 ///
-/// No labels and an empty map are the same here: a selector cannot tell them apart either.
+/// Like `ObjectMeta`'s `Option<BTreeMap>`, it tells an absent map (`None`) from an empty one
+/// (an empty string, which allocates nothing), so an object written back keeps `{}` where it
+/// had it; lookups treat both as no labels.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct CompactLabels(Option<Box<str>>);
 
@@ -35,7 +37,7 @@ impl CompactLabels {
 
     /// Whether there are no labels.
     pub fn is_empty(&self) -> bool {
-        self.0.is_none()
+        self.0.as_deref().is_none_or(str::is_empty)
     }
 
     /// The number of labels.
@@ -57,6 +59,25 @@ impl CompactLabels {
             .collect()
     }
 
+    /// The labels as `ObjectMeta` holds them: `None` when absent, a map (maybe empty) when
+    /// present.
+    pub fn to_optional_map(&self) -> Option<BTreeMap<String, String>> {
+        self.0.is_some().then(|| self.to_map())
+    }
+
+    /// Changes the labels through their map form (writes are rare; reads stay compact).
+    pub fn edit<T>(&mut self, change: impl FnOnce(&mut BTreeMap<String, String>) -> T) -> T {
+        let mut map = self.to_map();
+        let result = change(&mut map);
+        *self = Self::from(&map);
+        result
+    }
+
+    /// The labels of a map of borrowed keys and values (no owned map built on the way).
+    pub fn from_entries(entries: BTreeMap<&str, &str>) -> Self {
+        Self::encode(entries)
+    }
+
     /// Encodes `entries`, which must be in strictly increasing key order.
     fn encode<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut text = String::new();
@@ -67,7 +88,7 @@ impl CompactLabels {
                 text.push_str(part);
             }
         }
-        Self((!text.is_empty()).then(|| text.into_boxed_str()))
+        Self(Some(text.into_boxed_str()))
     }
 }
 
@@ -77,6 +98,12 @@ impl From<&BTreeMap<String, String>> for CompactLabels {
             map.iter()
                 .map(|(key, value)| (key.as_str(), value.as_str())),
         )
+    }
+}
+
+impl From<BTreeMap<String, String>> for CompactLabels {
+    fn from(map: BTreeMap<String, String>) -> Self {
+        Self::from(&map)
     }
 }
 
@@ -248,7 +275,15 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_map_is_no_labels() {
-        assert_eq!(CompactLabels::from(&map(&[])), CompactLabels::default());
+    fn an_empty_map_is_present_but_has_no_labels() {
+        let empty = CompactLabels::from(&map(&[]));
+        assert!(empty.is_empty());
+        assert_eq!(empty.to_optional_map(), Some(map(&[])));
+        assert!(CompactLabels::default().is_empty());
+        assert_eq!(CompactLabels::default().to_optional_map(), None);
+        let absent: CompactLabels = serde_json::from_str("null").expect("decodes");
+        assert_eq!(absent.to_optional_map(), None);
+        let present: CompactLabels = serde_json::from_str("{}").expect("decodes");
+        assert_eq!(present.to_optional_map(), Some(map(&[])));
     }
 }

@@ -1,5 +1,6 @@
 //! The Deployment as the controllers cache it: the whole object, its pod template and selector
-//! as compact JSON (see [`CompactPodTemplate`] and [`CompactLabelSelector`] for why).
+//! as compact JSON (see [`CompactPodTemplate`] and [`CompactLabelSelector`] for why), its labels
+//! and annotations compact ([`super::WorkloadMetadata`]).
 
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStatus, DeploymentStrategy,
@@ -14,7 +15,7 @@ super::cached_resource! {
     /// a controller can PUT it.
     pub struct CachedDeployment for Deployment {
         /// The Deployment's metadata.
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        metadata: super::WorkloadMetadata,
         /// The Deployment's spec.
         spec: CachedDeploymentSpec,
         /// The Deployment's status.

@@ -4,8 +4,9 @@
 //!
 //! * [`CachedPod`]: only the fields the workload controllers read; never written back.
 //! * [`CachedReplicaSet`], [`CachedDeployment`]: the whole object, with the pod template and
-//!   the selector held as compact JSON ([`CompactPodTemplate`], [`CompactLabelSelector`]); they
-//!   serialize back losslessly, so the controllers PUT them as they are.
+//!   the selector held as compact JSON ([`CompactPodTemplate`], [`CompactLabelSelector`]) and
+//!   the labels and annotations as [`CompactLabels`] ([`WorkloadMetadata`]); they serialize
+//!   back losslessly, so the controllers PUT them as they are.
 //!
 //! Each implements k8s-openapi's `Resource` and `Metadata` under its API type's group, version
 //! and kind, so `kube::Api`, the watcher and the informers take it like the API type.
@@ -15,8 +16,8 @@ mod compact_labels;
 mod deployment;
 #[cfg(test)]
 mod hostile_decode;
+mod metadata;
 mod pod;
-mod pod_metadata;
 mod replica_set;
 mod template;
 
@@ -25,11 +26,11 @@ pub use compact_json::CompactJson;
 pub(crate) use compact_labels::label_map;
 pub use compact_labels::{CompactLabels, LabelEntries};
 pub use deployment::{CachedDeployment, CachedDeploymentSpec};
+pub use metadata::{PodMetadata, WorkloadMetadata};
 pub use pod::{
     CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
     ReadyCondition,
 };
-pub use pod_metadata::PodMetadata;
 pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};
 pub use template::CompactPodTemplate;
 
@@ -130,7 +131,7 @@ macro_rules! whole_api_object {
 
             fn try_from(object: &$api) -> Result<Self, Self::Error> {
                 Ok($cached {
-                    metadata: object.metadata.clone(),
+                    metadata: object.metadata.clone().into(),
                     spec: object.spec.as_ref().map(<$spec>::try_from).transpose()?,
                     status: object.status.clone(),
                 })
@@ -144,10 +145,10 @@ pub(crate) use whole_api_object;
 /// k8s-openapi writes them, then metadata, spec and status.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-struct WireObject<'a, Spec, Status> {
+struct WireObject<'a, Metadata, Spec, Status> {
     api_version: &'static str,
     kind: &'static str,
-    metadata: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    metadata: &'a Metadata,
     #[serde(skip_serializing_if = "Option::is_none")]
     spec: Option<&'a Spec>,
     #[serde(skip_serializing_if = "Option::is_none")]

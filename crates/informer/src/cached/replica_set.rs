@@ -6,7 +6,8 @@
 //! ReplicaSets as history, so they outnumber the Deployments. The pod template is large and
 //! read only to create pods or to compare it, and the selector's `matchLabels` is a 544-byte
 //! B-tree node read only when a sync builds its selector, so both are kept as JSON
-//! ([`CompactPodTemplate`], [`CompactLabelSelector`]) and everything else as k8s-openapi
+//! ([`CompactPodTemplate`], [`CompactLabelSelector`]), the labels and annotations as
+//! [`super::CompactLabels`] ([`super::WorkloadMetadata`]), and everything else as k8s-openapi
 //! decodes it.
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
@@ -20,7 +21,7 @@ super::cached_resource! {
     /// a controller can PUT it.
     pub struct CachedReplicaSet for ReplicaSet {
         /// The ReplicaSet's metadata.
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        metadata: super::WorkloadMetadata,
         /// The ReplicaSet's spec.
         spec: CachedReplicaSetSpec,
         /// The ReplicaSet's status.
