@@ -1,10 +1,10 @@
 //! Matching label selectors against cached objects, whatever holds their labels.
 //!
-//! kube's `Selector` matches only a `BTreeMap<String, String>`, and a cached pod keeps its
-//! labels as [`CompactLabels`] (a map per pod costs about 700 bytes). So the controllers match
+//! kube's `Selector` matches only a `BTreeMap<String, String>`, and the cached types keep their
+//! labels as [`CompactLabels`] (a map per object costs about 700 bytes). So the controllers match
 //! through [`LabelMatcher`]: the same expressions, matched against any [`LabelLookup`]; and
 //! generic code reads an object's labels through [`Labeled`], never through
-//! `ObjectMeta::labels`, which a cached pod leaves empty.
+//! `ObjectMeta::labels`, which the cached types leave empty.
 
 use std::collections::BTreeMap;
 
