@@ -9,7 +9,10 @@
 //! reads as on the API type, while `pod.metadata.labels` or `rs.metadata.annotations` names
 //! the compact map: a field of the outer type is found before one of the `ObjectMeta` behind
 //! it. Code written for a map therefore fails to compile instead of reading the empty map;
-//! generic code reads labels through [`crate::Labeled`].
+//! generic code reads labels through [`crate::Labeled`]. One hole the compiler leaves: deref
+//! coercion passes `&pod.metadata` to a function taking `&ObjectMeta`, which then sees no
+//! labels (or, for a workload, no annotations); such functions must read only other fields,
+//! or take the cached metadata type (as the Deployment controller's `revision` does).
 
 use std::{
     collections::BTreeMap,
