@@ -5,7 +5,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= $(CURDIR)/target/kube-sim.kubeconfig
 
-.PHONY: build dist run test bench chaos lint fmt image
+.PHONY: build dist dist-profiling run test bench chaos lint fmt image
 
 ## build: optimized binaries kube-controller-manager and kube-sim (release profile)
 build:
@@ -14,6 +14,10 @@ build:
 ## dist: the binaries as shipped and measured (dist profile, ~20 min on 2 cores), in target/dist
 dist:
 	$(CARGO) build --profile dist --workspace --bins
+
+## dist-profiling: dist with line tables kept (perf, heaptrack), in target/profiling
+dist-profiling:
+	$(CARGO) build --profile profiling --workspace --bins
 
 ## run: start the sim cluster and the manager with every controller (Ctrl-C stops both)
 run:

@@ -8,12 +8,14 @@
 //!
 //! `cargo bench -p kube-controller-manager --bench e2e -- [--deployments N]
 //! [--deployment-replicas R] [--statefulsets N] [--statefulset-replicas R] [--replicasets N]
-//! [--replicaset-replicas R] [--qps Q] [--burst B] [--manager PATH] [--sim PATH] [--out NAME]`
-//! [--shadow]` (a count of 0 skips that kind; `--manager` measures another build of the
-//! binary, e.g. main's before a change; `--sim` defaults to the `kube-sim` beside the manager
-//! binary; `--out` defaults to `e2e`; `--shadow` runs a second manager with `--shadow` beside
-//! the first and measures it too: its CPU, peak RSS, writes, and the divergences it reports);
-//! under `cargo test` it runs a small smoke configuration of each kind.
+//! [--replicaset-replicas R] [--qps Q] [--burst B] [--manager PATH] [--sim PATH] [--out NAME]
+//! [--shadow] [--manager-arg ARG]...` (a count of 0 skips that kind; `--manager` measures
+//! another build of the binary, e.g. main's before a change; `--manager-arg` passes one more
+//! flag to the managers under test, e.g. `--replicaset-status-hold=0s` for upstream's writes;
+//! `--sim` defaults to the `kube-sim` beside the manager binary; `--out` defaults to `e2e`;
+//! `--shadow` runs a second manager with `--shadow` beside the first and measures it too: its
+//! CPU, peak RSS, writes, and the divergences it reports); under `cargo test` it runs a small
+//! smoke configuration of each kind.
 
 use std::{
     collections::BTreeMap,
@@ -64,6 +66,8 @@ struct Settings {
     out: String,
     /// Also run and measure a `--shadow` manager.
     shadow: bool,
+    /// More flags for the managers under test.
+    manager_args: Vec<String>,
 }
 
 impl Settings {
@@ -85,6 +89,7 @@ impl Settings {
             sim_binary: Path::new(BINARY).with_file_name("kube-sim"),
             out: "e2e".to_owned(),
             shadow: !benchmarking,
+            manager_args: Vec::new(),
         };
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -102,6 +107,7 @@ impl Settings {
                 "--sim" => settings.sim_binary = PathBuf::from(value()?),
                 "--out" => settings.out = value()?.clone(),
                 "--shadow" => settings.shadow = true,
+                "--manager-arg" => settings.manager_args.push(value()?.clone()),
                 _ => {}
             }
         }
@@ -121,6 +127,7 @@ impl Settings {
         if shadow {
             args.push("--shadow".to_owned());
         }
+        args.extend(self.manager_args.iter().cloned());
         Manager::start(&self.manager_binary, kubeconfig, &args)
     }
 }

@@ -55,6 +55,9 @@ struct Flags {
     /// Close every watch stream after this many seconds.
     #[arg(long)]
     fault_watch_disconnect_secs: Option<u64>,
+    /// Lose every watch event of objects carrying this label key (lists still show them).
+    #[arg(long)]
+    fault_unwatched_label: Option<String>,
     /// Watch events retained per resource for watch resumption.
     #[arg(long, default_value_t = 10_000)]
     watch_window: usize,
@@ -95,6 +98,7 @@ impl Flags {
                 write_409: self.fault_write_409,
                 latency: Duration::from_millis(self.fault_latency_ms),
                 watch_disconnect_every: self.fault_watch_disconnect_secs.map(Duration::from_secs),
+                unwatched_label: self.fault_unwatched_label.clone(),
             },
             watch_window: self.watch_window,
             gc_delay: Duration::from_millis(self.gc_delay_ms),

@@ -13,6 +13,7 @@ pub mod pod_predicates;
 pub mod ranking;
 pub mod runtime;
 pub mod stale_reads;
+pub mod write_holds;
 pub mod writes;
 
 pub use controller_ref::{

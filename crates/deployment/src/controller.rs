@@ -13,6 +13,7 @@ use controller_toolkit::{
         BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler,
         Reconciler, RuntimeOptions,
     },
+    write_holds::WriteHolds,
 };
 use informer::{
     CONTROLLER_UID_INDEX, CachedDeployment, CachedPod, CachedReplicaSet, LabelMatcher, Lister,
@@ -31,7 +32,6 @@ use crate::{
     progress::check_paused_conditions,
     rollout_path::{RolloutPath, choose_rollout_path, is_being_deleted, selecting_all},
     status::FeatureGates,
-    status_coalescing::StatusCoalescer,
     template::split_replica_sets,
     writes::Writes,
 };
@@ -107,7 +107,7 @@ pub(crate) struct SyncContext {
     pub(crate) recorder: EventRecorder,
     pub(crate) gates: FeatureGates,
     /// kcm-rs only: counts-only status changes held back to go out as one.
-    pub(crate) status_coalescer: StatusCoalescer,
+    pub(crate) status_holds: WriteHolds,
 }
 
 impl DeploymentController {
@@ -149,7 +149,7 @@ impl DeploymentController {
             writes: Writes::new(runtime.writer().clone(), options.runtime.stale_sync_skips),
             recorder: runtime.recorder().clone(),
             gates: options.gates,
-            status_coalescer: StatusCoalescer::default(),
+            status_holds: WriteHolds::default(),
         });
         Ok(Self { runtime, sync })
     }
@@ -199,7 +199,7 @@ impl Reconciler for SyncContext {
         let Some(cached) = self.deployments.get(namespace, name) else {
             tracing::debug!(key, "deployment has been deleted");
             self.writes.forget_deployment(key);
-            self.status_coalescer.clear(key);
+            self.status_holds.release(key);
             return Ok(());
         };
         let mut d = cached.as_ref().clone();

@@ -21,7 +21,7 @@ use crate::constants::{
 };
 use crate::replica_set::{deployment_name, deployment_paused, deployment_replicas, rs_name};
 use crate::status::{FeatureGates, calculate_status, counter, status_equal};
-use crate::status_coalescing::counts_only_change;
+use crate::status_coalescing::{COALESCE_WINDOW, counts_only_change};
 use tokio::time::Instant;
 
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
@@ -285,7 +285,10 @@ impl SyncContext {
         match decision.update {
             // kcm-rs only: a change of counters alone waits for the next ones (issue 21).
             Some(status) if counts_only_change(d.status.as_ref(), &status) => {
-                match self.status_coalescer.hold(key, Instant::now()) {
+                match self
+                    .status_holds
+                    .hold_within(key, Instant::now(), COALESCE_WINDOW)
+                {
                     Some(wait) => {
                         tracing::debug!(key, ?wait, "counts-only status change held");
                         self.queue.add_after(key.to_owned(), wait);
@@ -294,7 +297,7 @@ impl SyncContext {
                 }
             }
             Some(status) => {
-                self.status_coalescer.clear(key);
+                self.status_holds.release(key);
                 *d = self.put_status(d, status).await?;
             }
             None => match decision.requeue {

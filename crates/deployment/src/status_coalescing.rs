@@ -8,13 +8,12 @@
 //! So a write that changes only counters (and refreshes the Progressing condition's
 //! `lastUpdateTime`, as progress does) waits up to [`COALESCE_WINDOW`] for the next ones and
 //! goes out as one. Everything else — `observedGeneration`, a condition's status, reason or
-//! message, the collision count — is written at once, as upstream does.
+//! message, the collision count — is written at once, as upstream does. The hold itself is
+//! the toolkit's [`controller_toolkit::write_holds::WriteHolds`].
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
-use parking_lot::Mutex;
-use tokio::time::Instant;
 
 /// How long a counts-only status change may wait for the next ones.
 pub const COALESCE_WINDOW: Duration = Duration::from_secs(1);
@@ -46,32 +45,6 @@ pub fn counts_only_change(stored: Option<&DeploymentStatus>, new: &DeploymentSta
             .iter()
             .zip(after)
             .all(|(a, b)| essence(a) == essence(b))
-}
-
-/// Per Deployment key, when its first deferred counts-only change was held back.
-#[derive(Debug, Default)]
-pub struct StatusCoalescer {
-    held_since: Mutex<HashMap<String, Instant>>,
-}
-
-impl StatusCoalescer {
-    /// For a counts-only change of `key` at `now`: how much longer it may wait (the caller
-    /// syncs the key again then), or `None` when its window is over and it is written now.
-    pub fn hold(&self, key: &str, now: Instant) -> Option<Duration> {
-        let mut held = self.held_since.lock();
-        let since = *held.entry(key.to_owned()).or_insert(now);
-        let waited = now.saturating_duration_since(since);
-        if waited < COALESCE_WINDOW {
-            return Some(COALESCE_WINDOW - waited);
-        }
-        held.remove(key);
-        None
-    }
-
-    /// The key's status was written (or the Deployment is gone): nothing is held any more.
-    pub fn clear(&self, key: &str) {
-        self.held_since.lock().remove(key);
-    }
 }
 
 #[cfg(test)]
@@ -153,33 +126,5 @@ mod tests {
             assert_eq!(counts_only_change(Some(&stored), &new), want, "{what}");
         }
         assert!(!counts_only_change(None, &stored), "the first status");
-    }
-
-    #[test]
-    fn a_change_waits_at_most_one_window_from_the_first_held() {
-        let coalescer = StatusCoalescer::default();
-        let start = Instant::now();
-        let ms = Duration::from_millis;
-        assert_eq!(coalescer.hold("a", start), Some(COALESCE_WINDOW));
-        assert_eq!(
-            coalescer.hold("a", start + ms(300)),
-            Some(COALESCE_WINDOW - ms(300))
-        );
-        assert_eq!(
-            coalescer.hold("b", start + ms(300)),
-            Some(COALESCE_WINDOW),
-            "per key"
-        );
-        assert_eq!(
-            coalescer.hold("a", start + COALESCE_WINDOW),
-            None,
-            "written"
-        );
-        assert_eq!(
-            coalescer.hold("a", start + COALESCE_WINDOW),
-            Some(COALESCE_WINDOW)
-        );
-        coalescer.clear("a");
-        assert_eq!(coalescer.hold("a", start + ms(1500)), Some(COALESCE_WINDOW));
     }
 }

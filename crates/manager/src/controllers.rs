@@ -5,7 +5,7 @@ use controller_toolkit::{runtime::RuntimeOptions, stale_reads::StaleSyncSkips};
 use deployment::{DeploymentController, DeploymentOptions};
 use futures::{FutureExt, future::BoxFuture};
 use informer::SharedInformerFactory;
-use replicaset::{ReplicaSetController, ReplicaSetOptions};
+use replicaset::{ReplicaSetController, ReplicaSetOptions, StatusWritesHeld};
 use statefulset::{
     BrokenRolloutRecovery, StatefulSetController, StatefulSetMetrics, StatefulSetOptions,
 };
@@ -88,13 +88,24 @@ where
 }
 
 fn init_replicaset(context: &ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError> {
+    let name = replicaset::CONTROLLER_NAME;
+    let held_writes =
+        StatusWritesHeld::register(&context.metrics).map_err(|e| init_error(name, e))?;
     bind(
         context,
-        replicaset::CONTROLLER_NAME,
+        name,
         "replicaset_controller",
         context.options.concurrent_replicaset_syncs,
         |client, informers, runtime| {
-            ReplicaSetController::new(client, informers, ReplicaSetOptions { runtime })
+            ReplicaSetController::new(
+                client,
+                informers,
+                ReplicaSetOptions {
+                    runtime,
+                    status_hold: context.options.replicaset_status_hold,
+                    held_writes: Some(held_writes),
+                },
+            )
         },
         |controller, workers, shutdown| controller.run(workers, shutdown).boxed(),
     )

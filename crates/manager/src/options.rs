@@ -21,6 +21,11 @@ pub struct Options {
     /// Number of ReplicaSets synced concurrently.
     #[arg(long, default_value_t = 5)]
     pub concurrent_replicaset_syncs: usize,
+    /// kcm-rs only: how long at most a ReplicaSet's status write waits for the pods its sync
+    /// created or deleted to be observed, so one write carries the new observedGeneration and
+    /// the counts after them; `0s` writes on every sync, as upstream.
+    #[arg(long, default_value = "1s", value_parser = parse_go_duration)]
+    pub replicaset_status_hold: Duration,
     /// Number of Deployments synced concurrently.
     #[arg(long, default_value_t = 5)]
     pub concurrent_deployment_syncs: usize,
@@ -540,6 +545,19 @@ mod tests {
         ];
         for (args, want) in cases {
             assert_eq!(&parse(args).validate(), want, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn replicaset_status_hold_defaults_to_one_second() {
+        assert_eq!(parse(&[]).replicaset_status_hold, Duration::from_secs(1));
+        let cases = [
+            ("0s", Duration::ZERO),
+            ("250ms", Duration::from_millis(250)),
+        ];
+        for (value, want) in cases {
+            let flag = format!("--replicaset-status-hold={value}");
+            assert_eq!(parse(&[&flag]).replicaset_status_hold, want, "{value}");
         }
     }
 

@@ -312,6 +312,7 @@ fn start_differing_upstream(sim: &SimCluster, stop: &CancellationToken) {
         &informers,
         ReplicaSetOptions {
             runtime: runtime.clone(),
+            ..ReplicaSetOptions::default()
         },
     )
     .expect("ReplicaSet controller");

@@ -1,8 +1,9 @@
 //! The ReplicaSet controller: construction, workers, and the sync (`Reconciler::sync`),
 //! which follows upstream's `syncReplicaSet` step by step, with `manage_replicas` and the
-//! conflict-safe status write.
+//! conflict-safe status write (held, kcm-rs only, while the sync's own creates and deletes
+//! are unobserved: `decide::decide_status_write`).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use controller_toolkit::{
     availability::availability_requeue,
@@ -16,6 +17,7 @@ use controller_toolkit::{
         PrimaryHandler, Reconciler, RuntimeOptions,
     },
     stale_reads::{StaleRead, WrittenVersions},
+    write_holds::WriteHolds,
     writes::{RetryOn, StatusRetry, Writer},
 };
 use expectations::UidTrackingExpectations;
@@ -26,10 +28,18 @@ use informer::{
 };
 use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
 use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
-use crate::decide::{StatusInputs, calculate_status, parse_selector, status_unchanged};
+use crate::{
+    decide::{
+        DEFAULT_STATUS_HOLD, StatusInputs, StatusWrite, StatusWriteInputs, calculate_status,
+        decide_status_write, parse_selector, status_unchanged,
+    },
+    manage::ManageOutcome,
+    metrics::StatusWritesHeld,
+};
 
 /// Canonical controller name: event source, client name, health check.
 pub const CONTROLLER_NAME: &str = "replicaset-controller";
@@ -79,10 +89,27 @@ pub struct ReplicaSetController {
 }
 
 /// What the manager chooses for the controller besides its client and caches.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ReplicaSetOptions {
     /// Metrics, stale-read counter and write executor, as for every controller.
     pub runtime: RuntimeOptions,
+    /// kcm-rs only (`--replicaset-status-hold`): how long at most a status write waits for
+    /// the sync's own creates and deletes to be observed; zero writes on every sync, as
+    /// upstream.
+    pub status_hold: Duration,
+    /// Counts the held writes, when registered.
+    pub held_writes: Option<StatusWritesHeld>,
+}
+
+impl Default for ReplicaSetOptions {
+    /// The manager's defaults: the hold at [`DEFAULT_STATUS_HOLD`], nothing registered.
+    fn default() -> Self {
+        Self {
+            runtime: RuntimeOptions::default(),
+            status_hold: DEFAULT_STATUS_HOLD,
+            held_writes: None,
+        }
+    }
 }
 
 /// Everything one sync needs; shared by the workers.
@@ -96,6 +123,11 @@ pub(crate) struct SyncContext {
     pub(crate) recorder: EventRecorder,
     /// Our own status writes, so a sync never starts from an older cached copy.
     pub(crate) written: WrittenVersions,
+    /// `--replicaset-status-hold`.
+    status_hold: Duration,
+    /// Status writes held until the sync's own creates and deletes are observed.
+    status_holds: WriteHolds,
+    held_writes: Option<StatusWritesHeld>,
 }
 
 /// Pod events as the expectations see them: a pod of a ReplicaSet appearing
@@ -155,6 +187,9 @@ impl ReplicaSetController {
                 Some(skips) => written.counting(skips),
                 None => written,
             },
+            status_hold: options.status_hold,
+            status_holds: WriteHolds::default(),
+            held_writes: options.held_writes,
         });
         Ok(Self { runtime, sync })
     }
@@ -178,6 +213,7 @@ impl Reconciler for SyncContext {
             tracing::debug!(key, "ReplicaSet has been deleted");
             self.written.forget(key);
             self.expectations.delete_expectations(key);
+            self.status_holds.release(key);
             return Ok(());
         };
         // A copy older than our own last status write would only produce a 409; the watch
@@ -239,32 +275,70 @@ impl Reconciler for SyncContext {
             .count();
 
         // 8. Create or delete pods, unless earlier creates/deletes are still unobserved.
-        let manage_result = if needs_sync && replica_set.metadata.deletion_timestamp.is_none() {
+        let being_deleted = replica_set.metadata.deletion_timestamp.is_some();
+        let manage = if needs_sync && !being_deleted {
             self.manage_replicas(&active_pods, &replica_set, key).await
         } else {
-            Ok(())
+            ManageOutcome::default()
         };
 
-        // 9-10. Compute and write the status, even if managing failed.
+        // 9. Compute the status, even if managing failed.
         let now = Timestamp::now();
         let new_status = calculate_status(&StatusInputs {
             replica_set: &replica_set,
             active_pods: &active_pods,
             terminating,
-            manage_error: manage_result.as_ref().err().map(ToString::to_string),
+            manage_error: manage.error.as_ref().map(ToString::to_string),
             now,
         });
-        let written = self
-            .update_status(&replica_set, new_status)
-            .await
-            .map_err(SyncError::Status)?;
-        // 11. Remember the version we wrote.
-        if let Some(written) = &written {
-            self.written.record(key, &written.metadata);
+        let (ready, available) = (
+            new_status.ready_replicas.unwrap_or(0),
+            new_status.available_replicas.unwrap_or(0),
+        );
+
+        // 10. Write it, unless (kcm-rs only) it waits for this controller's own creates and
+        // deletes to be observed, so that one write carries both the new observedGeneration
+        // and the counts after them.
+        let decision = decide_status_write(StatusWriteInputs {
+            hold_limit: self.status_hold,
+            acted: manage.accepted > 0,
+            pending: !self.expectations.satisfied_expectations(key),
+            manage_failed: manage.error.is_some(),
+            being_deleted,
+            held_for: self.status_holds.held_for(key, Instant::now()),
+        });
+        match decision {
+            StatusWrite::Hold(wait) => {
+                self.status_holds.hold(key, Instant::now());
+                if !status_unchanged(&replica_set, &new_status)
+                    && let Some(held) = &self.held_writes
+                {
+                    held.inc();
+                }
+                tracing::debug!(
+                    key,
+                    ?wait,
+                    "status write held for the sync's own pod writes"
+                );
+                self.queue.add_after(key.to_string(), wait);
+            }
+            StatusWrite::Now => {
+                self.status_holds.release(key);
+                let written = self
+                    .update_status(&replica_set, new_status)
+                    .await
+                    .map_err(SyncError::Status)?;
+                // 11. Remember the version we wrote.
+                if let Some(written) = &written {
+                    self.written.record(key, &written.metadata);
+                }
+            }
         }
 
         // 12. A failed manage step is retried with backoff.
-        manage_result?;
+        if let Some(error) = manage.error {
+            return Err(error);
+        }
 
         // 13. Look again when a ready pod should have turned available.
         let min_ready_seconds = replica_set
@@ -272,16 +346,14 @@ impl Reconciler for SyncContext {
             .as_ref()
             .and_then(|spec| spec.min_ready_seconds)
             .unwrap_or(0);
-        if let Some(status) = written.as_ref().unwrap_or(&replica_set).status.as_ref()
-            && let Some(delay) = availability_requeue(
-                min_ready_seconds,
-                status.ready_replicas.unwrap_or(0),
-                status.available_replicas.unwrap_or(0),
-                &active_pods,
-                now,
-                Timestamp::now(),
-            )
-        {
+        if let Some(delay) = availability_requeue(
+            min_ready_seconds,
+            ready,
+            available,
+            &active_pods,
+            now,
+            Timestamp::now(),
+        ) {
             self.queue.add_after(key.to_string(), delay);
         }
         Ok(())

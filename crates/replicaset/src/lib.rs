@@ -4,10 +4,12 @@
 mod controller;
 pub mod decide;
 mod manage;
+mod metrics;
 
 pub use controller::{
     CONTROLLER_NAME, INVALID_SELECTOR_REASON, QUEUE_NAME, ReplicaSetController, ReplicaSetError,
     ReplicaSetOptions,
 };
 pub use controller_toolkit::runtime::RuntimeOptions;
+pub use metrics::StatusWritesHeld;
 pub use workqueue::ControllerMetrics;

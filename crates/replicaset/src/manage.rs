@@ -23,6 +23,24 @@ use crate::{
     decide::{ReplicaPlan, plan_replicas},
 };
 
+/// What one manage step did.
+#[derive(Debug, Default)]
+pub(crate) struct ManageOutcome {
+    /// Creates or deletes the API server accepted: the expectations wait to observe them.
+    pub(crate) accepted: usize,
+    /// The first failure, if any; the sync is retried with backoff.
+    pub(crate) error: Option<SyncError>,
+}
+
+impl ManageOutcome {
+    fn finished(accepted: usize, error: Option<impl Into<SyncError>>) -> Self {
+        Self {
+            accepted,
+            error: error.map(Into::into),
+        }
+    }
+}
+
 impl SyncContext {
     /// upstream `manageReplicas`.
     pub(crate) async fn manage_replicas(
@@ -30,14 +48,14 @@ impl SyncContext {
         active_pods: &[Arc<CachedPod>],
         replica_set: &Arc<CachedReplicaSet>,
         key: &str,
-    ) -> Result<(), SyncError> {
+    ) -> ManageOutcome {
         let desired = replica_set
             .spec
             .as_ref()
             .and_then(|spec| spec.replicas)
             .unwrap_or(1);
         match plan_replicas(active_pods.len(), desired) {
-            ReplicaPlan::Nothing => Ok(()),
+            ReplicaPlan::Nothing => ManageOutcome::default(),
             ReplicaPlan::Create(count) => self.create_pods(replica_set, key, count).await,
             ReplicaPlan::Delete(count) => {
                 self.delete_pods(active_pods, replica_set, key, count).await
@@ -52,7 +70,7 @@ impl SyncContext {
         replica_set: &Arc<CachedReplicaSet>,
         key: &str,
         count: usize,
-    ) -> Result<(), SyncError> {
+    ) -> ManageOutcome {
         let namespace = replica_set.namespace().unwrap_or_default();
         let template = replica_set
             .spec
@@ -78,10 +96,7 @@ impl SyncContext {
         for _ in outcome.successes..count {
             self.expectations.creation_observed(key);
         }
-        match outcome.errors.into_iter().next() {
-            Some(error) => Err(error.into()),
-            None => Ok(()),
-        }
+        ManageOutcome::finished(outcome.successes, outcome.errors.into_iter().next())
     }
 
     /// Deletes the `count` lowest-ranked pods, all at once.
@@ -91,7 +106,7 @@ impl SyncContext {
         replica_set: &Arc<CachedReplicaSet>,
         key: &str,
         count: usize,
-    ) -> Result<(), SyncError> {
+    ) -> ManageOutcome {
         let victims = self.choose_victims(active_pods, replica_set, count);
         self.expectations
             .expect_deletions(key, victims.iter().map(|pod| pod_key(pod)));
@@ -102,19 +117,20 @@ impl SyncContext {
         )
         .await;
         let mut first_error = None;
+        let mut deleted = 0;
         for (pod, result) in victims.iter().zip(results) {
-            if let Err(error) = result {
-                // No delete event will come for this pod: stop waiting for it.
-                self.expectations.deletion_observed(key, &pod_key(pod));
-                if !error.is_not_found() {
-                    first_error.get_or_insert(error);
+            match result {
+                Ok(()) => deleted += 1,
+                Err(error) => {
+                    // No delete event will come for this pod: stop waiting for it.
+                    self.expectations.deletion_observed(key, &pod_key(pod));
+                    if !error.is_not_found() {
+                        first_error.get_or_insert(error);
+                    }
                 }
             }
         }
-        match first_error {
-            Some(error) => Err(error.into()),
-            None => Ok(()),
-        }
+        ManageOutcome::finished(deleted, first_error)
     }
 
     /// all pods if deleting at least as many as exist, otherwise the first

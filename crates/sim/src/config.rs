@@ -77,6 +77,10 @@ pub struct FaultConfig {
     pub latency: Duration,
     /// Close every watch stream after this long (the client must resume it).
     pub watch_disconnect_every: Option<Duration>,
+    /// Watch streams started while this is set leave out every event of an object carrying
+    /// this label key, as if the events were lost on their way to the watcher; lists, and the
+    /// initial events of a watch from resourceVersion 0, still show the object.
+    pub unwatched_label: Option<String>,
 }
 
 /// The sim's answers to delegated authentication and authorization: a token table for

@@ -28,7 +28,7 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::store::{ObjectKey, State};
 use crate::table::{self, IncludeObject};
-use crate::watch::{self, WatchParams};
+use crate::watch::{self, WatchFaults, WatchParams};
 use crate::{discovery, openapi};
 
 /// Everything the request handlers, the watch tasks and the kubelet share.
@@ -507,8 +507,15 @@ impl Call<'_> {
             timeout,
             table: self.table,
         };
-        let disconnect = self.shared.faults.config().watch_disconnect_every;
-        let body = watch::start(self.shared.clone(), params, disconnect);
+        let faults = self.shared.faults.config();
+        let body = watch::start(
+            self.shared.clone(),
+            params,
+            WatchFaults {
+                disconnect_after: faults.watch_disconnect_every,
+                unwatched_label: faults.unwatched_label,
+            },
+        );
         Ok(json_response(StatusCode::OK, body))
     }
 

@@ -1,6 +1,7 @@
 //! Watch streams: replay of retained events newer than the asked resourceVersion, live
 //! events as they happen, BOOKMARKs, `timeoutSeconds`, forced disconnects, and the 410
-//! ERROR event for versions older than the retained window — as a real API server sends them.
+//! ERROR event for versions older than the retained window — as a real API server sends them;
+//! and, as injected faults, forced disconnects and lost events ([`WatchFaults`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -140,14 +141,32 @@ fn expired_frame(asked: u64, current: u64) -> Bytes {
     Bytes::from(line)
 }
 
+/// The faults injected into one watch stream (from `FaultConfig` when it starts).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WatchFaults {
+    /// Close the stream after this long.
+    pub disconnect_after: Option<Duration>,
+    /// Leave out every event of an object with this label key.
+    pub unwatched_label: Option<String>,
+}
+
+impl WatchFaults {
+    fn loses(&self, event: &Event) -> bool {
+        self.unwatched_label
+            .as_ref()
+            .is_some_and(|label| event.labels.contains_key(label))
+    }
+}
+
 /// What one look at the state yields for a watcher.
 enum Batch {
     Frames(Vec<Bytes>),
     Expired(Bytes),
 }
 
-/// Events newer than `cursor`, advancing it to the state's current version.
-fn collect(state: &State, params: &WatchParams, cursor: &mut u64) -> Batch {
+/// Events newer than `cursor` (bar the ones `faults` loses), advancing it to the state's
+/// current version.
+fn collect(state: &State, params: &WatchParams, faults: &WatchFaults, cursor: &mut u64) -> Batch {
     let table = &state.tables[params.res];
     if *cursor < table.floor {
         return Batch::Expired(expired_frame(*cursor, state.rv));
@@ -156,6 +175,7 @@ fn collect(state: &State, params: &WatchParams, cursor: &mut u64) -> Batch {
     let frames = table
         .events
         .range(start..)
+        .filter(|e| !faults.loses(e))
         .filter_map(|e| params.frame_for(e))
         .collect();
     *cursor = (*cursor).max(state.rv);
@@ -201,11 +221,7 @@ fn initial_frames(state: &State, params: &WatchParams) -> Vec<Bytes> {
 }
 
 /// Starts a watch; the returned body streams newline-delimited JSON events.
-pub(crate) fn start(
-    shared: Arc<Shared>,
-    params: WatchParams,
-    disconnect_after: Option<Duration>,
-) -> Body {
+pub(crate) fn start(shared: Arc<Shared>, params: WatchParams, faults: WatchFaults) -> Body {
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let mut shutdown = shared.shutdown.subscribe();
     let mut renderer = Renderer {
@@ -221,7 +237,7 @@ pub(crate) fn start(
             let first = match params.resource_version {
                 Some(rv) if rv > 0 && !params.send_initial_events => {
                     cursor = rv;
-                    collect(&state, &params, &mut cursor)
+                    collect(&state, &params, &faults, &mut cursor)
                 }
                 _ => {
                     let mut frames = initial_frames(&state, &params);
@@ -238,7 +254,10 @@ pub(crate) fn start(
         }
         let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
         let deadline = params.timeout.map(|t| Instant::now() + t).unwrap_or(far);
-        let disconnect = disconnect_after.map(|t| Instant::now() + t).unwrap_or(far);
+        let disconnect = faults
+            .disconnect_after
+            .map(|t| Instant::now() + t)
+            .unwrap_or(far);
         let mut bookmark_tick =
             tokio::time::interval_at(Instant::now() + BOOKMARK_INTERVAL, BOOKMARK_INTERVAL);
         let mut last_bookmark = cursor;
@@ -262,7 +281,7 @@ pub(crate) fn start(
             let batch = {
                 let state = shared.state.read();
                 notify.borrow_and_update();
-                collect(&state, &params, &mut cursor)
+                collect(&state, &params, &faults, &mut cursor)
             };
             if !send_batch(&tx, &mut renderer, batch).await {
                 return;
@@ -322,7 +341,12 @@ mod tests {
             json!({"metadata": {"uid": "v", "labels": {"app": "a"}}}),
         );
         let mut cursor = 0;
-        let Batch::Frames(frames) = collect(&state, &params("app=a"), &mut cursor) else {
+        let Batch::Frames(frames) = collect(
+            &state,
+            &params("app=a"),
+            &WatchFaults::default(),
+            &mut cursor,
+        ) else {
             panic!("expired")
         };
         let types: Vec<String> = frames.iter().map(frame_type).collect();
@@ -331,9 +355,43 @@ mod tests {
         state.compact();
         let mut old = 2;
         assert!(matches!(
-            collect(&state, &params(""), &mut old),
+            collect(&state, &params(""), &WatchFaults::default(), &mut old),
             Batch::Expired(_)
         ));
         assert_eq!(initial_frames(&state, &params("app=a")).len(), 1);
+    }
+
+    #[test]
+    fn an_unwatched_label_loses_the_events_of_its_objects_only() {
+        let mut state = State::new(100, None);
+        let pod = |name: &str, labels: Value| {
+            (
+                ("default".to_string(), name.to_string()),
+                json!({"metadata": {"uid": name, "labels": labels}}),
+            )
+        };
+        for (key, object) in [
+            pod("seen", json!({"app": "a"})),
+            pod("lost", json!({"app": "a", "lost": "x"})),
+        ] {
+            state.put(PODS, key, object);
+        }
+        let faults = WatchFaults {
+            unwatched_label: Some("lost".into()),
+            ..WatchFaults::default()
+        };
+        let mut cursor = 0;
+        let Batch::Frames(frames) = collect(&state, &params(""), &faults, &mut cursor) else {
+            panic!("expired")
+        };
+        assert_eq!(frames.len(), 1);
+        let event: Value = serde_json::from_slice(&frames[0]).unwrap();
+        assert_eq!(event["object"]["metadata"]["uid"], "seen");
+        assert_eq!(cursor, 2, "the lost event still advances the stream");
+        assert_eq!(
+            initial_frames(&state, &params("")).len(),
+            2,
+            "a fresh list shows both"
+        );
     }
 }

@@ -16,7 +16,9 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use prometheus::Registry;
-use replicaset::{ControllerMetrics, ReplicaSetController, ReplicaSetOptions, RuntimeOptions};
+use replicaset::{
+    ControllerMetrics, ReplicaSetController, ReplicaSetOptions, RuntimeOptions, StatusWritesHeld,
+};
 use serde_json::json;
 use sim::{
     SimConfig,
@@ -63,6 +65,16 @@ impl Harness {
                 ),
                 writes: None,
             },
+            held_writes: Some(StatusWritesHeld::register(registry).expect("held metric registers")),
+            ..ReplicaSetOptions::default()
+        });
+    }
+
+    /// Starts the controller with `--replicaset-status-hold` at `hold`.
+    pub fn start_controller_holding_status(&mut self, hold: Duration) {
+        self.start_controller_with_options(ReplicaSetOptions {
+            status_hold: hold,
+            ..ReplicaSetOptions::default()
         });
     }
 
