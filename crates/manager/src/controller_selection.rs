@@ -63,6 +63,20 @@ impl ControllerSelection {
         Ok(Self { entries })
     }
 
+    /// The list as upstream's component configuration keeps it (`Generic.Controllers`, what
+    /// `/configz` shows): `*`, `name` or `-name` in flag order, aliases replaced by canonical
+    /// names. Empty entries, which decide nothing, are left out.
+    pub fn canonical_entries(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|entry| match entry {
+                SelectionEntry::All => "*".to_string(),
+                SelectionEntry::Enable(name) => name.clone(),
+                SelectionEntry::Disable(name) => format!("-{name}"),
+            })
+            .collect()
+    }
+
     /// Upstream's `IsControllerEnabled`: first explicit mention wins, then `*` enables the
     /// controllers that are not disabled by default.
     pub fn is_enabled(&self, canonical_name: &str, disabled_by_default: bool) -> bool {
@@ -148,6 +162,18 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn canonical_entries_keep_the_order_and_resolve_aliases() {
+        let registry = registry();
+        let selection =
+            ControllerSelection::parse(&entries("*,-replicaset,, bootstrapsigner"), &registry)
+                .expect("parse");
+        assert_eq!(
+            selection.canonical_entries(),
+            vec!["*", "-replicaset-controller", "bootstrap-signer-controller"]
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use workqueue::ControllerMetrics;
 
 use crate::{
+    configz::Configz,
     context::ControllerContext,
     controller_selection::{ControllerSelection, UnknownControllerError},
     delegated_auth::{DelegatedAuth, DelegatedAuthError},
@@ -165,16 +166,13 @@ pub async fn run_with_hooks(
         };
         let addr = SocketAddr::new(serving_address(&options), options.secure_port);
         let auth = Arc::new(DelegatedAuth::from_options(&options, &rest_metrics).await?);
-        let bound = server::serve(
-            addr,
-            serving,
-            auth,
-            health.clone(),
-            metrics.clone(),
-            shadow.clone(),
-            shutdown.clone(),
-        )
-        .await?;
+        let endpoints = server::Endpoints {
+            health: health.clone(),
+            registry: metrics.clone(),
+            shadow: shadow.clone(),
+            configz: Arc::new(Configz::new(&options, &selection)),
+        };
+        let bound = server::serve(addr, serving, auth, endpoints, shutdown.clone()).await?;
         tracing::info!(address = %bound, "serving metrics and health");
         if let Some(sender) = &hooks.on_serving {
             let _ = sender.send(bound);

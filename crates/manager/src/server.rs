@@ -1,5 +1,5 @@
-//! The manager's HTTP endpoints: `/metrics`, `/healthz`, `/healthz/<name>`, `/livez`, `/readyz`,
-//! and `/shadow` in shadow mode.
+//! The manager's HTTP endpoints: `/metrics`, `/configz`, `/healthz`, `/healthz/<name>`, `/livez`,
+//! `/readyz`, and `/shadow` in shadow mode.
 //!
 //! HTTPS on `--secure-port` as upstream, with the given certificate or an in-memory self-signed
 //! one for `localhost`/`127.0.0.1`; plain HTTP only with `--plain-http`, on loopback only.
@@ -14,7 +14,7 @@ use axum::{
     http::{StatusCode, header},
     middleware,
     response::{IntoResponse, Response},
-    routing::get,
+    routing::{any, get},
 };
 use axum_server::{
     Handle,
@@ -29,6 +29,7 @@ use shadow::Shadow;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    configz::Configz,
     delegated_auth::{
         DelegatedAuth, authenticate_and_authorize,
         tls::{ClientCertAcceptor, client_verifier},
@@ -68,33 +69,31 @@ pub enum ServerError {
     Tls(String),
 }
 
+/// What the endpoints serve.
 #[derive(Clone)]
-struct AppState {
-    health: Health,
-    registry: Registry,
-    shadow: Option<Shadow>,
+pub struct Endpoints {
+    /// `/healthz`, `/healthz/<name>`, `/livez`, `/readyz`.
+    pub health: Health,
+    /// `/metrics`.
+    pub registry: Registry,
+    /// `/shadow`, in shadow mode.
+    pub shadow: Option<Shadow>,
+    /// `/configz`.
+    pub configz: Arc<Configz>,
 }
 
 /// Builds the router, every route (and the 404 fallback) behind `auth`; `/shadow` answers only
 /// in shadow mode.
-pub fn router(
-    health: Health,
-    registry: Registry,
-    shadow: Option<Shadow>,
-    auth: Arc<DelegatedAuth>,
-) -> Router {
+pub fn router(endpoints: Endpoints, auth: Arc<DelegatedAuth>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        .route("/configz", any(configz))
         .route("/shadow", get(shadow_report))
         .route("/healthz", get(healthz))
         .route("/livez", get(healthz))
         .route("/healthz/{name}", get(healthz_one))
         .route("/readyz", get(readyz))
-        .with_state(AppState {
-            health,
-            registry,
-            shadow,
-        })
+        .with_state(endpoints)
         .layer(middleware::from_fn_with_state(
             auth,
             authenticate_and_authorize,
@@ -106,16 +105,14 @@ pub async fn serve(
     addr: SocketAddr,
     serving: Serving,
     auth: Arc<DelegatedAuth>,
-    health: Health,
-    registry: Registry,
-    shadow: Option<Shadow>,
+    endpoints: Endpoints,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, ServerError> {
     let config = match serving {
         Serving::PlainHttp => None,
         _ => Some(tls_config(&serving, auth.client_cas())?),
     };
-    let app = router(health, registry, shadow, auth);
+    let app = router(endpoints, auth);
     let listener =
         std::net::TcpListener::bind(addr).map_err(|source| ServerError::Io { addr, source })?;
     listener
@@ -206,7 +203,7 @@ fn tls_config(
     Ok(config)
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+async fn metrics(State(state): State<Endpoints>) -> Response {
     let mut buffer = Vec::new();
     match TextEncoder::new().encode(&state.registry.gather(), &mut buffer) {
         Ok(()) => ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], buffer).into_response(),
@@ -214,8 +211,33 @@ async fn metrics(State(state): State<AppState>) -> Response {
     }
 }
 
+/// The effective configuration as JSON, as upstream's configz handler answers: whatever the
+/// method (authorization has already checked the request's verb), `application/json` with
+/// `X-Content-Type-Options: nosniff`, and a plain-text 500 if it cannot be marshalled.
+async fn configz(State(state): State<Endpoints>) -> Response {
+    match serde_json::to_vec(&*state.configz) {
+        Ok(body) => (
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(error) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            format!("error marshaling json: {error}\n"),
+        )
+            .into_response(),
+    }
+}
+
 /// The shadow report as JSON; 404 (as an unknown path) when not in shadow mode.
-async fn shadow_report(State(state): State<AppState>) -> Response {
+async fn shadow_report(State(state): State<Endpoints>) -> Response {
     match &state.shadow {
         Some(shadow) => axum::Json(shadow.report()).into_response(),
         None => (StatusCode::NOT_FOUND, "404 page not found").into_response(),
@@ -223,7 +245,7 @@ async fn shadow_report(State(state): State<AppState>) -> Response {
 }
 
 async fn healthz(
-    State(state): State<AppState>,
+    State(state): State<Endpoints>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let verbose = query.contains_key("verbose");
@@ -237,7 +259,7 @@ async fn healthz(
     (status, report.body).into_response()
 }
 
-async fn healthz_one(State(state): State<AppState>, Path(name): Path<String>) -> Response {
+async fn healthz_one(State(state): State<Endpoints>, Path(name): Path<String>) -> Response {
     match state.health.check(&name) {
         Some(Ok(())) => (StatusCode::OK, "ok").into_response(),
         Some(Err(_)) => (
@@ -249,7 +271,7 @@ async fn healthz_one(State(state): State<AppState>, Path(name): Path<String>) ->
     }
 }
 
-async fn readyz(State(state): State<AppState>) -> Response {
+async fn readyz(State(state): State<Endpoints>) -> Response {
     if state.health.is_ready() {
         (StatusCode::OK, "ok").into_response()
     } else {

@@ -21,14 +21,56 @@ use rustls::{
     ClientConfig, RootCertStore,
     pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName},
 };
-use sim::{AuthConfig, SimCluster, SimConfig};
+use sim::{AllowRule, AuthConfig, SimCluster, SimConfig, SimUser};
 
 mod support;
 
-use support::{RunningManager, send, start_manager};
+use support::{RunningManager, send_with_headers, start_manager};
 
 const SCRAPER_TOKEN: &str = "scraper-token";
 const NOBODY_TOKEN: &str = "nobody-token";
+
+/// ServiceAccounts, as the API server's TokenReview names them: (token, namespace, name).
+const UNBOUND_SA: (&str, &str, &str) = ("unbound-sa-token", "monitoring", "unbound");
+/// Bound to the metrics-reader role (deploy/base/rbac.yaml's `kcm-rs-metrics-reader`).
+const METRICS_READER_SA: (&str, &str, &str) =
+    ("metrics-reader-sa-token", "monitoring", "prometheus-k8s");
+/// Bound to a role allowing `get` on `/configz`.
+const CONFIGZ_READER_SA: (&str, &str, &str) =
+    ("configz-reader-sa-token", "kube-system", "configz-reader");
+
+/// The user name of a ServiceAccount.
+fn service_account_user((_, namespace, name): (&str, &str, &str)) -> String {
+    format!("system:serviceaccount:{namespace}:{name}")
+}
+
+/// Registers the ServiceAccount's token as the API server would authenticate it.
+fn add_service_account(auth: &mut AuthConfig, account: (&str, &str, &str)) {
+    let (token, namespace, _) = account;
+    auth.tokens.insert(
+        token.to_string(),
+        SimUser {
+            name: service_account_user(account),
+            groups: vec![
+                "system:serviceaccounts".to_string(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".to_string(),
+            ],
+        },
+    );
+}
+
+/// What a ClusterRoleBinding of `account` to a role with `get` on `paths` lets it do.
+fn bind(auth: &mut AuthConfig, account: (&str, &str, &str), paths: &[&str]) {
+    for path in paths {
+        auth.allow.push(AllowRule {
+            subject: service_account_user(account),
+            group: false,
+            verb: "get".to_string(),
+            path: path.to_string(),
+        });
+    }
+}
 
 /// A CA and what it signs.
 struct Ca {
@@ -122,6 +164,12 @@ impl Fixture {
         ] {
             auth.allow.push(rule.parse().expect("rule"));
         }
+        for account in [UNBOUND_SA, METRICS_READER_SA, CONFIGZ_READER_SA] {
+            add_service_account(&mut auth, account);
+        }
+        // The rules of deploy/base/rbac.yaml's kcm-rs-metrics-reader.
+        bind(&mut auth, METRICS_READER_SA, &["/metrics", "/shadow"]);
+        bind(&mut auth, CONFIGZ_READER_SA, &["/configz"]);
         let sim = SimCluster::start(SimConfig {
             auth,
             ..SimConfig::default()
@@ -218,10 +266,25 @@ async fn get(
     path: &str,
     credentials: &Credentials<'_>,
 ) -> Result<(u16, String), String> {
+    let (code, _, body) = request(addr, server_ca, http::Method::GET, path, credentials).await?;
+    Ok((code, body))
+}
+
+/// [`get`] with any method, answering the headers too.
+async fn request(
+    addr: SocketAddr,
+    server_ca: Option<&Ca>,
+    method: http::Method,
+    path: &str,
+    credentials: &Credentials<'_>,
+) -> Result<(u16, http::HeaderMap, String), String> {
     let tcp = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|error| error.to_string())?;
-    let mut request = http::Request::get(path).header(http::header::HOST, "127.0.0.1");
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(http::header::HOST, "127.0.0.1");
     if let Some(token) = credentials.token {
         request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
     }
@@ -235,9 +298,9 @@ async fn get(
                 .connect(ServerName::IpAddress(addr.ip().into()), tcp)
                 .await
                 .map_err(|error| error.to_string())?;
-            send(TokioIo::new(tls), request).await?
+            send_with_headers(TokioIo::new(tls), request).await?
         }
-        None => send(TokioIo::new(tcp), request).await?,
+        None => send_with_headers(TokioIo::new(tcp), request).await?,
     };
     Ok(response)
 }
@@ -503,4 +566,165 @@ async fn plain_http_applies_tokens_and_reviews() {
     );
     let (code, _) = answer(open.addr, None, "/metrics", &Credentials::default()).await;
     assert_eq!(code, 200);
+}
+
+/// The `message` of a 403 for `user` on `/configz`.
+fn configz_forbidden(user: &str) -> String {
+    format!(r#"forbidden: User "{user}" cannot get path "/configz""#)
+}
+
+#[tokio::test]
+async fn configz_forbids_anonymous_requests() {
+    let (fixture, manager) = Fixture::with_secure_manager().await;
+    let (code, body) = answer(
+        manager.addr,
+        Some(&fixture.server_ca),
+        "/configz",
+        &Credentials::default(),
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(status_message(&body), configz_forbidden("system:anonymous"));
+    assert_eq!(reviews(fixture.sim()), (0, 1));
+}
+
+#[tokio::test]
+async fn configz_rejects_a_bad_token() {
+    let (fixture, manager) = Fixture::with_secure_manager().await;
+    let (code, body) = answer(
+        manager.addr,
+        Some(&fixture.server_ca),
+        "/configz",
+        &bearer("garbage"),
+    )
+    .await;
+    assert_eq!(code, 401, "{body}");
+    assert_eq!(status_message(&body), "Unauthorized");
+    assert_eq!(
+        reviews(fixture.sim()),
+        (1, 0),
+        "no authorization without a user"
+    );
+}
+
+#[tokio::test]
+async fn configz_forbids_a_service_account_without_a_binding() {
+    let (fixture, manager) = Fixture::with_secure_manager().await;
+    let (code, body) = answer(
+        manager.addr,
+        Some(&fixture.server_ca),
+        "/configz",
+        &bearer(UNBOUND_SA.0),
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        status_message(&body),
+        configz_forbidden(&service_account_user(UNBOUND_SA))
+    );
+}
+
+#[tokio::test]
+async fn configz_is_not_in_the_metrics_reader_role() {
+    let (fixture, manager) = Fixture::with_secure_manager().await;
+    let ca = Some(&fixture.server_ca);
+    let reader = bearer(METRICS_READER_SA.0);
+    let (code, body) = answer(manager.addr, ca, "/metrics", &reader).await;
+    assert_eq!(code, 200, "the role's own path: {body}");
+    let (code, body) = answer(manager.addr, ca, "/configz", &reader).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        status_message(&body),
+        configz_forbidden(&service_account_user(METRICS_READER_SA))
+    );
+}
+
+#[tokio::test]
+async fn configz_serves_a_service_account_allowed_to_get_it() {
+    let fixture = Fixture::start().await;
+    let mut flags = fixture.secure_flags();
+    flags.extend(
+        [
+            "--concurrent-deployment-syncs=7",
+            "--kube-api-qps=12.5",
+            "--min-resync-period=90m",
+            "--statefulset-recover-grace=45s",
+        ]
+        .map(String::from),
+    );
+    let manager = fixture.manager(&flags).await;
+    let (code, headers, body) = request(
+        manager.addr,
+        Some(&fixture.server_ca),
+        http::Method::GET,
+        "/configz",
+        &bearer(CONFIGZ_READER_SA.0),
+    )
+    .await
+    .expect("GET /configz");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(headers[http::header::CONTENT_TYPE], "application/json");
+    assert_eq!(headers[http::header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    let configz: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let upstream = &configz["kubecontrollermanager.config.k8s.io"];
+    assert_eq!(
+        upstream["DeploymentController"]["ConcurrentDeploymentSyncs"],
+        7
+    );
+    assert_eq!(upstream["ReplicaSetController"]["ConcurrentRSSyncs"], 5);
+    let generic = &upstream["Generic"];
+    assert_eq!(generic["MinResyncPeriod"], "1h30m0s");
+    assert_eq!(generic["ClientConnection"]["QPS"], 12.5);
+    assert_eq!(
+        generic["ClientConnection"]["Kubeconfig"],
+        fixture.kubeconfig.display().to_string()
+    );
+    assert_eq!(generic["LeaderElection"]["LeaderElect"], false);
+    assert_eq!(generic["LeaderElection"]["ResourceName"], "kcm-rs");
+    let kcm_rs = &configz["kcm-rs.io/flags"];
+    assert_eq!(kcm_rs["statefulset-recover-grace"], "45s");
+    assert_eq!(kcm_rs["secure-port"], manager.addr.port());
+    assert_eq!(kcm_rs["bind-address"], "127.0.0.1");
+    assert_eq!(
+        kcm_rs["authorization-kubeconfig"],
+        fixture.kubeconfig.display().to_string()
+    );
+    // The review asked for `get` on `/configz`: the only rule of this account is exactly that.
+    assert_eq!(reviews(fixture.sim()), (1, 1));
+}
+
+#[tokio::test]
+async fn configz_serves_system_masters_whatever_the_method() {
+    let (fixture, manager) = Fixture::with_secure_manager().await;
+    let ca = Some(&fixture.server_ca);
+    let admin = fixture.client_ca.client("admin", &["system:masters"]);
+    let masters = Credentials {
+        certificate: Some(&admin),
+        ..Credentials::default()
+    };
+    let (code, body) = answer(manager.addr, ca, "/configz", &masters).await;
+    assert_eq!(code, 200, "{body}");
+    let configz: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        configz["kubecontrollermanager.config.k8s.io"]["Generic"]["Controllers"],
+        serde_json::json!(["*"])
+    );
+    // Upstream's configz handler ignores the method: once authorized, every method gets the
+    // configuration (HEAD without the body).
+    let (code, headers, posted) =
+        request(manager.addr, ca, http::Method::POST, "/configz", &masters)
+            .await
+            .expect("POST /configz");
+    assert_eq!((code, posted.as_str()), (200, body.as_str()));
+    assert_eq!(headers[http::header::CONTENT_TYPE], "application/json");
+    let (code, headers, head) = request(manager.addr, ca, http::Method::HEAD, "/configz", &masters)
+        .await
+        .expect("HEAD /configz");
+    assert_eq!((code, head.as_str()), (200, ""));
+    assert_eq!(headers[http::header::CONTENT_TYPE], "application/json");
+    assert_eq!(
+        reviews(fixture.sim()),
+        (0, 0),
+        "system:masters needs no review"
+    );
 }

@@ -94,6 +94,18 @@ pub async fn send<IO>(io: IO, request: http::Request<Empty<Bytes>>) -> Result<(u
 where
     IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
+    let (code, _, body) = send_with_headers(io, request).await?;
+    Ok((code, body))
+}
+
+/// [`send`], with the response's headers too.
+pub async fn send_with_headers<IO>(
+    io: IO,
+    request: http::Request<Empty<Bytes>>,
+) -> Result<(u16, http::HeaderMap, String), String>
+where
+    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
     let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|error| error.to_string())?;
@@ -103,11 +115,12 @@ where
         .await
         .map_err(|error| error.to_string())?;
     let code = response.status().as_u16();
+    let headers = response.headers().clone();
     let body = response
         .into_body()
         .collect()
         .await
         .map_err(|error| error.to_string())?
         .to_bytes();
-    Ok((code, String::from_utf8_lossy(&body).into_owned()))
+    Ok((code, headers, String::from_utf8_lossy(&body).into_owned()))
 }
