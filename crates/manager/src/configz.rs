@@ -299,6 +299,7 @@ impl Configz {
             verbosity => "v",
             logging_format,
             // kcm-rs only.
+            replicaset_status_hold,
             plain_http,
             statefulset_recover_broken_rollout,
             statefulset_recover_grace,
@@ -511,6 +512,7 @@ mod tests {
                 "logging-format": "text",
                 "master": "",
                 "plain-http": false,
+                "replicaset-status-hold": "1s",
                 "requestheader-allowed-names": [],
                 "requestheader-client-ca-file": "",
                 "requestheader-extra-headers-prefix": ["x-remote-extra-"],
@@ -532,6 +534,11 @@ mod tests {
     fn flags_land_where_upstream_keeps_them() {
         // (flags, JSON pointer, expected value)
         let cases: &[(&[&str], &str, Value)] = &[
+            (
+                &["--replicaset-status-hold=1m30s"],
+                "/kcm-rs.io~1flags/replicaset-status-hold",
+                json!("1m30s"),
+            ),
             (
                 &["--concurrent-deployment-syncs=7"],
                 "/kubecontrollermanager.config.k8s.io/DeploymentController/ConcurrentDeploymentSyncs",
