@@ -4,6 +4,8 @@
 # `kubectl set env deploy --all`, waits for `kubectl rollout status` of each and for the writes
 # to stop, and prints the writes the sim counted from every client but kubectl (leases left
 # out), by verb and resource, per rollout, with the manager's CPU seconds and the wall time.
+# The manager runs at hack/bench.sh's client rate (--kube-api-qps=2000 --kube-api-burst=4000,
+# as upstream was measured) unless flags after -- set them; flags after -- are added.
 #
 #   hack/rollout-writes.sh [N] [R] [-- MANAGER_FLAGS...]
 #   hack/rollout-writes.sh 100 5 -- --replicaset-status-hold=0s   # upstream's status writes
@@ -15,9 +17,13 @@ R=${2:-5}
 shift $(($# < 2 ? $# : 2))
 [[ ${1:-} == -- ]] && shift
 MANAGER_FLAGS=("$@")
+[[ " $* " == *" --kube-api-qps"* ]] || MANAGER_FLAGS+=(--kube-api-qps=2000)
+[[ " $* " == *" --kube-api-burst"* ]] || MANAGER_FLAGS+=(--kube-api-burst=4000)
 
 TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --profile dist -p kube-sim -p kube-controller-manager
+# One package per build, as hack/bench.sh builds them, so both share its artifacts.
+cargo build --profile dist -p kube-sim
+cargo build --profile dist -p kube-controller-manager
 bin=$TARGET_DIR/dist
 work=$(mktemp -d)
 export KUBECONFIG=$work/kubeconfig
