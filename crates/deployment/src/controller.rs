@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use controller_toolkit::{
     api_errors::{NAMESPACE_TERMINATING_CAUSE, error_message, has_status_cause},
-    controller_ref::{ClaimErrors, ControllerRefManager, recheck_deletion},
+    controller_ref::{ClaimErrors, ControllerRefManager},
     events::{EventRecorder, EventType},
     runtime::{
         BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler,
@@ -16,12 +16,11 @@ use controller_toolkit::{
     write_holds::WriteHolds,
 };
 use informer::{
-    CONTROLLER_UID_INDEX, CachedDeployment, CachedPod, CachedReplicaSet, LabelMatcher, Lister,
-    POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_index, orphan_index_key,
-    owner_index_key, pod_controller_index, split_key,
+    CachedDeployment, CachedPod, CachedReplicaSet, LabelMatcher, Lister, POD_CONTROLLER_UID_INDEX,
+    SharedInformerFactory, owner_index_key, split_key,
 };
 use k8s_openapi::jiff::Timestamp;
-use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind};
+use kube::Client;
 use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
@@ -121,9 +120,8 @@ impl DeploymentController {
         let deployment_informer = informers.informer::<CachedDeployment>();
         let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
-        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
-        replica_set_informer
-            .add_indexer(CONTROLLER_UID_INDEX, controller_index::<CachedReplicaSet>)?;
+        pod_informer.add_controller_indexer()?;
+        replica_set_informer.add_controller_indexer()?;
 
         let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         runtime.watches(&deployment_informer, PrimaryHandler::new(runtime.queue()));
@@ -269,27 +267,8 @@ impl SyncContext {
                 key: key.to_owned(),
                 reason: error.to_string(),
             })?;
-        let namespace = d.namespace().unwrap_or_default();
-        let mut candidates = self
-            .replica_sets
-            .by_index(CONTROLLER_UID_INDEX, &owner_index_key(d));
-        candidates.extend(
-            self.replica_sets
-                .by_index(CONTROLLER_UID_INDEX, &orphan_index_key(&namespace)),
-        );
-        let manager = ControllerRefManager::new(
-            self.writes.writer().clone(),
-            d,
-            &deployment_gvk(),
-            selector,
-            recheck_deletion(
-                Api::<CachedDeployment>::namespaced(
-                    self.writes.writer().client().clone(),
-                    &namespace,
-                ),
-                d,
-            ),
-        );
+        let candidates = self.replica_sets.controlled_by_or_orphaned(d);
+        let manager = ControllerRefManager::for_owner(self.writes.writer().clone(), d, selector);
         Ok(manager.claim(&candidates).await.into_result()?)
     }
 
@@ -314,15 +293,6 @@ impl SyncContext {
         self.recorder
             .record(d, event_type, event.reason, event.message);
     }
-}
-
-/// apps/v1 Deployment, for controller refs.
-pub(crate) fn deployment_gvk() -> GroupVersionKind {
-    GroupVersionKind::gvk(
-        &CachedDeployment::group(&()),
-        &CachedDeployment::version(&()),
-        &CachedDeployment::kind(&()),
-    )
 }
 
 #[cfg(test)]

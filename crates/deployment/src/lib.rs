@@ -9,7 +9,6 @@ mod controller;
 pub mod error;
 pub mod events;
 mod handlers;
-pub mod hash;
 pub mod new_replica_set;
 #[cfg(test)]
 mod planner_bounds;

@@ -13,6 +13,7 @@ use crate::template::split_replica_sets;
 use controller_toolkit::api_errors::{
     NAMESPACE_TERMINATING_CAUSE, error_message, has_status_cause, is_already_exists,
 };
+use controller_toolkit::controller_ref::{gvk_of, new_controller_ref};
 use kube::ResourceExt;
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ use informer::{
 };
 
 use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::annotations::{annotation, set_new_replica_set_annotations};
@@ -35,12 +36,11 @@ use crate::constants::{
 };
 use crate::error::Error;
 use crate::events::{self, Event};
-use crate::hash::compute_hash;
 use crate::progress::has_progress_deadline;
 use crate::replica_set::{deployment_name, rs_name, rs_spec_replicas};
 use crate::revision::max_revision;
 use crate::rollout_limits::new_rs_new_replicas;
-use crate::template::{TemplateMatcher, deployment_template};
+use crate::template::{TemplateMatcher, deployment_template, pod_template_hash};
 
 /// The revision the new ReplicaSet gets: MaxRevision(old) + 1, in decimal.
 pub fn new_revision(old: &[&CachedReplicaSet]) -> String {
@@ -157,11 +157,12 @@ pub fn build_new_replica_set(
     let required =
         |value: &Option<String>, field| value.clone().ok_or(Error::MissingDeploymentField(field));
     let name = required(&d.metadata.name, "name")?;
-    let uid = required(&d.metadata.uid, "uid")?;
+    // The controller reference needs it.
+    required(&d.metadata.uid, "uid")?;
     let spec = d.spec.clone().unwrap_or_default();
     let collision_count = d.status.as_ref().and_then(|status| status.collision_count);
     let mut template = deployment_template(d);
-    let hash = compute_hash(&template, collision_count);
+    let hash = pod_template_hash(&template, collision_count);
 
     let labels = template
         .metadata
@@ -181,14 +182,7 @@ pub fn build_new_replica_set(
             name: Some(replica_set_name(&name, &hash)),
             namespace: d.metadata.namespace.clone(),
             labels: Some(labels),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "apps/v1".to_owned(),
-                kind: "Deployment".to_owned(),
-                name,
-                uid,
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
+            owner_references: Some(vec![new_controller_ref(d, &gvk_of::<CachedDeployment>())]),
             ..Default::default()
         }
         .into(),
@@ -455,7 +449,7 @@ mod tests {
         d.metadata.annotations = BTreeMap::from([("team".to_owned(), "a".to_owned())]).into();
         let old = annotate(rs("web-old", 0, 10, 10), REVISION_ANNOTATION, "4");
         let built = build_new_replica_set(&d, &[&old]).expect("built");
-        let hash = compute_hash(&deployment_template(&d), None);
+        let hash = pod_template_hash(&deployment_template(&d), None);
         assert_eq!(built.metadata.name, Some(format!("web-{hash}")));
         assert_eq!(built.metadata.namespace.as_deref(), Some("default"));
         let labels = &built.metadata.labels;
