@@ -84,7 +84,7 @@ impl SyncFailure for SyncError {
 /// factory starts, then [`run`](DeploymentController::run) it.
 pub struct DeploymentController {
     runtime: ControllerRuntime,
-    sync: Arc<SyncContext>,
+    sync: Arc<DeploymentSyncer>,
 }
 
 /// What the manager chooses for the controller besides its client and caches.
@@ -96,8 +96,10 @@ pub struct DeploymentOptions {
     pub gates: FeatureGates,
 }
 
-/// Everything one sync needs; shared by the workers.
-pub(crate) struct SyncContext {
+/// The Deployment controller's syncing side, shared by its workers: the caches it reads, the
+/// write layer and recorder it acts through, and the queue it requeues on. Its `Reconciler::sync`
+/// (below) is upstream's `syncDeployment`; the executors in `crate::sync` are its methods.
+pub(crate) struct DeploymentSyncer {
     pub(crate) deployments: Lister<CachedDeployment>,
     pub(crate) replica_sets: Lister<CachedReplicaSet>,
     pub(crate) pods: Lister<CachedPod>,
@@ -139,7 +141,7 @@ impl DeploymentController {
                 queue: runtime.queue().clone(),
             },
         );
-        let sync = Arc::new(SyncContext {
+        let sync = Arc::new(DeploymentSyncer {
             deployments: deployment_informer.lister(),
             replica_sets: replica_set_informer.lister(),
             pods: pod_informer.lister(),
@@ -186,7 +188,7 @@ pub(crate) fn old_and_new<'a>(
     old.iter().copied().chain(new).collect()
 }
 
-impl Reconciler for SyncContext {
+impl Reconciler for DeploymentSyncer {
     type Error = SyncError;
 
     /// upstream `syncDeployment`.
@@ -240,7 +242,7 @@ impl Reconciler for SyncContext {
             choose_rollout_path(&d, split.new, &split.old)?
         };
         match path {
-            RolloutPath::Sync => self.sync(&mut d, &rs_list).await,
+            RolloutPath::Sync => self.sync_scaling_or_paused(&mut d, &rs_list).await,
             RolloutPath::Rollback => self.rollback(&mut d, &rs_list).await,
             RolloutPath::Recreate => self.rollout_recreate(&mut d, &rs_list, key).await,
             RolloutPath::RollingUpdate => self.rollout_rolling(&mut d, &rs_list, key).await,
@@ -248,7 +250,7 @@ impl Reconciler for SyncContext {
     }
 }
 
-impl SyncContext {
+impl DeploymentSyncer {
     /// Step 3: the ReplicaSets of the namespace, claimed with the Deployment's selector.
     /// Upstream lists the whole namespace; only the ReplicaSets this Deployment controls and
     /// the orphans can be claimed or released, so those come from the controller-UID index.

@@ -25,6 +25,7 @@ pub mod scaling;
 pub mod semantic;
 pub mod status;
 pub mod status_coalescing;
+mod sync;
 pub mod template;
 mod writes;
 
