@@ -26,6 +26,11 @@ use serde_json::{Value, json};
 use crate::api_errors::{error_message, is_invalid, is_not_found};
 use crate::writes::Writer;
 
+/// The group, version and kind of `K`: what a controller reference to a `K` names.
+pub fn gvk_of<K: Resource<DynamicType = ()>>() -> GroupVersionKind {
+    GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&()))
+}
+
 /// The reference a controller puts on the objects it creates or adopts (upstream
 /// `NewControllerRef`): `controller` and `blockOwnerDeletion` set, so the garbage collector
 /// deletes dependents in the foreground of their owner.
@@ -320,6 +325,25 @@ pub struct ControllerRefManager {
 }
 
 impl ControllerRefManager {
+    /// A manager for `owner` claiming dependents that match `selector`, which adopts only
+    /// after a fresh read of the owner shows it is the same object and not being deleted
+    /// ([`recheck_deletion`]): what every workload controller's claim does.
+    pub fn for_owner<O>(writer: Writer, owner: &O, selector: LabelMatcher) -> Self
+    where
+        O: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let namespace = owner.meta().namespace.as_deref().unwrap_or_default();
+        let api = Api::<O>::namespaced(writer.client().clone(), namespace);
+        let can_adopt = recheck_deletion(api, owner);
+        Self::new(writer, owner, &gvk_of::<O>(), selector, can_adopt)
+    }
+
     /// A manager for `owner` (whose kind is `gvk`) claiming dependents that match `selector`;
     /// `can_adopt` is usually [`recheck_deletion`].
     pub fn new<O: Resource>(

@@ -9,7 +9,7 @@
 //! * `plan_scale_proportional`: proportional scaling when the Deployment is resized from 100
 //!   to 150 mid-rollout.
 //! * `calculate_status`: the Deployment status from its 11 ReplicaSets.
-//! * `compute_hash`: the pod-template-hash of the Deployment's template.
+//! * `compute_hash`: the pod-template-hash of the Deployment's template (`pod_template_hash`).
 //!
 //! Run with `cargo bench -p deployment --bench plan`.
 
@@ -17,11 +17,10 @@ use std::{hint::black_box, time::Duration};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use deployment::{
-    hash::compute_hash,
     proportional::plan_scale,
     rolling::{RollingStep, plan_rolling_update},
     status::{FeatureGates, calculate_status},
-    template::{deployment_template, split_replica_sets},
+    template::{deployment_template, pod_template_hash, split_replica_sets},
 };
 use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::jiff::Timestamp;
@@ -157,7 +156,7 @@ fn plan_benches(c: &mut Criterion) {
     });
     let pod_template = deployment_template(&d);
     group.bench_function("compute_hash", |b| {
-        b.iter(|| compute_hash(black_box(&pod_template), Some(0)))
+        b.iter(|| pod_template_hash(black_box(&pod_template), Some(0)))
     });
     group.finish();
 }

@@ -1,9 +1,6 @@
 //! cleanupDeployment: which old ReplicaSets to delete to honour
 //! `revisionHistoryLimit`.
 
-use crate::controller::{SyncContext, SyncError};
-use crate::replica_set::rs_name;
-
 use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::constants::UNLIMITED;
@@ -52,21 +49,6 @@ pub fn cleanup_victims<'a>(
                 && rs.metadata.deletion_timestamp.is_none()
         })
         .collect()
-}
-
-impl SyncContext {
-    /// cleanupDeployment: DELETE the history beyond revisionHistoryLimit.
-    pub(crate) async fn cleanup_deployment(
-        &self,
-        d: &CachedDeployment,
-        old: &[&CachedReplicaSet],
-    ) -> Result<(), SyncError> {
-        for victim in cleanup_victims(d, old) {
-            tracing::debug!(deployment = %informer::object_key(d), replica_set = rs_name(victim), "trying to cleanup replica set");
-            self.writes.delete_replica_set(victim).await?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

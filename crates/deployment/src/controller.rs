@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use controller_toolkit::{
     api_errors::{NAMESPACE_TERMINATING_CAUSE, error_message, has_status_cause},
-    controller_ref::{ClaimErrors, ControllerRefManager, recheck_deletion},
+    controller_ref::{ClaimErrors, ControllerRefManager},
     events::{EventRecorder, EventType},
     runtime::{
         BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler,
@@ -16,12 +16,11 @@ use controller_toolkit::{
     write_holds::WriteHolds,
 };
 use informer::{
-    CONTROLLER_UID_INDEX, CachedDeployment, CachedPod, CachedReplicaSet, LabelMatcher, Lister,
-    POD_CONTROLLER_UID_INDEX, SharedInformerFactory, controller_index, orphan_index_key,
-    owner_index_key, pod_controller_index, split_key,
+    CachedDeployment, CachedPod, CachedReplicaSet, LabelMatcher, Lister, POD_CONTROLLER_UID_INDEX,
+    SharedInformerFactory, owner_index_key, split_key,
 };
 use k8s_openapi::jiff::Timestamp;
-use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind};
+use kube::Client;
 use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
@@ -85,7 +84,7 @@ impl SyncFailure for SyncError {
 /// factory starts, then [`run`](DeploymentController::run) it.
 pub struct DeploymentController {
     runtime: ControllerRuntime,
-    sync: Arc<SyncContext>,
+    sync: Arc<DeploymentSyncer>,
 }
 
 /// What the manager chooses for the controller besides its client and caches.
@@ -97,8 +96,10 @@ pub struct DeploymentOptions {
     pub gates: FeatureGates,
 }
 
-/// Everything one sync needs; shared by the workers.
-pub(crate) struct SyncContext {
+/// The Deployment controller's syncing side, shared by its workers: the caches it reads, the
+/// write layer and recorder it acts through, and the queue it requeues on. Its `Reconciler::sync`
+/// (below) is upstream's `syncDeployment`; the executors in `crate::sync` are its methods.
+pub(crate) struct DeploymentSyncer {
     pub(crate) deployments: Lister<CachedDeployment>,
     pub(crate) replica_sets: Lister<CachedReplicaSet>,
     pub(crate) pods: Lister<CachedPod>,
@@ -121,9 +122,8 @@ impl DeploymentController {
         let deployment_informer = informers.informer::<CachedDeployment>();
         let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
-        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
-        replica_set_informer
-            .add_indexer(CONTROLLER_UID_INDEX, controller_index::<CachedReplicaSet>)?;
+        pod_informer.add_controller_indexer()?;
+        replica_set_informer.add_controller_indexer()?;
 
         let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         runtime.watches(&deployment_informer, PrimaryHandler::new(runtime.queue()));
@@ -141,7 +141,7 @@ impl DeploymentController {
                 queue: runtime.queue().clone(),
             },
         );
-        let sync = Arc::new(SyncContext {
+        let sync = Arc::new(DeploymentSyncer {
             deployments: deployment_informer.lister(),
             replica_sets: replica_set_informer.lister(),
             pods: pod_informer.lister(),
@@ -188,7 +188,7 @@ pub(crate) fn old_and_new<'a>(
     old.iter().copied().chain(new).collect()
 }
 
-impl Reconciler for SyncContext {
+impl Reconciler for DeploymentSyncer {
     type Error = SyncError;
 
     /// upstream `syncDeployment`.
@@ -242,7 +242,7 @@ impl Reconciler for SyncContext {
             choose_rollout_path(&d, split.new, &split.old)?
         };
         match path {
-            RolloutPath::Sync => self.sync(&mut d, &rs_list).await,
+            RolloutPath::Sync => self.sync_scaling_or_paused(&mut d, &rs_list).await,
             RolloutPath::Rollback => self.rollback(&mut d, &rs_list).await,
             RolloutPath::Recreate => self.rollout_recreate(&mut d, &rs_list, key).await,
             RolloutPath::RollingUpdate => self.rollout_rolling(&mut d, &rs_list, key).await,
@@ -250,7 +250,7 @@ impl Reconciler for SyncContext {
     }
 }
 
-impl SyncContext {
+impl DeploymentSyncer {
     /// Step 3: the ReplicaSets of the namespace, claimed with the Deployment's selector.
     /// Upstream lists the whole namespace; only the ReplicaSets this Deployment controls and
     /// the orphans can be claimed or released, so those come from the controller-UID index.
@@ -269,27 +269,8 @@ impl SyncContext {
                 key: key.to_owned(),
                 reason: error.to_string(),
             })?;
-        let namespace = d.namespace().unwrap_or_default();
-        let mut candidates = self
-            .replica_sets
-            .by_index(CONTROLLER_UID_INDEX, &owner_index_key(d));
-        candidates.extend(
-            self.replica_sets
-                .by_index(CONTROLLER_UID_INDEX, &orphan_index_key(&namespace)),
-        );
-        let manager = ControllerRefManager::new(
-            self.writes.writer().clone(),
-            d,
-            &deployment_gvk(),
-            selector,
-            recheck_deletion(
-                Api::<CachedDeployment>::namespaced(
-                    self.writes.writer().client().clone(),
-                    &namespace,
-                ),
-                d,
-            ),
-        );
+        let candidates = self.replica_sets.controlled_by_or_orphaned(d);
+        let manager = ControllerRefManager::for_owner(self.writes.writer().clone(), d, selector);
         Ok(manager.claim(&candidates).await.into_result()?)
     }
 
@@ -314,15 +295,6 @@ impl SyncContext {
         self.recorder
             .record(d, event_type, event.reason, event.message);
     }
-}
-
-/// apps/v1 Deployment, for controller refs.
-pub(crate) fn deployment_gvk() -> GroupVersionKind {
-    GroupVersionKind::gvk(
-        &CachedDeployment::group(&()),
-        &CachedDeployment::version(&()),
-        &CachedDeployment::kind(&()),
-    )
 }
 
 #[cfg(test)]

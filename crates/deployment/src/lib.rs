@@ -9,7 +9,6 @@ mod controller;
 pub mod error;
 pub mod events;
 mod handlers;
-pub mod hash;
 pub mod new_replica_set;
 #[cfg(test)]
 mod planner_bounds;
@@ -26,6 +25,7 @@ pub mod scaling;
 pub mod semantic;
 pub mod status;
 pub mod status_coalescing;
+mod sync;
 pub mod template;
 mod writes;
 

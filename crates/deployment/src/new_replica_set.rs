@@ -8,13 +8,7 @@
 //! the lister's copy, on another error (not NamespaceTerminating) [`create_failed`], and on
 //! success (or reuse) [`after_create`].
 
-use crate::controller::{Resolved, SyncContext, SyncError, borrowed};
-use crate::template::split_replica_sets;
-use controller_toolkit::api_errors::{
-    NAMESPACE_TERMINATING_CAUSE, error_message, has_status_cause, is_already_exists,
-};
-use kube::ResourceExt;
-use std::sync::Arc;
+use controller_toolkit::controller_ref::{gvk_of, new_controller_ref};
 
 use std::collections::BTreeMap;
 
@@ -24,7 +18,7 @@ use informer::{
 };
 
 use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::annotations::{annotation, set_new_replica_set_annotations};
@@ -35,12 +29,11 @@ use crate::constants::{
 };
 use crate::error::Error;
 use crate::events::{self, Event};
-use crate::hash::compute_hash;
 use crate::progress::has_progress_deadline;
 use crate::replica_set::{deployment_name, rs_name, rs_spec_replicas};
 use crate::revision::max_revision;
 use crate::rollout_limits::new_rs_new_replicas;
-use crate::template::{TemplateMatcher, deployment_template};
+use crate::template::{TemplateMatcher, deployment_template, pod_template_hash};
 
 /// The revision the new ReplicaSet gets: MaxRevision(old) + 1, in decimal.
 pub fn new_revision(old: &[&CachedReplicaSet]) -> String {
@@ -157,11 +150,12 @@ pub fn build_new_replica_set(
     let required =
         |value: &Option<String>, field| value.clone().ok_or(Error::MissingDeploymentField(field));
     let name = required(&d.metadata.name, "name")?;
-    let uid = required(&d.metadata.uid, "uid")?;
+    // The controller reference needs it.
+    required(&d.metadata.uid, "uid")?;
     let spec = d.spec.clone().unwrap_or_default();
     let collision_count = d.status.as_ref().and_then(|status| status.collision_count);
     let mut template = deployment_template(d);
-    let hash = compute_hash(&template, collision_count);
+    let hash = pod_template_hash(&template, collision_count);
 
     let labels = template
         .metadata
@@ -181,14 +175,7 @@ pub fn build_new_replica_set(
             name: Some(replica_set_name(&name, &hash)),
             namespace: d.metadata.namespace.clone(),
             labels: Some(labels),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "apps/v1".to_owned(),
-                kind: "Deployment".to_owned(),
-                name,
-                uid,
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
+            owner_references: Some(vec![new_controller_ref(d, &gvk_of::<CachedDeployment>())]),
             ..Default::default()
         }
         .into(),
@@ -320,119 +307,6 @@ pub fn after_create(
     }
 }
 
-impl SyncContext {
-    /// getAllReplicaSetsAndSyncRevision without create: the new ReplicaSet
-    /// (with its annotations brought up to date) if one exists, and all old ones.
-    pub(crate) async fn resolve_existing(
-        &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
-    ) -> Result<Resolved, SyncError> {
-        let list = borrowed(rs_list);
-        let split = split_replica_sets(d, &list);
-        let is_new = |rs: &Arc<CachedReplicaSet>| {
-            split.new.is_some_and(|new| std::ptr::eq(new, rs.as_ref()))
-        };
-        let old: Vec<Arc<CachedReplicaSet>> =
-            rs_list.iter().filter(|rs| !is_new(rs)).cloned().collect();
-        let Some(new) = rs_list.iter().find(|rs| is_new(rs)).cloned() else {
-            return Ok(Resolved { new: None, old });
-        };
-        let new = match sync_existing_new_replica_set(d, &new, &split.old, Timestamp::now()) {
-            ExistingNewReplicaSet::UpdateReplicaSet(body) => {
-                let reason = "new replica set annotations";
-                Arc::new(self.writes.update_replica_set(&body, reason).await?)
-            }
-            ExistingNewReplicaSet::UpdateDeploymentStatus(updated) => {
-                *d = self.writes.update_status(&updated).await?;
-                new
-            }
-            ExistingNewReplicaSet::Unchanged => new,
-        };
-        Ok(Resolved {
-            new: Some(new),
-            old,
-        })
-    }
-    /// getAllReplicaSetsAndSyncRevision with create: the new ReplicaSet always exists
-    /// afterwards.
-    pub(crate) async fn resolve_or_create(
-        &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
-    ) -> Result<(Arc<CachedReplicaSet>, Vec<Arc<CachedReplicaSet>>), SyncError> {
-        let resolved = self.resolve_existing(d, rs_list).await?;
-        let new = match resolved.new {
-            Some(new) => new,
-            None => {
-                self.create_new_replica_set(d, &borrowed(&resolved.old))
-                    .await?
-            }
-        };
-        Ok((new, resolved.old))
-    }
-    /// getNewReplicaSet, creating: POST the new ReplicaSet; on AlreadyExists reuse ours or
-    /// count a hash collision; on other failures set the ReplicaSetCreateError condition and
-    /// event.
-    pub(crate) async fn create_new_replica_set(
-        &self,
-        d: &mut CachedDeployment,
-        old: &[&CachedReplicaSet],
-    ) -> Result<Arc<CachedReplicaSet>, SyncError> {
-        let now = Timestamp::now();
-        let planned = build_new_replica_set(d, old)?;
-        let name = rs_name(&planned).to_owned();
-        let (new, created) = match self
-            .writes
-            .create_replica_set(&informer::object_key(d), &planned)
-            .await
-        {
-            Ok(created) => (Arc::new(created), true),
-            Err(error) if is_already_exists(&error) => {
-                let Some(existing) = self
-                    .replica_sets
-                    .get(&d.namespace().unwrap_or_default(), &name)
-                else {
-                    return Err(error.into());
-                };
-                match resolve_create_conflict(d, &existing) {
-                    CreateConflict::UseExisting => (existing, false),
-                    CreateConflict::Collision(status) => {
-                        match self.put_status(d, status).await {
-                            Ok(written) => *d = written,
-                            Err(update_error) => {
-                                tracing::debug!(replica_set = %name, error = %update_error, "recording collisionCount");
-                            }
-                        }
-                        return Err(error.into());
-                    }
-                }
-            }
-            Err(error) if has_status_cause(&error, NAMESPACE_TERMINATING_CAUSE) => {
-                return Err(error.into());
-            }
-            Err(error) => {
-                let failure = create_failed(d, &name, &error_message(&error), now);
-                if let Some(status) = failure.status
-                    && let Err(update_error) = self.put_status(d, status).await
-                {
-                    tracing::debug!(replica_set = %name, error = %update_error, "recording ReplicaSetCreateError");
-                }
-                self.record(d, failure.event);
-                return Err(error.into());
-            }
-        };
-        let after = after_create(d, &planned, old, created, now);
-        if let Some(event) = after.event {
-            self.record(d, event);
-        }
-        if let Some(update) = after.update {
-            *d = self.writes.update_status(&update).await?;
-        }
-        Ok(new)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -455,7 +329,7 @@ mod tests {
         d.metadata.annotations = BTreeMap::from([("team".to_owned(), "a".to_owned())]).into();
         let old = annotate(rs("web-old", 0, 10, 10), REVISION_ANNOTATION, "4");
         let built = build_new_replica_set(&d, &[&old]).expect("built");
-        let hash = compute_hash(&deployment_template(&d), None);
+        let hash = pod_template_hash(&deployment_template(&d), None);
         assert_eq!(built.metadata.name, Some(format!("web-{hash}")));
         assert_eq!(built.metadata.namespace.as_deref(), Some("default"));
         let labels = &built.metadata.labels;

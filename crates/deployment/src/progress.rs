@@ -2,8 +2,6 @@
 //! syncRolloutStatus decision (new conditions, whether to write, when to look again) and
 //! the paused/resumed condition.
 
-use crate::controller::{SyncContext, SyncError};
-
 use std::time::Duration;
 
 use informer::{CachedDeployment, CachedReplicaSet};
@@ -21,8 +19,6 @@ use crate::constants::{
 };
 use crate::replica_set::{deployment_name, deployment_paused, deployment_replicas, rs_name};
 use crate::status::{FeatureGates, calculate_status, counter, status_equal};
-use crate::status_coalescing::{COALESCE_WINDOW, counts_only_change};
-use tokio::time::Instant;
 
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
@@ -268,46 +264,6 @@ pub fn check_paused_conditions(d: &CachedDeployment, now: Timestamp) -> Option<D
     let condition = new_condition(CONDITION_PROGRESSING, "Unknown", why, message, now);
     set_condition(&mut status, condition);
     Some(status)
-}
-
-impl SyncContext {
-    /// syncRolloutStatus: PUT the new status, or requeue a stuck rollout to notice the
-    /// progress deadline.
-    pub(crate) async fn sync_rollout_status(
-        &self,
-        d: &mut CachedDeployment,
-        all: &[&CachedReplicaSet],
-        new: Option<&CachedReplicaSet>,
-        key: &str,
-    ) -> Result<(), SyncError> {
-        let decision =
-            crate::progress::sync_rollout_status(all, new, d, self.gates, Timestamp::now());
-        match decision.update {
-            // kcm-rs only: a change of counters alone waits for the next ones (issue 21).
-            Some(status) if counts_only_change(d.status.as_ref(), &status) => {
-                match self
-                    .status_holds
-                    .hold_within(key, Instant::now(), COALESCE_WINDOW)
-                {
-                    Some(wait) => {
-                        tracing::debug!(key, ?wait, "counts-only status change held");
-                        self.queue.add_after(key.to_owned(), wait);
-                    }
-                    None => *d = self.put_status(d, status).await?,
-                }
-            }
-            Some(status) => {
-                self.status_holds.release(key);
-                *d = self.put_status(d, status).await?;
-            }
-            None => match decision.requeue {
-                Requeue::Never => {}
-                Requeue::RateLimited => self.queue.add_rate_limited(key.to_owned()),
-                Requeue::After(delay) => self.queue.add_after(key.to_owned(), delay),
-            },
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -2,9 +2,6 @@
 //! paused) spreads the change over its active ReplicaSets in proportion to their size, so
 //! the rollout's progress is kept and the surge bound holds.
 
-use crate::controller::{SyncContext, SyncError};
-use std::sync::Arc;
-
 use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{
@@ -223,26 +220,6 @@ pub fn plan_sync(
     SyncPlan {
         actions: plan_scale(d, new_rs, old),
         cleanup: deployment_paused(d) && rollback_to(d).is_none(),
-    }
-}
-
-impl SyncContext {
-    /// sync: proportional scaling for paused Deployments and scaling events, history
-    /// cleanup when paused, then the status.
-    pub(crate) async fn sync(
-        &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
-    ) -> Result<(), SyncError> {
-        let resolved = self.resolve_existing(d, rs_list).await?;
-        let (old, all) = resolved.old_and_all();
-        let plan = plan_sync(d, resolved.new.as_deref(), &old);
-        self.apply_scales(d, &all, &plan.actions).await?;
-        if plan.cleanup {
-            self.cleanup_deployment(d, &old).await?;
-        }
-        self.sync_deployment_status(d, &all, resolved.new.as_deref())
-            .await
     }
 }
 

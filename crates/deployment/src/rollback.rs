@@ -1,9 +1,6 @@
 //! Legacy rollback through the `deprecated.deployment.rollback.to` annotation:
 //! which template and annotations the Deployment gets back, and which events to record.
 
-use crate::controller::{SyncContext, SyncError, borrowed};
-use std::sync::Arc;
-
 use std::collections::BTreeMap;
 
 use informer::{CachedDeployment, CachedReplicaSet, CompactLabels, CompactPodTemplate};
@@ -132,29 +129,6 @@ fn set_annotations_to(d: &mut CachedDeployment, rs: &CachedReplicaSet) {
             .filter(|(key, _)| !skip_copy_annotation(key)),
     );
     d.metadata.annotations = CompactLabels::from_entries(annotations);
-}
-
-impl SyncContext {
-    /// Legacy rollback: PUT the Deployment with the target template (or just without the
-    /// request), recording the events [`plan_rollback`] gives.
-    pub(crate) async fn rollback(
-        &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
-    ) -> Result<(), SyncError> {
-        let (new, old) = self.resolve_or_create(d, rs_list).await?;
-        let Some(plan) = plan_rollback(d, Some(&new), &borrowed(&old))? else {
-            return Ok(());
-        };
-        if let Some(warning) = plan.warning {
-            self.record(d, warning);
-        }
-        *d = self.writes.update_deployment(&plan.deployment).await?;
-        if let Some(done) = plan.on_success {
-            self.record(d, done);
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

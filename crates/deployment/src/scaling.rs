@@ -2,18 +2,13 @@
 //! for it, and its event. Planners return [`ScaleAction`]s; the controller applies them in
 //! order with [`scaled_replica_set`] and records [`ScaleAction::event`] after each success.
 
-use crate::controller::SyncContext;
-use std::collections::HashMap;
-
 use std::fmt;
 
 use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::annotations::{replicas_annotations_need_update, set_replicas_annotations};
 use crate::events::{self, Event};
-use crate::replica_set::{
-    deployment_replicas, rs_available_replicas, rs_name, rs_spec_replicas, rs_status_replicas,
-};
+use crate::replica_set::{deployment_replicas, rs_name, rs_spec_replicas};
 use crate::rollout_limits::max_total_replicas;
 
 /// The `<op>` word of a scaling event.
@@ -121,47 +116,6 @@ pub(crate) fn with_spec_replicas(rs: &CachedReplicaSet, to: i32) -> CachedReplic
     let mut copy = rs.clone();
     copy.spec.get_or_insert_with(Default::default).replicas = Some(to);
     copy
-}
-
-impl SyncContext {
-    /// Applies scale actions in order (upstream `scaleReplicaSet`): each PUT is based on the latest
-    /// copy of its ReplicaSet (a ReplicaSet may be resized twice in one plan) and followed by
-    /// its ScalingReplicaSet event. The first API error stops the sequence.
-    pub(crate) async fn apply_scales(
-        &self,
-        d: &CachedDeployment,
-        all: &[&CachedReplicaSet],
-        actions: &[ScaleAction],
-    ) -> Result<(), kube::Error> {
-        let mut latest: HashMap<&str, CachedReplicaSet> = HashMap::new();
-        for action in actions {
-            let current = match latest.remove(action.replica_set.as_str()) {
-                Some(current) => current,
-                None => match all.iter().find(|rs| rs_name(rs) == action.replica_set) {
-                    Some(rs) => (*rs).clone(),
-                    None => continue,
-                },
-            };
-            // What the decision saw, for reading a rollout back from the log.
-            tracing::debug!(
-                replica_set = action.replica_set,
-                from = rs_spec_replicas(&current),
-                to = action.to,
-                status_replicas = rs_status_replicas(&current),
-                status_available = rs_available_replicas(&current),
-                "scaling replica set"
-            );
-            let written = self
-                .writes
-                .update_replica_set(&scaled_replica_set(&current, action.to, d), action.reason())
-                .await?;
-            if let Some(event) = action.event() {
-                self.record(d, event);
-            }
-            latest.insert(action.replica_set.as_str(), written);
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

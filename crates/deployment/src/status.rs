@@ -1,9 +1,6 @@
 //! calculateStatus: the Deployment status derived from its ReplicaSets, and Go's
 //! notion of "the status did not change" over k8s-openapi's optional fields.
 
-use crate::controller::{SyncContext, SyncError};
-use std::sync::Arc;
-
 use informer::{CachedDeployment, CachedReplicaSet};
 
 use k8s_openapi::api::apps::v1::DeploymentStatus;
@@ -144,45 +141,6 @@ pub fn changed_status(d: &CachedDeployment, status: DeploymentStatus) -> Option<
 /// The non-pointer counter of a stored status (0 when absent).
 pub(crate) fn counter(value: Option<i32>) -> i32 {
     value.unwrap_or(0)
-}
-
-impl SyncContext {
-    /// syncStatusOnly for a Deployment being deleted.
-    pub(crate) async fn sync_status_only(
-        &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
-    ) -> Result<(), SyncError> {
-        let resolved = self.resolve_existing(d, rs_list).await?;
-        let (_, all) = resolved.old_and_all();
-        self.sync_deployment_status(d, &all, resolved.new.as_deref())
-            .await
-    }
-
-    /// syncDeploymentStatus: PUT the status when it changed.
-    pub(crate) async fn sync_deployment_status(
-        &self,
-        d: &mut CachedDeployment,
-        all: &[&CachedReplicaSet],
-        new: Option<&CachedReplicaSet>,
-    ) -> Result<(), SyncError> {
-        let status = calculate_status(all, new, d, self.gates, Timestamp::now());
-        if let Some(status) = changed_status(d, status) {
-            *d = self.put_status(d, status).await?;
-        }
-        Ok(())
-    }
-
-    /// PUTs `d` with `status` through the status endpoint; the written Deployment.
-    pub(crate) async fn put_status(
-        &self,
-        d: &CachedDeployment,
-        status: DeploymentStatus,
-    ) -> Result<CachedDeployment, kube::Error> {
-        let mut updated = d.clone();
-        updated.status = Some(status);
-        self.writes.update_status(&updated).await
-    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,13 @@ fn stripped_of_hash_label(mut template: PodTemplateSpec) -> PodTemplateSpec {
     template
 }
 
+/// The pod-template-hash of a Deployment's `template` with its `status.collisionCount`:
+/// upstream's `ComputeHash` ([`history::compute_hash`]) of the template without the
+/// pod-template-hash label.
+pub fn pod_template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
+    history::compute_hash(&without_hash_label(template), collision_count)
+}
+
 /// EqualIgnoreHash: semantic equality of two pod templates after removing the
 /// pod-template-hash label from both.
 pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
@@ -151,6 +158,24 @@ mod tests {
     use crate::replica_set::rs_name;
     use crate::replica_set::test_support::{compact, rolling, rs, template};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    #[test]
+    fn the_pod_template_hash_ignores_the_hash_label() {
+        let t = template("nginx:1.27");
+        let mut labelled = t.clone();
+        if let Some(labels) = labelled.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
+            labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), "zzz".to_owned());
+        }
+        assert_eq!(
+            pod_template_hash(&t, None),
+            pod_template_hash(&labelled, None)
+        );
+        assert_eq!(pod_template_hash(&t, None), history::compute_hash(&t, None));
+        assert_ne!(
+            pod_template_hash(&t, None),
+            pod_template_hash(&template("nginx:1.28"), None)
+        );
+    }
 
     fn with_template(mut r: CachedReplicaSet, image: &str, hash: &str) -> CachedReplicaSet {
         let mut t = template(image);

@@ -362,7 +362,10 @@ async fn hash_collision_bumps_collision_count_and_renames_the_new_replica_set() 
     d.spec.as_mut().expect("spec").paused = Some(true);
     let created = harness.create(&d).await;
     let template = created.spec.clone().expect("spec").template;
-    let first_name = format!("col-{}", deployment::hash::compute_hash(&template, None));
+    let first_name = format!(
+        "col-{}",
+        deployment::template::pod_template_hash(&template, None)
+    );
 
     // Someone else's ReplicaSet squats the name (labels the Deployment does not select).
     let squatter: ReplicaSet = serde_json::from_value(json!({
@@ -391,7 +394,7 @@ async fn hash_collision_bumps_collision_count_and_renames_the_new_replica_set() 
         new.metadata.name,
         Some(format!(
             "col-{}",
-            deployment::hash::compute_hash(&template, Some(1))
+            deployment::template::pod_template_hash(&template, Some(1))
         ))
     );
     let squatter = harness

@@ -10,6 +10,7 @@ mod revision;
 mod semantic;
 mod semantic_cache;
 mod statefulset;
+mod template_hash;
 mod truncate;
 mod update_revision;
 
@@ -30,5 +31,6 @@ pub use semantic_cache::{DEFAULT_SEMANTIC_CACHE_CAPACITY, SemanticComparisonCach
 pub use statefulset::{
     STATEFULSET_REVISION_LABEL, new_statefulset_revision, statefulset_revision_data,
 };
+pub use template_hash::{canonical_template_text, compute_hash};
 pub use truncate::{live_revision_names, revisions_to_truncate};
 pub use update_revision::{UpdateRevisionChoice, choose_update_revision};

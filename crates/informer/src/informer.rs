@@ -32,6 +32,7 @@ use crate::{
     handler::{EventHandler, Notification},
     listener::{self, HandlerRegistration, Listener, ListenerTask},
     lister::Lister,
+    pod_index::ControllerIndexed,
     processor::{EventProcessor, Transform},
     store::{IndexFn, Store},
     sync::HasSynced,
@@ -154,6 +155,15 @@ impl<K: InformerResource> SharedInformer<K> {
         let index_fn: IndexFn<K> = Arc::new(index_fn);
         self.inner.store.add_indexer(name, index_fn);
         Ok(())
+    }
+
+    /// Indexes the cache by controller reference ([`ControllerIndexed`]), so that
+    /// [`Lister::controlled_by_or_orphaned`] finds an owner's objects and the orphans.
+    pub fn add_controller_indexer(&self) -> Result<(), InformerError>
+    where
+        K: ControllerIndexed,
+    {
+        self.add_indexer(K::INDEX, K::controller_index_values)
     }
 
     /// A read handle on this informer's cache.

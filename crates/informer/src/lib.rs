@@ -44,9 +44,9 @@ pub use labels::{LabelLookup, LabelMatcher, Labeled, Labels};
 pub use listener::HandlerRegistration;
 pub use lister::Lister;
 pub use pod_index::{
-    CONTROLLER_UID_INDEX, ORPHAN_INDEX_KEY, ORPHAN_POD_INDEX_KEY, POD_CONTROLLER_UID_INDEX,
-    controller_index, controller_index_key, orphan_index_key, orphan_pod_index_key,
-    owner_index_key, pod_controller_index,
+    CONTROLLER_UID_INDEX, ControllerIndexed, ORPHAN_INDEX_KEY, ORPHAN_POD_INDEX_KEY,
+    POD_CONTROLLER_UID_INDEX, controller_index, controller_index_key, orphan_index_key,
+    orphan_pod_index_key, owner_index_key, pod_controller_index,
 };
 pub use resync::{DEFAULT_MIN_RESYNC_PERIOD, resync_period};
 pub use store::{IndexFn, NAMESPACE_INDEX, ObjectKey, Store};

@@ -11,6 +11,7 @@ use kube::Resource;
 
 use crate::{
     labels::{LabelMatcher, Labeled},
+    pod_index::{ControllerIndexed, owner_index_key},
     store::{NAMESPACE_INDEX, Store},
 };
 
@@ -113,6 +114,19 @@ impl<K: Resource> Lister<K> {
                 Vec::new()
             }
         }
+    }
+
+    /// The cached objects `owner` controls plus the orphans of its namespace: what a claim
+    /// looks at (upstream lists the namespace; only these can be adopted, kept or released).
+    pub fn controlled_by_or_orphaned<O>(&self, owner: &O) -> Vec<Arc<K>>
+    where
+        K: ControllerIndexed,
+        O: Resource<DynamicType = ()>,
+    {
+        let namespace = owner.meta().namespace.as_deref().unwrap_or_default();
+        let mut candidates = self.by_index(K::INDEX, &owner_index_key(owner));
+        candidates.extend(self.by_index(K::INDEX, &K::orphan_key(namespace)));
+        candidates
     }
 
     /// Number of cached objects.

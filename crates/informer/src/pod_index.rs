@@ -13,10 +13,61 @@
 //! sync. The candidates differ only by ReplicaSets another controller owns, which claiming
 //! ignores anyway.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::{
+    api::apps::v1::ControllerRevision, apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
 use kube::Resource;
 
-use crate::CachedPod;
+use crate::{CachedPod, CachedReplicaSet, InformerResource};
+
+/// A cached kind whose informer is indexed by controller reference: the index it is found
+/// in and the key of its namespace's orphans. Pods use upstream's own index
+/// ([`POD_CONTROLLER_UID_INDEX`], orphans under `_ORPHAN_POD`), every other kind
+/// [`CONTROLLER_UID_INDEX`] (orphans under `_ORPHAN`); the two orphan keys differ, so a lookup
+/// that paired an index with the other kind's key would find nothing, silently. Going through
+/// this trait ([`crate::SharedInformer::add_controller_indexer`],
+/// [`crate::Lister::controlled_by_or_orphaned`]) pairs them once.
+pub trait ControllerIndexed: InformerResource {
+    /// The index's name.
+    const INDEX: &'static str;
+
+    /// The index function: the controller reference's key, or the namespace's orphan key.
+    fn controller_index_values(&self) -> Vec<String>;
+
+    /// The index value of the orphans of `namespace`.
+    fn orphan_key(namespace: &str) -> String;
+}
+
+impl ControllerIndexed for CachedPod {
+    const INDEX: &'static str = POD_CONTROLLER_UID_INDEX;
+
+    fn controller_index_values(&self) -> Vec<String> {
+        pod_controller_index(self)
+    }
+
+    fn orphan_key(namespace: &str) -> String {
+        orphan_pod_index_key(namespace)
+    }
+}
+
+/// Kinds indexed under [`CONTROLLER_UID_INDEX`].
+macro_rules! controller_uid_indexed {
+    ($($kind:ty),+) => {$(
+        impl ControllerIndexed for $kind {
+            const INDEX: &'static str = CONTROLLER_UID_INDEX;
+
+            fn controller_index_values(&self) -> Vec<String> {
+                controller_index(self)
+            }
+
+            fn orphan_key(namespace: &str) -> String {
+                orphan_index_key(namespace)
+            }
+        }
+    )+};
+}
+
+controller_uid_indexed!(CachedReplicaSet, ControllerRevision);
 
 /// The index name, shared by all controllers that register it on the pod informer.
 pub const POD_CONTROLLER_UID_INDEX: &str = "podControllerUID";

@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Duration};
 
 use controller_toolkit::{
     availability::availability_requeue,
-    controller_ref::{ControllerRefManager, recheck_deletion},
+    controller_ref::ControllerRefManager,
     events::{EventRecorder, EventType},
     keys::pod_key,
     pod_control::{PodControl, PodControlError},
@@ -21,13 +21,9 @@ use controller_toolkit::{
     writes::{RetryOn, StatusRetry, Writer},
 };
 use expectations::UidTrackingExpectations;
-use informer::{
-    CONTROLLER_UID_INDEX, CachedPod, CachedReplicaSet, Lister, POD_CONTROLLER_UID_INDEX,
-    SharedInformerFactory, controller_index, orphan_pod_index_key, owner_index_key,
-    pod_controller_index, split_key,
-};
+use informer::{CachedPod, CachedReplicaSet, Lister, SharedInformerFactory, split_key};
 use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
-use kube::{Api, Client, Resource, ResourceExt, api::GroupVersionKind};
+use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
@@ -154,10 +150,9 @@ impl ReplicaSetController {
     ) -> Result<Self, ReplicaSetError> {
         let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
-        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
+        pod_informer.add_controller_indexer()?;
         // Sibling ReplicaSets (same controller) for ranking.
-        replica_set_informer
-            .add_indexer(CONTROLLER_UID_INDEX, controller_index::<CachedReplicaSet>)?;
+        replica_set_informer.add_controller_indexer()?;
 
         let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         let expectations = Arc::new(UidTrackingExpectations::new());
@@ -240,26 +235,14 @@ impl Reconciler for SyncContext {
 
         // 5. Candidates: pods controlled by this ReplicaSet plus the namespace's orphans.
         let uid = replica_set.uid().unwrap_or_default();
-        let mut candidates = self.pods.by_index(
-            POD_CONTROLLER_UID_INDEX,
-            &owner_index_key(replica_set.as_ref()),
-        );
-        candidates.extend(
-            self.pods
-                .by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(namespace)),
-        );
+        let candidates = self.pods.controlled_by_or_orphaned(replica_set.as_ref());
 
         // 6. Claim the active candidates: adopt matching orphans, release non-matching pods.
         let active = filter_active_pods(&candidates);
-        let manager = ControllerRefManager::new(
+        let manager = ControllerRefManager::for_owner(
             self.writer.clone(),
             replica_set.as_ref(),
-            &replica_set_gvk(),
             selector.clone(),
-            recheck_deletion(
-                Api::<CachedReplicaSet>::namespaced(self.writer.client().clone(), namespace),
-                replica_set.as_ref(),
-            ),
         );
         let active_pods = manager.claim(&active).await.into_result()?;
 
@@ -380,13 +363,4 @@ impl SyncContext {
             .await
             .map(Some)
     }
-}
-
-/// apps/v1 ReplicaSet, for controller refs.
-pub(crate) fn replica_set_gvk() -> GroupVersionKind {
-    GroupVersionKind::gvk(
-        &CachedReplicaSet::group(&()),
-        &CachedReplicaSet::version(&()),
-        &CachedReplicaSet::kind(&()),
-    )
 }

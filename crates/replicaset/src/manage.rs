@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use controller_toolkit::{
-    controller_ref::new_controller_ref,
+    controller_ref::{gvk_of, new_controller_ref},
     keys::pod_key,
     ranking::{rank_by_related_pods_on_same_node, sort_for_deletion},
     writes::slow_start,
@@ -19,7 +19,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::{
-    controller::{SyncContext, SyncError, replica_set_gvk},
+    controller::{SyncContext, SyncError},
     decide::{ReplicaPlan, plan_replicas},
 };
 
@@ -78,7 +78,8 @@ impl SyncContext {
             .and_then(|spec| spec.template.as_ref())
             .map(CompactPodTemplate::decode)
             .unwrap_or_default();
-        let controller_ref = new_controller_ref(replica_set.as_ref(), &replica_set_gvk());
+        let controller_ref =
+            new_controller_ref(replica_set.as_ref(), &gvk_of::<CachedReplicaSet>());
         self.expectations
             .expect_creations(key, i64::try_from(count).unwrap_or(i64::MAX));
         let outcome = slow_start(count, |_| async {

@@ -16,7 +16,7 @@ use std::{
 };
 
 use controller_toolkit::{
-    controller_ref::new_controller_ref,
+    controller_ref::{gvk_of, new_controller_ref},
     writes::{RetryOn, StatusRetry, slow_start},
 };
 use history::{apply_revision_to_statefulset, equal_revision, sort_controller_revisions};
@@ -31,7 +31,7 @@ use k8s_openapi::{
 use kube::ResourceExt;
 
 use crate::{
-    controller::{SyncContext, SyncError, statefulset_gvk},
+    controller::{SyncContext, SyncError},
     decide::{
         PlanInput, PodAction, Revisions, complete_rolling_update, max_unavailable, plan,
         status_needs_write,
@@ -150,7 +150,7 @@ impl SyncContext {
                     .map(|claim| (claim.name_any(), claim))
                     .collect()
             };
-        let controller_ref = new_controller_ref(&set.set, &statefulset_gvk());
+        let controller_ref = new_controller_ref(&set.set, &gvk_of::<StatefulSet>());
         let plan = plan(&PlanInput {
             set: &set.set,
             revisions: Revisions {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use controller_toolkit::{
-    controller_ref::{ControllerRefManager, controller_of, recheck_deletion},
+    controller_ref::{ControllerRefManager, controller_of},
     runtime::{
         BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler,
         Reconciler, RuntimeOptions,
@@ -13,11 +13,7 @@ use controller_toolkit::{
     writes::Writer,
 };
 use history::SemanticComparisonCache;
-use informer::{
-    CONTROLLER_UID_INDEX, CachedPod, LabelMatcher, Lister, POD_CONTROLLER_UID_INDEX,
-    SharedInformerFactory, controller_index, orphan_index_key, orphan_pod_index_key,
-    owner_index_key, pod_controller_index, split_key,
-};
+use informer::{CachedPod, LabelMatcher, Lister, SharedInformerFactory, split_key};
 use k8s_openapi::{
     api::{
         apps::v1::{ControllerRevision, StatefulSet},
@@ -25,7 +21,7 @@ use k8s_openapi::{
     },
     jiff::Timestamp,
 };
-use kube::{Api, Client, Resource, api::GroupVersionKind};
+use kube::Client;
 use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
@@ -134,10 +130,9 @@ impl StatefulSetController {
         let set_informer = informers.informer::<RawStatefulSet>();
         let pod_informer = informers.informer::<CachedPod>();
         let revision_informer = informers.informer::<ControllerRevision>();
-        revision_informer
-            .add_indexer(CONTROLLER_UID_INDEX, controller_index::<ControllerRevision>)?;
+        revision_informer.add_controller_indexer()?;
         let claim_informer = informers.informer::<PersistentVolumeClaim>();
-        pod_informer.add_indexer(POD_CONTROLLER_UID_INDEX, pod_controller_index)?;
+        pod_informer.add_controller_indexer()?;
 
         let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         runtime.watches(&set_informer, PrimaryHandler::new(runtime.queue()));
@@ -222,16 +217,8 @@ impl Reconciler for SyncContext {
         };
         self.pod_control
             .warn_unnameable_ordinals(&set.set, OrdinalRange::of(&set.set));
-        let manager = ControllerRefManager::new(
-            self.writer.clone(),
-            &set.set,
-            &statefulset_gvk(),
-            selector.clone(),
-            recheck_deletion(
-                Api::<StatefulSet>::namespaced(self.writer.client().clone(), namespace),
-                &set.set,
-            ),
-        );
+        let manager =
+            ControllerRefManager::for_owner(self.writer.clone(), &set.set, selector.clone());
 
         // Step 4: adopt orphan revisions.
         for orphan in self
@@ -246,13 +233,7 @@ impl Reconciler for SyncContext {
         }
 
         // Step 5: claim pods whose name says they belong to this set.
-        let mut candidates = self
-            .pods
-            .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(&set.set));
-        candidates.extend(
-            self.pods
-                .by_index(POD_CONTROLLER_UID_INDEX, &orphan_pod_index_key(namespace)),
-        );
+        let candidates = self.pods.controlled_by_or_orphaned(&set.set);
         let pods = manager
             .claim_with_filter(&candidates, |pod| {
                 parent_and_ordinal(pod.metadata.name.as_deref().unwrap_or_default()).0 == name
@@ -300,24 +281,8 @@ impl SyncContext {
     ) -> Vec<Arc<ControllerRevision>> {
         // Owned and orphaned revisions come from the controller index (upstream v1.36's
         // owner index) instead of a scan of the namespace.
-        let namespace = set.metadata.namespace.as_deref().unwrap_or_default();
-        let mut revisions = self
-            .revisions
-            .by_index(CONTROLLER_UID_INDEX, &owner_index_key(set));
-        revisions.extend(
-            self.revisions
-                .by_index(CONTROLLER_UID_INDEX, &orphan_index_key(namespace)),
-        );
+        let mut revisions = self.revisions.controlled_by_or_orphaned(set);
         revisions.retain(|revision| selector.selects(revision.as_ref()));
         revisions
     }
-}
-
-/// apps/v1 StatefulSet, for controller refs.
-pub(crate) fn statefulset_gvk() -> GroupVersionKind {
-    GroupVersionKind::gvk(
-        &StatefulSet::group(&()),
-        &StatefulSet::version(&()),
-        &StatefulSet::kind(&()),
-    )
 }

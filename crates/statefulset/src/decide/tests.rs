@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 
 use super::*;
 
+use crate::identity::pod_revision;
+
 const CURRENT: &str = "web-old";
 const UPDATE: &str = "web-new";
 
