@@ -98,28 +98,18 @@ pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) ->
 mod tests {
     use std::collections::BTreeMap;
 
-    use k8s_openapi::{
-        api::core::v1::{Container, PodSpec},
-        apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    };
+    use k8s_openapi::{api::core::v1::PodSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta};
+    use serde_json::json;
 
     use super::*;
 
+    /// The template the Deployment controller's tests name ReplicaSets from.
     fn template(image: &str) -> PodTemplateSpec {
-        PodTemplateSpec {
-            metadata: Some(ObjectMeta {
-                labels: Some(BTreeMap::from([("app".to_owned(), "web".to_owned())])),
-                ..Default::default()
-            }),
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "nginx".to_owned(),
-                    image: Some(image.to_owned()),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-        }
+        serde_json::from_value(json!({
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "nginx", "image": image}]}
+        }))
+        .expect("a valid template")
     }
 
     #[test]

@@ -450,108 +450,43 @@ mod tests {
 
     #[test]
     fn status_write_hold_rules() {
-        let second = Duration::from_secs(1);
-        let ms = Duration::from_millis;
-        let base = StatusWriteInputs {
-            hold_limit: second,
-            acted: true,
-            pending: true,
-            manage_failed: false,
-            being_deleted: false,
-            held_for: None,
-        };
-        let cases = [
-            (
-                "created or deleted, unobserved: hold for the limit",
-                base,
-                StatusWrite::Hold(second),
-            ),
-            (
-                "a later sync acting again keeps the first start",
-                StatusWriteInputs {
-                    held_for: Some(ms(400)),
-                    ..base
-                },
-                StatusWrite::Hold(ms(600)),
-            ),
-            (
-                "a pod event while still unobserved: the hold goes on",
-                StatusWriteInputs {
-                    acted: false,
-                    held_for: Some(ms(300)),
-                    ..base
-                },
-                StatusWrite::Hold(ms(700)),
-            ),
-            (
-                "everything observed: written now",
-                StatusWriteInputs {
-                    acted: false,
-                    pending: false,
-                    held_for: Some(ms(300)),
-                    ..base
-                },
-                StatusWrite::Now,
-            ),
-            (
-                "observed during the sync that acted: sync again at once",
-                StatusWriteInputs {
-                    pending: false,
-                    ..base
-                },
-                StatusWrite::Hold(Duration::ZERO),
-            ),
-            (
-                "never past the limit, observed or not",
-                StatusWriteInputs {
-                    acted: false,
-                    held_for: Some(second),
-                    ..base
-                },
-                StatusWrite::Now,
-            ),
-            (
-                "acting after the limit writes too",
-                StatusWriteInputs {
-                    held_for: Some(ms(1500)),
-                    ..base
-                },
-                StatusWrite::Now,
-            ),
-            (
-                "a failed manage step writes ReplicaFailure at once",
-                StatusWriteInputs {
-                    manage_failed: true,
-                    ..base
-                },
-                StatusWrite::Now,
-            ),
-            (
-                "being deleted",
-                StatusWriteInputs {
-                    being_deleted: true,
-                    ..base
-                },
-                StatusWrite::Now,
-            ),
-            (
-                "hold 0s: upstream's write on every sync",
-                StatusWriteInputs {
-                    hold_limit: Duration::ZERO,
-                    ..base
-                },
-                StatusWrite::Now,
-            ),
-            (
-                "nothing done, nothing held",
-                StatusWriteInputs {
-                    acted: false,
-                    ..base
-                },
-                StatusWrite::Now,
-            ),
+        const LIMIT: u64 = 1000;
+        let now = StatusWrite::Now;
+        let hold = |ms| StatusWrite::Hold(Duration::from_millis(ms));
+        // (what, acted, pending, held for ms, manage failed, being deleted, hold limit ms, want)
+        type Case = (
+            &'static str,
+            bool,
+            bool,
+            Option<u64>,
+            bool,
+            bool,
+            u64,
+            StatusWrite,
+        );
+        #[rustfmt::skip]
+        let cases: [Case; 11] = [
+            ("created or deleted, unobserved: hold for the limit", true, true, None, false, false, LIMIT, hold(LIMIT)),
+            ("a later sync acting again keeps the first start", true, true, Some(400), false, false, LIMIT, hold(600)),
+            ("a pod event while still unobserved: the hold goes on", false, true, Some(300), false, false, LIMIT, hold(700)),
+            ("everything observed: written now", false, false, Some(300), false, false, LIMIT, now),
+            ("observed during the sync that acted: sync again at once", true, false, None, false, false, LIMIT, hold(0)),
+            ("never past the limit, observed or not", false, true, Some(LIMIT), false, false, LIMIT, now),
+            ("acting after the limit writes too", true, true, Some(1500), false, false, LIMIT, now),
+            ("a failed manage step writes ReplicaFailure at once", true, true, None, true, false, LIMIT, now),
+            ("being deleted", true, true, None, false, true, LIMIT, now),
+            ("hold 0s: upstream's write on every sync", true, true, None, false, false, 0, now),
+            ("nothing done, nothing held", false, true, None, false, false, LIMIT, now),
         ];
-        for (what, inputs, want) in cases {
+        for (what, acted, pending, held_ms, manage_failed, being_deleted, limit_ms, want) in cases {
+            let inputs = StatusWriteInputs {
+                hold_limit: Duration::from_millis(limit_ms),
+                acted,
+                pending,
+                manage_failed,
+                being_deleted,
+                held_for: held_ms.map(Duration::from_millis),
+            };
             assert_eq!(decide_status_write(inputs), want, "{what}");
         }
     }

@@ -26,21 +26,3 @@ impl StatusWritesHeld {
         self.0.inc();
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn registers_under_the_controllers_subsystem() {
-        let registry = Registry::new();
-        let held = StatusWritesHeld::register(&registry).unwrap();
-        held.inc();
-        let families = registry.gather();
-        let family = families
-            .iter()
-            .find(|family| family.name() == "replicaset_controller_status_writes_held_total")
-            .expect("registered");
-        assert_eq!(family.get_metric()[0].get_counter().value(), 1.0);
-    }
-}
