@@ -108,9 +108,10 @@ impl WrittenVersions {
         }
     }
 
-    /// Counts every stale read found by [`check`](Self::check) in `skips`.
-    pub fn counting(mut self, skips: StaleSyncSkips) -> Self {
-        self.skips = Some(skips);
+    /// Counts every stale read found by [`check`](Self::check) in `skips`, when the manager
+    /// registered the counter (`RuntimeOptions::stale_sync_skips`).
+    pub fn counting(mut self, skips: Option<StaleSyncSkips>) -> Self {
+        self.skips = skips;
         self
     }
 
@@ -325,7 +326,7 @@ mod tests {
     fn stale_until_the_cache_catches_up() {
         let registry = Registry::new();
         let skips = StaleSyncSkips::register(&registry, "replicaset_controller").unwrap();
-        let versions = WrittenVersions::new("apps", "replicasets").counting(skips);
+        let versions = WrittenVersions::new("apps", "replicasets").counting(Some(skips));
         assert_eq!(versions.check("ns/web", &meta("u1", "5")), Ok(()));
         versions.record("ns/web", &meta("u1", "10"));
         let stale = versions.check("ns/web", &meta("u1", "9"));

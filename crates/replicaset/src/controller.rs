@@ -168,7 +168,6 @@ impl ReplicaSetController {
                 .with_events(ObservedPods(expectations.clone()))
                 .graceful_delete_is_delete(),
         );
-        let written = WrittenVersions::new("apps", "replicasets");
         let writer = runtime.writer().clone();
         let sync = Arc::new(SyncContext {
             replica_sets: replica_set_informer.lister(),
@@ -178,10 +177,8 @@ impl ReplicaSetController {
             pod_control: PodControl::new(writer.clone(), runtime.recorder().clone()),
             writer,
             recorder: runtime.recorder().clone(),
-            written: match options.runtime.stale_sync_skips {
-                Some(skips) => written.counting(skips),
-                None => written,
-            },
+            written: WrittenVersions::new("apps", "replicasets")
+                .counting(options.runtime.stale_sync_skips),
             status_hold: options.status_hold,
             status_holds: WriteHolds::default(),
             held_writes: options.held_writes,

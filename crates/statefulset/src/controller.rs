@@ -143,7 +143,6 @@ impl StatefulSetController {
         runtime.reads(&revision_informer);
         runtime.reads(&claim_informer);
         let pod_writes = Arc::new(DependentWrites::new("", "pods"));
-        let written = WrittenVersions::new("apps", "statefulsets");
         let writer = runtime.writer().clone();
         let sync = Arc::new(SyncContext {
             writer: writer.clone(),
@@ -160,10 +159,8 @@ impl StatefulSetController {
             pod_writes,
             revisions_created: PendingCreates::new("apps", "controllerrevisions"),
             semantic: SemanticComparisonCache::default(),
-            written: match &options.runtime.stale_sync_skips {
-                Some(skips) => written.counting(skips.clone()),
-                None => written,
-            },
+            written: WrittenVersions::new("apps", "statefulsets")
+                .counting(options.runtime.stale_sync_skips.clone()),
             dependent_skips: options.runtime.stale_sync_skips,
             metrics: options.gauges,
             gates: options.gates,
