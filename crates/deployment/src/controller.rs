@@ -10,8 +10,8 @@ use controller_toolkit::{
     controller_ref::{ClaimErrors, ControllerRefManager},
     events::{EventRecorder, EventType},
     runtime::{
-        BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler,
-        Reconciler, RuntimeOptions,
+        BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync,
+        OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
     },
     write_holds::WriteHolds,
 };
@@ -21,7 +21,6 @@ use informer::{
 };
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
 use crate::{
@@ -49,7 +48,7 @@ pub type DeploymentError = BuildError;
 
 /// Why one sync failed; the key is retried with backoff up to [`MAX_RETRIES`] times.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum SyncError {
+pub enum SyncError {
     #[error("deployment {key} has invalid label selector: {reason}")]
     InvalidSelector { key: String, reason: String },
     #[error("{0}")]
@@ -80,12 +79,10 @@ impl SyncFailure for SyncError {
     }
 }
 
-/// The Deployment controller. Build it with [`DeploymentController::new`] before the informer
-/// factory starts, then [`run`](DeploymentController::run) it.
-pub struct DeploymentController {
-    runtime: ControllerRuntime,
-    sync: Arc<DeploymentSyncer>,
-}
+/// The Deployment controller: build it with `DeploymentController::new` (client, informer factory,
+/// options) before the informer factory starts, then `run(workers, shutdown)` it. It is the
+/// toolkit's [`Controller`], whose construction and run loop every controller shares.
+pub type DeploymentController = Controller<DeploymentSync>;
 
 /// What the manager chooses for the controller besides its client and caches.
 #[derive(Clone, Default)]
@@ -99,7 +96,7 @@ pub struct DeploymentOptions {
 /// The Deployment controller's syncing side, shared by its workers: the caches it reads, the
 /// write layer and recorder it acts through, and the queue it requeues on. Its `Reconciler::sync`
 /// (below) is upstream's `syncDeployment`; the executors in `crate::sync` are its methods.
-pub(crate) struct DeploymentSyncer {
+pub struct DeploymentSync {
     pub(crate) deployments: Lister<CachedDeployment>,
     pub(crate) replica_sets: Lister<CachedReplicaSet>,
     pub(crate) pods: Lister<CachedPod>,
@@ -111,14 +108,16 @@ pub(crate) struct DeploymentSyncer {
     pub(crate) status_holds: WriteHolds,
 }
 
-impl DeploymentController {
+impl ControllerSync for DeploymentSync {
+    type Options = DeploymentOptions;
+
     /// Wires the Deployment, ReplicaSet and pod informers (pod index and handlers) and the
     /// queue. Must be called inside a tokio runtime; starts no informer.
-    pub fn new(
+    fn build(
         client: Client,
         informers: &SharedInformerFactory,
         options: DeploymentOptions,
-    ) -> Result<Self, DeploymentError> {
+    ) -> Result<(ControllerRuntime, Self), BuildError> {
         let deployment_informer = informers.informer::<CachedDeployment>();
         let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
@@ -141,7 +140,7 @@ impl DeploymentController {
                 queue: runtime.queue().clone(),
             },
         );
-        let sync = Arc::new(DeploymentSyncer {
+        let sync = DeploymentSync {
             deployments: deployment_informer.lister(),
             replica_sets: replica_set_informer.lister(),
             pods: pod_informer.lister(),
@@ -150,14 +149,8 @@ impl DeploymentController {
             recorder: runtime.recorder().clone(),
             gates: options.gates,
             status_holds: WriteHolds::default(),
-        });
-        Ok(Self { runtime, sync })
-    }
-
-    /// Waits for the caches, then runs `workers` workers until `shutdown`; returns when every
-    /// in-flight sync has finished.
-    pub async fn run(self, workers: usize, shutdown: CancellationToken) {
-        self.runtime.run(workers, shutdown, self.sync).await;
+        };
+        Ok((runtime, sync))
     }
 }
 
@@ -188,7 +181,7 @@ pub(crate) fn old_and_new<'a>(
     old.iter().copied().chain(new).collect()
 }
 
-impl Reconciler for DeploymentSyncer {
+impl Reconciler for DeploymentSync {
     type Error = SyncError;
 
     /// upstream `syncDeployment`.
@@ -250,7 +243,7 @@ impl Reconciler for DeploymentSyncer {
     }
 }
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// Step 3: the ReplicaSets of the namespace, claimed with the Deployment's selector.
     /// Upstream lists the whole namespace; only the ReplicaSets this Deployment controls and
     /// the orphans can be claimed or released, so those come from the controller-UID index.

@@ -13,8 +13,8 @@ use controller_toolkit::{
     pod_control::{PodControl, PodControlError},
     pod_predicates::{filter_active_pods, is_pod_terminating},
     runtime::{
-        BuildError, ControllerIdentity, ControllerRuntime, DependentEvents, OwnerRouting,
-        PrimaryHandler, Reconciler, RuntimeOptions,
+        BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync,
+        DependentEvents, OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
     },
     stale_reads::{StaleRead, WrittenVersions},
     write_holds::WriteHolds,
@@ -25,7 +25,6 @@ use informer::{CachedPod, CachedReplicaSet, Lister, SharedInformerFactory, split
 use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
 use crate::{
@@ -60,7 +59,7 @@ pub type ReplicaSetError = BuildError;
 
 /// Why one sync failed; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum SyncError {
+pub enum SyncError {
     #[error("claiming pods: {0}")]
     Claim(#[from] controller_toolkit::controller_ref::ClaimErrors),
     #[error(transparent)]
@@ -77,12 +76,10 @@ impl SyncFailure for SyncError {
     }
 }
 
-/// The ReplicaSet controller. Build it with [`ReplicaSetController::new`] before the informer
-/// factory starts, then [`run`](ReplicaSetController::run) it.
-pub struct ReplicaSetController {
-    runtime: ControllerRuntime,
-    sync: Arc<SyncContext>,
-}
+/// The ReplicaSet controller: build it with `ReplicaSetController::new` (client, informer factory,
+/// options) before the informer factory starts, then `run(workers, shutdown)` it. It is the
+/// toolkit's [`Controller`], whose construction and run loop every controller shares.
+pub type ReplicaSetController = Controller<ReplicaSetSync>;
 
 /// What the manager chooses for the controller besides its client and caches.
 #[derive(Clone)]
@@ -108,8 +105,9 @@ impl Default for ReplicaSetOptions {
     }
 }
 
-/// Everything one sync needs; shared by the workers.
-pub(crate) struct SyncContext {
+/// The ReplicaSet controller's sync (upstream `syncReplicaSet`) and what it reads and writes
+/// through, shared by its workers; built by [`ReplicaSetController::new`].
+pub struct ReplicaSetSync {
     pub(crate) writer: Writer,
     pub(crate) replica_sets: Lister<CachedReplicaSet>,
     pub(crate) pods: Lister<CachedPod>,
@@ -140,14 +138,16 @@ impl DependentEvents<CachedPod> for ObservedPods {
     }
 }
 
-impl ReplicaSetController {
+impl ControllerSync for ReplicaSetSync {
+    type Options = ReplicaSetOptions;
+
     /// Wires the ReplicaSet and pod informers (with their indexes and handlers) and the queue.
     /// Must be called inside a tokio runtime; starts no informer.
-    pub fn new(
+    fn build(
         client: Client,
         informers: &SharedInformerFactory,
         options: ReplicaSetOptions,
-    ) -> Result<Self, ReplicaSetError> {
+    ) -> Result<(ControllerRuntime, Self), BuildError> {
         let replica_set_informer = informers.informer::<CachedReplicaSet>();
         let pod_informer = informers.informer::<CachedPod>();
         pod_informer.add_controller_indexer()?;
@@ -169,7 +169,7 @@ impl ReplicaSetController {
                 .graceful_delete_is_delete(),
         );
         let writer = runtime.writer().clone();
-        let sync = Arc::new(SyncContext {
+        let sync = ReplicaSetSync {
             replica_sets: replica_set_informer.lister(),
             pods: pod_informer.lister(),
             queue: runtime.queue().clone(),
@@ -182,18 +182,12 @@ impl ReplicaSetController {
             status_hold: options.status_hold,
             status_holds: WriteHolds::default(),
             held_writes: options.held_writes,
-        });
-        Ok(Self { runtime, sync })
-    }
-
-    /// Waits for the caches, then runs `workers` workers until `shutdown`; returns when every
-    /// in-flight sync has finished.
-    pub async fn run(self, workers: usize, shutdown: CancellationToken) {
-        self.runtime.run(workers, shutdown, self.sync).await;
+        };
+        Ok((runtime, sync))
     }
 }
 
-impl Reconciler for SyncContext {
+impl Reconciler for ReplicaSetSync {
     type Error = SyncError;
 
     /// upstream `syncReplicaSet`.
@@ -340,7 +334,7 @@ impl Reconciler for SyncContext {
     }
 }
 
-impl SyncContext {
+impl ReplicaSetSync {
     /// upstream `updateReplicaSetStatus`: skip when unchanged (`None`); otherwise PUT status with the object's
     /// resourceVersion, and on failure re-read the ReplicaSet once and try again. Returns the
     /// written ReplicaSet.

@@ -19,7 +19,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::{
-    controller::{SyncContext, SyncError},
+    controller::{ReplicaSetSync, SyncError},
     decide::{ReplicaPlan, plan_replicas},
 };
 
@@ -41,7 +41,7 @@ impl ManageOutcome {
     }
 }
 
-impl SyncContext {
+impl ReplicaSetSync {
     /// upstream `manageReplicas`.
     pub(crate) async fn manage_replicas(
         &self,

@@ -31,7 +31,7 @@ use k8s_openapi::{
 use kube::ResourceExt;
 
 use crate::{
-    controller::{SyncContext, SyncError},
+    controller::{StatefulSetSync, SyncError},
     decide::{
         PlanInput, PodAction, Revisions, complete_rolling_update, max_unavailable, plan,
         status_needs_write,
@@ -72,7 +72,7 @@ fn update_equivalents(
         .collect()
 }
 
-impl SyncContext {
+impl StatefulSetSync {
     /// upstream `UpdateStatefulSet`: revisions, pods, status, then history truncation
     /// whatever happened.
     pub(crate) async fn update_stateful_set(

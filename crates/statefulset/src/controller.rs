@@ -6,8 +6,8 @@ use std::sync::Arc;
 use controller_toolkit::{
     controller_ref::{ControllerRefManager, controller_of},
     runtime::{
-        BuildError, ControllerIdentity, ControllerRuntime, OwnerRouting, PrimaryHandler,
-        Reconciler, RuntimeOptions,
+        BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync,
+        OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
     },
     stale_reads::{DependentWrites, PendingCreates, StaleRead, StaleSyncSkips, WrittenVersions},
     writes::Writer,
@@ -22,7 +22,6 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 use kube::Client;
-use tokio_util::sync::CancellationToken;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
 use crate::{
@@ -51,7 +50,7 @@ pub type StatefulSetError = BuildError;
 
 /// Why one sync failed; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum SyncError {
+pub enum SyncError {
     #[error("can't adopt ControllerRevisions: {0}")]
     AdoptRevisions(#[source] controller_toolkit::controller_ref::ControllerRefError),
     #[error("claiming pods: {0}")]
@@ -76,12 +75,10 @@ impl SyncFailure for SyncError {
     }
 }
 
-/// The StatefulSet controller. Build it with [`StatefulSetController::new`] before the
-/// informer factory starts, then [`run`](StatefulSetController::run) it.
-pub struct StatefulSetController {
-    runtime: ControllerRuntime,
-    sync: Arc<SyncContext>,
-}
+/// The StatefulSet controller: build it with `StatefulSetController::new` (client, informer
+/// factory, options) before the informer factory starts, then `run(workers, shutdown)` it. It
+/// is the toolkit's [`Controller`], whose construction and run loop every controller shares.
+pub type StatefulSetController = Controller<StatefulSetSync>;
 
 /// What the manager chooses for the controller besides its client and caches.
 #[derive(Clone, Default)]
@@ -97,8 +94,9 @@ pub struct StatefulSetOptions {
     pub recovery: BrokenRolloutRecovery,
 }
 
-/// Everything one sync needs; shared by the workers.
-pub(crate) struct SyncContext {
+/// The StatefulSet controller's sync (upstream `sync`) and what it reads and writes through,
+/// shared by its workers; built by [`StatefulSetController::new`].
+pub struct StatefulSetSync {
     pub(crate) writer: Writer,
     pub(crate) sets: Lister<RawStatefulSet>,
     pub(crate) pods: Lister<CachedPod>,
@@ -119,14 +117,16 @@ pub(crate) struct SyncContext {
     pub(crate) recovery: BrokenRolloutRecovery,
 }
 
-impl StatefulSetController {
+impl ControllerSync for StatefulSetSync {
+    type Options = StatefulSetOptions;
+
     /// Wires the StatefulSet, pod, ControllerRevision and claim informers and the queue.
     /// Must be called inside a tokio runtime; starts no informer.
-    pub fn new(
+    fn build(
         client: Client,
         informers: &SharedInformerFactory,
         options: StatefulSetOptions,
-    ) -> Result<Self, StatefulSetError> {
+    ) -> Result<(ControllerRuntime, Self), BuildError> {
         let set_informer = informers.informer::<RawStatefulSet>();
         let pod_informer = informers.informer::<CachedPod>();
         let revision_informer = informers.informer::<ControllerRevision>();
@@ -144,7 +144,7 @@ impl StatefulSetController {
         runtime.reads(&claim_informer);
         let pod_writes = Arc::new(DependentWrites::new("", "pods"));
         let writer = runtime.writer().clone();
-        let sync = Arc::new(SyncContext {
+        let sync = StatefulSetSync {
             writer: writer.clone(),
             sets: set_informer.lister(),
             pods: pod_informer.lister(),
@@ -165,18 +165,12 @@ impl StatefulSetController {
             metrics: options.gauges,
             gates: options.gates,
             recovery: options.recovery,
-        });
-        Ok(Self { runtime, sync })
-    }
-
-    /// Waits for the four caches, then runs `workers` workers until `shutdown`; returns when
-    /// every in-flight sync has finished.
-    pub async fn run(self, workers: usize, shutdown: CancellationToken) {
-        self.runtime.run(workers, shutdown, self.sync).await;
+        };
+        Ok((runtime, sync))
     }
 }
 
-impl Reconciler for SyncContext {
+impl Reconciler for StatefulSetSync {
     type Error = SyncError;
 
     /// upstream `sync`.
@@ -259,7 +253,7 @@ impl Reconciler for SyncContext {
     }
 }
 
-impl SyncContext {
+impl StatefulSetSync {
     /// A dependents' stale-read check, counted in `statefulset_controller_stale_sync_skips_total`.
     pub(crate) fn count_stale_skip(&self, checked: Result<(), StaleRead>) -> Result<(), SyncError> {
         checked.map_err(|stale| {

@@ -13,7 +13,9 @@ mod routing;
 
 use std::{future::Future, sync::Arc};
 
-use informer::{EventHandler, HasSynced, SharedInformer, wait_for_named_cache_sync};
+use informer::{
+    EventHandler, HasSynced, SharedInformer, SharedInformerFactory, wait_for_named_cache_sync,
+};
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 use workqueue::{
@@ -38,6 +40,51 @@ pub trait Reconciler: Send + Sync + 'static {
 
     /// Brings the object with `key` (`namespace/name`) where its spec says.
     fn sync(&self, key: &str) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// A controller's sync together with how it is built: what a controller crate implements so
+/// that [`Controller`] can construct and run it. Its `build` wires the informers, indexes and
+/// handlers on a fresh [`ControllerRuntime`] and returns the sync its workers will call.
+pub trait ControllerSync: Reconciler + Sized {
+    /// What the manager chooses for the controller besides its client and caches.
+    type Options;
+
+    /// Wires the controller on `informers` with its own `client` (inside a tokio runtime;
+    /// starts no informer).
+    fn build(
+        client: Client,
+        informers: &SharedInformerFactory,
+        options: Self::Options,
+    ) -> Result<(ControllerRuntime, Self), BuildError>;
+}
+
+/// A built controller: its runtime and the sync its workers call. Each controller crate names
+/// it for its sync (`pub type ReplicaSetController = Controller<ReplicaSetSync>`), so the
+/// construction and the run loop exist once.
+pub struct Controller<S> {
+    runtime: ControllerRuntime,
+    sync: Arc<S>,
+}
+
+impl<S: ControllerSync> Controller<S> {
+    /// Builds the controller ([`ControllerSync::build`]) before the informer factory starts.
+    pub fn new(
+        client: Client,
+        informers: &SharedInformerFactory,
+        options: S::Options,
+    ) -> Result<Self, BuildError> {
+        let (runtime, sync) = S::build(client, informers, options)?;
+        Ok(Self {
+            runtime,
+            sync: Arc::new(sync),
+        })
+    }
+
+    /// Waits for the caches, then runs `workers` workers until `shutdown`; returns when every
+    /// in-flight sync has finished.
+    pub async fn run(self, workers: usize, shutdown: CancellationToken) {
+        self.runtime.run(workers, shutdown, self.sync).await;
+    }
 }
 
 /// A controller could not be built.

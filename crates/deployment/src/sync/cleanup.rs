@@ -3,10 +3,10 @@
 use informer::{CachedDeployment, CachedReplicaSet};
 
 use crate::cleanup::cleanup_victims;
-use crate::controller::{DeploymentSyncer, SyncError};
+use crate::controller::{DeploymentSync, SyncError};
 use crate::replica_set::rs_name;
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// cleanupDeployment: DELETE the history beyond revisionHistoryLimit.
     pub(crate) async fn cleanup_deployment(
         &self,

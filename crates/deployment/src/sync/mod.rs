@@ -1,10 +1,10 @@
 //! The Deployment controller's executors: the methods of
-//! [`DeploymentSyncer`](crate::controller::DeploymentSyncer) that read the caches, apply a pure
+//! [`DeploymentSync`](crate::controller::DeploymentSync) that read the caches, apply a pure
 //! planner's decision through the write layer, record events and requeue.
 //!
 //! Each file is named after the planner module at the crate root whose decisions it applies.
 //! The split is one-way: executors import planners, planners import no executor, no
-//! `DeploymentSyncer` and no error of the sync, so every rule of upstream's stays a function of
+//! `DeploymentSync` and no error of the sync, so every rule of upstream's stays a function of
 //! plain data, table-tested without a server.
 
 mod cleanup;

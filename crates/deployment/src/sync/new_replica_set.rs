@@ -9,7 +9,7 @@ use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::controller::{DeploymentSyncer, Resolved, SyncError, borrowed};
+use crate::controller::{DeploymentSync, Resolved, SyncError, borrowed};
 use crate::new_replica_set::{
     CreateConflict, ExistingNewReplicaSet, after_create, build_new_replica_set, create_failed,
     resolve_create_conflict, sync_existing_new_replica_set,
@@ -17,7 +17,7 @@ use crate::new_replica_set::{
 use crate::replica_set::rs_name;
 use crate::template::split_replica_sets;
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// getAllReplicaSetsAndSyncRevision without create: the new ReplicaSet
     /// (with its annotations brought up to date) if one exists, and all old ones.
     pub(crate) async fn resolve_existing(

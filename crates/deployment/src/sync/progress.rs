@@ -4,11 +4,11 @@ use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
-use crate::controller::{DeploymentSyncer, SyncError};
+use crate::controller::{DeploymentSync, SyncError};
 use crate::progress::Requeue;
 use crate::status_coalescing::{COALESCE_WINDOW, counts_only_change};
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// syncRolloutStatus: PUT the new status, or requeue a stuck rollout to notice the
     /// progress deadline.
     pub(crate) async fn sync_rollout_status(

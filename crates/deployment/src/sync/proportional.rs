@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use informer::{CachedDeployment, CachedReplicaSet};
 
-use crate::controller::{DeploymentSyncer, SyncError};
+use crate::controller::{DeploymentSync, SyncError};
 use crate::proportional::plan_sync;
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// upstream `sync` (named for what it handles, apart from `Reconciler::sync`): proportional
     /// scaling for paused Deployments and scaling events, history cleanup when paused, then
     /// the status.

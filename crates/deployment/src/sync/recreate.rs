@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use informer::{CachedDeployment, CachedPod, CachedReplicaSet};
 
-use crate::controller::{DeploymentSyncer, SyncError, old_and_new};
+use crate::controller::{DeploymentSync, SyncError, old_and_new};
 use crate::recreate::{RecreatePlan, plan_recreate, plan_recreate_scale_up};
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// rolloutRecreate, applying [`plan_recreate`] as its contract says.
     pub(crate) async fn rollout_recreate(
         &self,

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use informer::{CachedDeployment, CachedReplicaSet};
 
-use crate::controller::{DeploymentSyncer, SyncError, borrowed};
+use crate::controller::{DeploymentSync, SyncError, borrowed};
 use crate::rollback::plan_rollback;
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// Legacy rollback: PUT the Deployment with the target template (or just without the
     /// request), recording the events [`plan_rollback`] gives.
     pub(crate) async fn rollback(

@@ -5,11 +5,11 @@ use std::{borrow::Cow, sync::Arc};
 use controller_toolkit::pod_predicates::is_pod_active;
 use informer::{CachedDeployment, CachedReplicaSet, POD_CONTROLLER_UID_INDEX, owner_index_key};
 
-use crate::controller::{DeploymentSyncer, SyncError, borrowed, old_and_new};
+use crate::controller::{DeploymentSync, SyncError, borrowed, old_and_new};
 use crate::replica_set::rs_status_replicas;
 use crate::rolling::{RollingStep, plan_rolling_update};
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// kcm-rs only: `rs` as the rolling planner counts it, its `status.replicas` raised to the
     /// active pods the pod cache holds for it. The surge bound counts each ReplicaSet at
     /// `max(spec, status.replicas)`; a ReplicaSet controller that died (a crash, a failover)

@@ -4,11 +4,11 @@ use std::collections::HashMap;
 
 use informer::{CachedDeployment, CachedReplicaSet};
 
-use crate::controller::DeploymentSyncer;
+use crate::controller::DeploymentSync;
 use crate::replica_set::{rs_available_replicas, rs_name, rs_spec_replicas, rs_status_replicas};
 use crate::scaling::{ScaleAction, scaled_replica_set};
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// Applies scale actions in order (upstream `scaleReplicaSet`): each PUT is based on the latest
     /// copy of its ReplicaSet (a ReplicaSet may be resized twice in one plan) and followed by
     /// its ScalingReplicaSet event. The first API error stops the sequence.

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::{api::apps::v1::DeploymentStatus, jiff::Timestamp};
 
-use crate::controller::{DeploymentSyncer, SyncError};
+use crate::controller::{DeploymentSync, SyncError};
 use crate::status::{calculate_status, changed_status};
 
-impl DeploymentSyncer {
+impl DeploymentSync {
     /// syncStatusOnly for a Deployment being deleted.
     pub(crate) async fn sync_status_only(
         &self,
