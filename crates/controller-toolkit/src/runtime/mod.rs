@@ -14,7 +14,8 @@ mod routing;
 use std::{future::Future, sync::Arc};
 
 use informer::{
-    EventHandler, HasSynced, SharedInformer, SharedInformerFactory, wait_for_named_cache_sync,
+    EventHandler, FactoryConfig, HasSynced, SharedInformer, SharedInformerFactory,
+    wait_for_named_cache_sync,
 };
 use kube::Client;
 use tokio_util::sync::CancellationToken;
@@ -84,6 +85,21 @@ impl<S: ControllerSync> Controller<S> {
     /// in-flight sync has finished.
     pub async fn run(self, workers: usize, shutdown: CancellationToken) {
         self.runtime.run(workers, shutdown, self.sync).await;
+    }
+
+    /// Builds the controller on an informer factory of its own and starts the factory; the
+    /// returned future runs `workers` workers until `shutdown`. How a controller runs outside
+    /// the manager, which shares one factory among its controllers (each crate's tests).
+    pub fn standalone(
+        client: Client,
+        options: S::Options,
+        workers: usize,
+        shutdown: CancellationToken,
+    ) -> Result<impl Future<Output = ()> + Send + 'static, BuildError> {
+        let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+        let controller = Self::new(client, &informers, options)?;
+        informers.start(shutdown.clone());
+        Ok(controller.run(workers, shutdown))
     }
 }
 

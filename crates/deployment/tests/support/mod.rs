@@ -13,7 +13,6 @@ use std::{
 
 use deployment::{DeploymentController, DeploymentOptions};
 use futures::StreamExt;
-use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{
     apps::v1::{Deployment, DeploymentCondition, ReplicaSet},
     core::v1::{Event, Pod},
@@ -75,11 +74,8 @@ impl Harness {
     async fn without_deployment_controller(config: SimConfig) -> Self {
         let mut cluster = TestCluster::start(config).await;
         cluster.spawn_controller(REPLICASET_AGENT, |client, shutdown| {
-            let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
-            let controller = ReplicaSetController::new(client, &informers, Default::default())
-                .expect("ReplicaSet controller builds");
-            informers.start(shutdown.clone());
-            controller.run(2, shutdown)
+            ReplicaSetController::standalone(client, Default::default(), 2, shutdown)
+                .expect("ReplicaSet controller builds")
         });
         Self { cluster }
     }
@@ -95,13 +91,9 @@ impl Harness {
     ) {
         self.cluster
             .spawn_controller(DEPLOYMENT_AGENT, |client, shutdown| {
-                let informers =
-                    SharedInformerFactory::new(client.clone(), FactoryConfig::default());
                 let options = options(&client);
-                let controller = DeploymentController::new(client, &informers, options)
-                    .expect("Deployment controller builds");
-                informers.start(shutdown.clone());
-                controller.run(2, shutdown)
+                DeploymentController::standalone(client, options, 2, shutdown)
+                    .expect("Deployment controller builds")
             });
     }
 

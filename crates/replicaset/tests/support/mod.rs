@@ -6,7 +6,6 @@
 use std::{ops::Deref, time::Duration};
 
 use controller_toolkit::stale_reads::StaleSyncSkips;
-use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{
     apps::v1::ReplicaSet,
     core::v1::{Namespace, Pod},
@@ -81,12 +80,8 @@ impl Harness {
     fn start_controller_with_options(&mut self, options: ReplicaSetOptions) {
         self.cluster
             .spawn_controller(CONTROLLER_AGENT, |client, shutdown| {
-                let informers =
-                    SharedInformerFactory::new(client.clone(), FactoryConfig::default());
-                let controller = ReplicaSetController::new(client, &informers, options)
-                    .expect("controller builds");
-                informers.start(shutdown.clone());
-                controller.run(2, shutdown)
+                ReplicaSetController::standalone(client, options, 2, shutdown)
+                    .expect("controller builds")
             });
     }
 

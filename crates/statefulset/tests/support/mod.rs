@@ -5,7 +5,6 @@
 
 use std::{ops::Deref, time::Duration};
 
-use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus},
     core::v1::{PersistentVolumeClaim, Pod},
@@ -76,12 +75,8 @@ impl Harness {
         };
         self.cluster
             .spawn_controller(CONTROLLER_AGENT, |client, shutdown| {
-                let informers =
-                    SharedInformerFactory::new(client.clone(), FactoryConfig::default());
-                let controller = StatefulSetController::new(client, &informers, options)
-                    .expect("controller builds");
-                informers.start(shutdown.clone());
-                controller.run(2, shutdown)
+                StatefulSetController::standalone(client, options, 2, shutdown)
+                    .expect("controller builds")
             });
     }
 
