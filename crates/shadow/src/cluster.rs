@@ -7,7 +7,7 @@
 //! object created and deleted again within the window still counts as created.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::{
     compare::{OwnerName, controller_owner_of},
-    identity::{Creation, Deletion},
+    identity::{Creation, Deletion, Snapshot, claimable, matched_by_owner},
 };
 
 /// One object as read from a cache: its metadata and its JSON (what the compared fields are
@@ -107,7 +107,7 @@ pub(crate) fn owner_key(resource: &str, namespace: &str, owner: &OwnerName) -> S
     format!("{resource}/{namespace}/{}/{}", owner.resource, owner.name)
 }
 
-/// The kinds whose created objects are kept whole, to be matched by content.
+/// The kinds whose created objects are kept, to be matched by content.
 const KEPT_WHOLE: &[&str] = &["replicasets"];
 
 /// What the watch stream delivered recently; entries older than `keep` are dropped as newer
@@ -126,10 +126,6 @@ struct Logged {
     created_by_owner: HashMap<String, Vec<Creation>>,
     deleted_by_name: HashMap<String, Vec<Deletion>>,
     deleted_by_owner: HashMap<String, Vec<Deletion>>,
-    /// UIDs of creations a create decided on has claimed (matched by count), with when.
-    claimed: HashMap<String, Instant>,
-    /// UIDs of the objects logged as deleted: a deletion is logged once, when first seen.
-    deleted: HashSet<String>,
     pruned: Instant,
 }
 
@@ -143,8 +139,6 @@ impl WatchLog {
                 created_by_owner: HashMap::new(),
                 deleted_by_name: HashMap::new(),
                 deleted_by_owner: HashMap::new(),
-                claimed: HashMap::new(),
-                deleted: HashSet::new(),
                 pruned: Instant::now(),
             }),
         }
@@ -179,22 +173,27 @@ impl WatchLog {
                     uid,
                     at: now,
                     object,
+                    claimed: false,
                 };
-                if let Some(owner) = &owner {
-                    logged
+                // Objects matched by owner are never looked up by name: logged once.
+                match &owner {
+                    Some(owner) if matched_by_owner(&owner.resource) => logged
                         .created_by_owner
                         .entry(owner_key(resource, namespace, owner))
                         .or_default()
-                        .push(creation.clone());
+                        .push(creation),
+                    _ => logged
+                        .created_by_name
+                        .entry(object_key(resource, namespace, name))
+                        .or_default()
+                        .push(creation),
                 }
-                logged
-                    .created_by_name
-                    .entry(object_key(resource, namespace, name))
-                    .or_default()
-                    .push(creation);
             }
             Event::Deleted => {
-                if !logged.deleted.insert(uid.clone()) {
+                // Logged once, when first seen (the deletion timestamp, then the removal).
+                let key = object_key(resource, namespace, name);
+                let by_name = logged.deleted_by_name.entry(key).or_default();
+                if by_name.iter().any(|deletion| deletion.uid == uid) {
                     return;
                 }
                 let deletion = Deletion {
@@ -209,11 +208,7 @@ impl WatchLog {
                         .or_default()
                         .push(deletion.clone());
                 }
-                logged
-                    .deleted_by_name
-                    .entry(object_key(resource, namespace, name))
-                    .or_default()
-                    .push(deletion);
+                by_name.push(deletion);
             }
         }
     }
@@ -223,22 +218,18 @@ impl Logged {
     fn prune(&mut self, now: Instant, keep: Duration) {
         let fresh = |at: &Instant| now.duration_since(*at) <= keep;
         self.changed.retain(|_, at| fresh(at));
-        self.claimed.retain(|_, at| fresh(at));
         for log in [&mut self.created_by_name, &mut self.created_by_owner] {
             log.retain(|_, entries| {
                 entries.retain(|entry| fresh(&entry.at));
                 !entries.is_empty()
             });
         }
-        let mut deleted = HashSet::new();
         for log in [&mut self.deleted_by_name, &mut self.deleted_by_owner] {
             log.retain(|_, entries| {
                 entries.retain(|entry| fresh(&entry.at));
-                deleted.extend(entries.iter().map(|entry| entry.uid.clone()));
                 !entries.is_empty()
             });
         }
-        self.deleted = deleted;
         self.pruned = now;
     }
 }
@@ -246,7 +237,7 @@ impl Logged {
 /// What one watch event means to the log.
 enum Event {
     Changed,
-    Created(Option<Arc<Value>>),
+    Created(Option<Snapshot>),
     Deleted,
 }
 
@@ -254,14 +245,14 @@ enum Event {
 struct WatchHandler<K> {
     resource: &'static str,
     log: Arc<WatchLog>,
-    /// How to keep a created object whole, for the kinds matched by content.
+    /// How to read a created object as JSON, for the kinds matched by content.
     whole: Option<fn(&K) -> Value>,
 }
 
 impl<K: InformerResource> EventHandler<K> for WatchHandler<K> {
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
         if !is_in_initial_list {
-            let object = self.whole.map(|to_json| Arc::new(to_json(obj)));
+            let object = self.whole.map(|to_json| Snapshot::of(obj.clone(), to_json));
             self.log
                 .record(self.resource, obj.meta(), Event::Created(object));
         }
@@ -409,7 +400,8 @@ impl ClusterView {
         names
     }
 
-    /// The creations of `namespace/name` of `resource` the watch delivered.
+    /// The creations of `namespace/name` of `resource` the watch delivered (except those of
+    /// objects matched by owner).
     pub(crate) fn created_named(
         &self,
         resource: &str,
@@ -425,7 +417,8 @@ impl ClusterView {
             .unwrap_or_default()
     }
 
-    /// The creations of `resource` objects controlled by `owner` the watch delivered.
+    /// The creations of `resource` objects controlled by `owner` the watch delivered (only for
+    /// owners whose objects are matched by owner).
     pub(crate) fn created_by(
         &self,
         resource: &str,
@@ -450,16 +443,14 @@ impl ClusterView {
         owner: &OwnerName,
         since: Instant,
     ) -> Option<String> {
-        let mut guard = self.log.inner.lock();
-        let logged = &mut *guard;
+        let mut logged = self.log.inner.lock();
         let created = logged
             .created_by_owner
-            .get(&owner_key(resource, namespace, owner))?;
-        let claim =
-            crate::identity::claimable(created, since, |uid| logged.claimed.contains_key(uid))?;
-        let name = claim.name.clone();
-        logged.claimed.insert(claim.uid.clone(), Instant::now());
-        Some(name)
+            .get_mut(&owner_key(resource, namespace, owner))?;
+        let index = claimable(created, since)?;
+        let claim = &mut created[index];
+        claim.claimed = true;
+        Some(claim.name.clone())
     }
 
     /// The deletions of `namespace/name` of `resource` the watch delivered.

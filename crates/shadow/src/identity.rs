@@ -112,6 +112,39 @@ pub fn identity_of(resource: &str, created: &Value, owner: Option<&OwnerName>) -
     }
 }
 
+/// An object as the watch stream delivered it, turned into JSON only when a create is matched
+/// by its content.
+///
+/// Why: it holds the cached object itself (shared with the cache while unchanged), not its JSON,
+/// which for a ReplicaSet is ten times the size and would be built for every creation while
+/// only a create kcm-rs decided on reads it.
+#[derive(Clone)]
+pub struct Snapshot(Arc<dyn Fn() -> Value + Send + Sync>);
+
+impl Snapshot {
+    /// `object`, read as JSON by `to_json` when needed.
+    pub fn of<K: Send + Sync + 'static>(object: Arc<K>, to_json: fn(&K) -> Value) -> Self {
+        Self(Arc::new(move || to_json(&object)))
+    }
+
+    /// The object as JSON.
+    pub fn json(&self) -> Value {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Snapshot")
+    }
+}
+
+impl PartialEq for Snapshot {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// An object the watch stream saw created (added after the caches' first list).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Creation {
@@ -122,7 +155,9 @@ pub struct Creation {
     /// When the watch delivered it.
     pub at: Instant,
     /// The object as created, for kinds matched by content (ReplicaSets).
-    pub object: Option<Arc<Value>>,
+    pub object: Option<Snapshot>,
+    /// Whether a create decided on was matched with it by count.
+    pub claimed: bool,
 }
 
 /// An object the watch stream saw deleted (or start being deleted).
@@ -176,7 +211,7 @@ pub fn found_by_template(
         .iter()
         .filter(|creation| creation.at >= since)
         .find_map(|creation| {
-            let object = creation.object.as_deref()?;
+            let object = creation.object.as_ref()?.json();
             let theirs = decode_template(object.pointer("/spec/template")?)?;
             equal_ignore_hash(&wanted, &theirs).then(|| {
                 let held = canonical(object.pointer("/spec/replicas"));
@@ -207,18 +242,23 @@ fn decode_template(template: &Value) -> Option<PodTemplateSpec> {
     }
 }
 
-/// By owner and count: the oldest of the owner's objects created at or after `since` that no
-/// other create claimed (`claimed` says which), to be claimed by this one. Claiming the oldest
-/// leaves the later creations to the later decisions, whose windows start later.
-pub fn claimable(
-    created: &[Creation],
-    since: Instant,
-    claimed: impl Fn(&str) -> bool,
-) -> Option<&Creation> {
+/// By owner and count: of the owner's objects created at or after `since`, the oldest that no
+/// other create claimed, to be claimed by this one (its index). Claiming the oldest leaves the
+/// later creations to the later decisions, whose windows start later.
+pub fn claimable(created: &[Creation], since: Instant) -> Option<usize> {
     created
         .iter()
-        .filter(|creation| creation.at >= since && !claimed(&creation.uid))
-        .min_by_key(|creation| creation.at)
+        .enumerate()
+        .filter(|(_, creation)| creation.at >= since && !creation.claimed)
+        .min_by_key(|(_, creation)| creation.at)
+        .map(|(index, _)| index)
+}
+
+/// Whether the objects a controller of `owner_resource` creates are matched by owner rather
+/// than by name (a Deployment's ReplicaSets, a ReplicaSet's pods), so that their creations are
+/// never looked up by name.
+pub fn matched_by_owner(owner_resource: &str) -> bool {
+    matches!(owner_resource, "deployments" | "replicasets")
 }
 
 /// Whether the object decided on (`name`, and `uid` when known) was seen deleted at or after
@@ -348,7 +388,8 @@ mod tests {
             name: name.into(),
             uid: format!("uid-{name}"),
             at,
-            object: object.map(Arc::new),
+            object: object.map(|object| Snapshot::of(Arc::new(object), Value::clone)),
+            claimed: false,
         }
     }
 
@@ -450,23 +491,27 @@ mod tests {
         let since = t0 + Duration::from_secs(1);
         let first = since + Duration::from_millis(1);
         let second = since + Duration::from_millis(2);
-        let creations = vec![
+        let mut creations = vec![
             created("web-1-b", second, None),
             created("web-1-a", first, None),
             created("web-1-z", t0, None),
         ];
-        let none_claimed = |_: &str| false;
+        let mut claimed = Vec::new();
+        while let Some(index) = claimable(&creations, since) {
+            creations[index].claimed = true;
+            claimed.push(creations[index].name.clone());
+        }
         assert_eq!(
-            claimable(&creations, since, none_claimed).map(|c| c.name.as_str()),
-            Some("web-1-a")
+            claimed,
+            ["web-1-a", "web-1-b"],
+            "oldest first, each once, none before the window"
         );
-        let a_claimed = |uid: &str| uid == "uid-web-1-a";
-        assert_eq!(
-            claimable(&creations, since, a_claimed).map(|c| c.name.as_str()),
-            Some("web-1-b")
-        );
-        let both_claimed = |uid: &str| uid != "uid-web-1-z";
-        assert_eq!(claimable(&creations, since, both_claimed), None);
+    }
+
+    #[test]
+    fn objects_of_deployments_and_replica_sets_are_matched_by_owner() {
+        assert!(matched_by_owner("deployments") && matched_by_owner("replicasets"));
+        assert!(!matched_by_owner("statefulsets"));
     }
 
     #[test]
