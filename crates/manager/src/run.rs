@@ -376,7 +376,7 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
 }
 
 /// What shadow mode compares against: the caches the enabled controllers asked for, with what
-/// their watches delivered kept for ten settle windows (a minute at least), and the namespaces
+/// their watches delivered kept for four settle windows (20 s at least), and the namespaces
 /// (its one informer of its own: nothing in a namespace being deleted is compared).
 fn shadow_view(factory: &SharedInformerFactory, settle: Duration) -> ClusterView {
     fn add<K: informer::InformerResource>(
@@ -390,8 +390,8 @@ fn shadow_view(factory: &SharedInformerFactory, settle: Duration) -> ClusterView
             None => view,
         }
     }
-    let mut view = ClusterView::new((settle * 10).max(Duration::from_secs(60)))
-        .with_namespaces(factory.informer::<Namespace>());
+    let mut view =
+        ClusterView::new(shadow::keep(settle)).with_namespaces(factory.informer::<Namespace>());
     view = add::<CachedReplicaSet>(view, factory, "replicasets", shadow::whole);
     view = add::<CachedDeployment>(view, factory, "deployments", shadow::whole);
     view = add::<RawStatefulSet>(view, factory, "statefulsets", |set| set.raw.clone());

@@ -185,20 +185,24 @@ impl WatchLog {
                     _ => logged
                         .created_by_name
                         .entry(object_key(resource, namespace, name))
-                        .or_default()
+                        .or_insert_with(|| Vec::with_capacity(1))
                         .push(creation),
                 }
             }
             Event::Deleted => {
                 // Logged once, when first seen (the deletion timestamp, then the removal).
                 let key = object_key(resource, namespace, name);
-                let by_name = logged.deleted_by_name.entry(key).or_default();
-                if by_name.iter().any(|deletion| deletion.uid == uid) {
+                // Mostly one deletion of a name: no room for more until needed.
+                let by_name = logged
+                    .deleted_by_name
+                    .entry(key)
+                    .or_insert_with(|| Vec::with_capacity(1));
+                if by_name.iter().any(|deletion| *deletion.uid == uid) {
                     return;
                 }
                 let deletion = Deletion {
-                    name: name.to_owned(),
-                    uid,
+                    name: name.into(),
+                    uid: uid.into(),
                     at: now,
                 };
                 if let Some(owner) = &owner {

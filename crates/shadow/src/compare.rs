@@ -133,7 +133,7 @@ pub fn decision_of(write: &Write) -> Decision {
         WriteVerb::Create => match body() {
             Some(object) => {
                 let owner = controller_owner(&object);
-                match identity_of(resource, &object, owner.as_ref()) {
+                match identity_of(resource, &object, &write.body, owner.as_ref()) {
                     Some(identity) => Decision {
                         expectation: Expectation::Created { identity },
                         owner,

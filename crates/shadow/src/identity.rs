@@ -21,7 +21,7 @@ use std::{sync::Arc, time::Instant};
 
 use deployment::template::equal_ignore_hash;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::compare::{FieldDiff, OwnerName, canonical, same};
@@ -67,8 +67,9 @@ pub enum Identity {
     /// A Deployment's ReplicaSet: by owner and template (ignoring the pod-template-hash label);
     /// the replicas it was created with are then compared.
     Template {
-        /// The pod template kcm-rs would have created it with.
-        template: Arc<Value>,
+        /// The ReplicaSet kcm-rs would have created, as the write's JSON (shared with the write,
+        /// read only once the cluster created a candidate).
+        created: Arc<[u8]>,
         /// Its `spec.replicas` as compared text.
         replicas: String,
     },
@@ -87,9 +88,14 @@ impl Identity {
     }
 }
 
-/// How the object `created` (a create's body) written for `owner` is recognized; `None` when
-/// it cannot be (a generated name without a followed owner).
-pub fn identity_of(resource: &str, created: &Value, owner: Option<&OwnerName>) -> Option<Identity> {
+/// How the object `created` (a create's body, `body` as sent) written for `owner` is
+/// recognized; `None` when it cannot be (a generated name without a followed owner).
+pub fn identity_of(
+    resource: &str,
+    created: &Value,
+    body: &Arc<[u8]>,
+    owner: Option<&OwnerName>,
+) -> Option<Identity> {
     let named = created
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -97,12 +103,7 @@ pub fn identity_of(resource: &str, created: &Value, owner: Option<&OwnerName>) -
     match owner {
         Some(owner) if resource == "replicasets" && owner.resource == "deployments" => {
             Some(Identity::Template {
-                template: Arc::new(
-                    created
-                        .pointer("/spec/template")
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                ),
+                created: body.clone(),
                 replicas: canonical(created.pointer("/spec/replicas")),
             })
         }
@@ -163,10 +164,10 @@ pub struct Creation {
 /// An object the watch stream saw deleted (or start being deleted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deletion {
-    /// Its name.
-    pub name: String,
+    /// Its name (shared by the log's entries by name and by owner).
+    pub name: Arc<str>,
     /// Its UID.
-    pub uid: String,
+    pub uid: Arc<str>,
     /// When the watch delivered it.
     pub at: Instant,
 }
@@ -198,38 +199,59 @@ pub fn found_by_name(
 }
 
 /// By owner and template: of the owner's objects created at or after `since` (oldest first),
-/// the first whose pod template equals `template` ignoring the pod-template-hash label, with
-/// its replicas at creation compared with `replicas`.
+/// the first whose pod template equals that of `created` (the create's JSON) ignoring the
+/// pod-template-hash label, with its replicas at creation compared with `replicas`.
 pub fn found_by_template(
-    template: &Value,
+    created: &[u8],
     replicas: &str,
-    created: &[Creation],
+    candidates: &[Creation],
     since: Instant,
 ) -> Option<Found> {
-    let wanted = decode_template(template)?;
-    created
+    let mut candidates = candidates
         .iter()
         .filter(|creation| creation.at >= since)
-        .find_map(|creation| {
-            let object = creation.object.as_ref()?.json();
-            let theirs = decode_template(object.pointer("/spec/template")?)?;
-            equal_ignore_hash(&wanted, &theirs).then(|| {
-                let held = canonical(object.pointer("/spec/replicas"));
-                let diffs = (!same(&held, replicas))
-                    .then(|| FieldDiff {
-                        field: "spec.replicas".to_owned(),
-                        kcm_rs: replicas.to_owned(),
-                        cluster: held,
-                    })
-                    .into_iter()
-                    .collect();
-                Found {
-                    name: creation.name.clone(),
-                    rule: Rule::OwnerTemplate,
-                    diffs,
-                }
-            })
+        .peekable();
+    candidates.peek()?;
+    let wanted = template_of(created)?;
+    candidates.find_map(|creation| {
+        let object = creation.object.as_ref()?.json();
+        let theirs = decode_template(object.pointer("/spec/template")?)?;
+        equal_ignore_hash(&wanted, &theirs).then(|| {
+            let held = canonical(object.pointer("/spec/replicas"));
+            let diffs = (!same(&held, replicas))
+                .then(|| FieldDiff {
+                    field: "spec.replicas".to_owned(),
+                    kcm_rs: replicas.to_owned(),
+                    cluster: held,
+                })
+                .into_iter()
+                .collect();
+            Found {
+                name: creation.name.clone(),
+                rule: Rule::OwnerTemplate,
+                diffs,
+            }
         })
+    })
+}
+
+/// The pod template of a ReplicaSet given as JSON.
+fn template_of(replica_set: &[u8]) -> Option<PodTemplateSpec> {
+    #[derive(Deserialize)]
+    struct ReplicaSet {
+        spec: Spec,
+    }
+    #[derive(Deserialize)]
+    struct Spec {
+        template: PodTemplateSpec,
+    }
+    match serde_json::from_slice::<ReplicaSet>(replica_set) {
+        Ok(replica_set) => Some(replica_set.spec.template),
+        Err(error) => {
+            tracing::debug!(%error, "shadow: a created ReplicaSet's template does not decode");
+            None
+        }
+    }
 }
 
 fn decode_template(template: &Value) -> Option<PodTemplateSpec> {
@@ -266,7 +288,7 @@ pub fn matched_by_owner(owner_resource: &str) -> bool {
 pub fn seen_deleted(uid: Option<&str>, deleted: &[Deletion], since: Instant) -> bool {
     deleted
         .iter()
-        .any(|deletion| deletion.at >= since && uid.is_none_or(|uid| uid == deletion.uid))
+        .any(|deletion| deletion.at >= since && uid.is_none_or(|uid| uid == &*deletion.uid))
 }
 
 /// The owner's objects the cluster deleted at or after `since` that kcm-rs did not pick
@@ -274,12 +296,14 @@ pub fn seen_deleted(uid: Option<&str>, deleted: &[Deletion], since: Instant) -> 
 pub fn deleted_instead(deleted: &[Deletion], picked: &[String], since: Instant) -> Vec<String> {
     let mut instead: Vec<&Deletion> = deleted
         .iter()
-        .filter(|deletion| deletion.at >= since && !picked.contains(&deletion.name))
+        .filter(|deletion| {
+            deletion.at >= since && !picked.iter().any(|name| **name == *deletion.name)
+        })
         .collect();
     instead.sort_by_key(|deletion| deletion.at);
     instead
         .into_iter()
-        .map(|deletion| deletion.name.clone())
+        .map(|deletion| deletion.name.to_string())
         .collect()
 }
 
@@ -302,6 +326,10 @@ mod tests {
     fn template(image: &str, hash: &str) -> Value {
         json!({"metadata": {"labels": {"app": "web", "pod-template-hash": hash}},
                "spec": {"containers": [{"name": "c", "image": image}]}})
+    }
+
+    fn body(object: &Value) -> Arc<[u8]> {
+        serde_json::to_vec(object).expect("encodes").into()
     }
 
     fn replica_set(name: &str, image: &str, hash: &str, replicas: i64) -> Value {
@@ -361,26 +389,23 @@ mod tests {
         ];
         for (name, resource, object, owner, rule) in cases {
             assert_eq!(
-                identity_of(resource, &object, owner).map(|identity| identity.rule()),
+                identity_of(resource, &object, &body(&object), owner)
+                    .map(|identity| identity.rule()),
                 rule,
                 "{name}"
             );
         }
+        let created = replica_set("web-1", "nginx", "1", 3);
+        let sent = body(&created);
         let Some(Identity::Template {
             replicas,
-            template: wanted,
-        }) = identity_of(
-            "replicasets",
-            &replica_set("web-1", "nginx", "1", 3),
-            Some(&deployment),
-        )
+            created: kept,
+        }) = identity_of("replicasets", &created, &sent, Some(&deployment))
         else {
             panic!("a template identity");
         };
-        assert_eq!(
-            (replicas.as_str(), &*wanted),
-            ("3", &template("nginx", "1"))
-        );
+        assert_eq!(replicas, "3");
+        assert!(Arc::ptr_eq(&kept, &sent), "the write's bytes, not a copy");
     }
 
     fn created(name: &str, at: Instant, object: Option<Value>) -> Creation {
@@ -398,7 +423,12 @@ mod tests {
         let t0 = Instant::now();
         let since = t0 + Duration::from_secs(1);
         let after = since + Duration::from_millis(10);
-        let wanted = template("nginx:1.26", "5fc8c76488");
+        let wanted = body(&replica_set(
+            "web-5fc8c76488",
+            "nginx:1.26",
+            "5fc8c76488",
+            3,
+        ));
         let upstream = |name: &str, image: &str, replicas: i64, at: Instant| {
             created(
                 name,

@@ -48,6 +48,14 @@ use crate::{
     report::Ledger,
 };
 
+/// How long what the watch delivered and what kcm-rs decided are remembered, for a settle
+/// window of `settle`: a decision is judged at the latest a settle window (and a tick) after
+/// it, against what happened since a settle window before it; twice that is kept, and 20 s at
+/// least.
+pub fn keep(settle: Duration) -> Duration {
+    (settle * 4).max(Duration::from_secs(20))
+}
+
 /// The settle window when none is given (`--shadow-settle`).
 pub const DEFAULT_SETTLE: Duration = Duration::from_secs(5);
 
@@ -253,9 +261,9 @@ impl WriteExecutor for ShadowExecutor {
 }
 
 impl State {
-    /// How long kcm-rs's own decisions are remembered: as long as the view's watch log.
+    /// How long kcm-rs's own decisions are remembered: as long as the watch log ([`keep`]).
     fn keep(&self) -> Duration {
-        (self.settle * 10).max(Duration::from_secs(60))
+        keep(self.settle)
     }
 
     /// Counts `write` as an intent and, when it can be compared, keeps it until judged.
@@ -425,9 +433,9 @@ impl State {
                         &view.created_named(resource, namespace, name),
                         since,
                     ),
-                    (Identity::Template { template, replicas }, Some(owner)) => {
+                    (Identity::Template { created, replicas }, Some(owner)) => {
                         identity::found_by_template(
-                            template,
+                            created,
                             replicas,
                             &view.created_by(resource, namespace, owner),
                             since,
@@ -603,8 +611,10 @@ impl State {
                         let mut deleted = view.deleted_by(&key.resource, &key.namespace, owner);
                         deleted.retain(|deletion| deletion.at >= since);
                         deleted.sort_by_key(|deletion| deletion.at);
-                        let deleted: Vec<String> =
-                            deleted.into_iter().map(|deletion| deletion.name).collect();
+                        let deleted: Vec<String> = deleted
+                            .into_iter()
+                            .map(|deletion| deletion.name.to_string())
+                            .collect();
                         found.push(divergence(
                             Kind::Choice,
                             Rule::Owner,
