@@ -633,8 +633,12 @@ async fn main() -> anyhow::Result<()> {
         let report: serde_json::Value = serde_json::from_str(&shadow.page("/shadow")?)?;
         let _ = writeln!(
             table,
-            "\nShadow: {} intents, {} compared with the settled cluster, {} divergences.",
-            report["intents_total"], report["compared_total"], report["divergences_total"]
+            "\nShadow: {} intents, {} compared with the settled cluster (matched by rule: {}; not compared: {}), {} divergences.",
+            report["intents_total"],
+            report["compared_total"],
+            report["matched"],
+            report["not_compared"],
+            report["divergences_total"]
         );
         if report["divergences_total"] != 0 {
             let _ = writeln!(table, "\n```json\n{:#}\n```", report["divergences"]);

@@ -785,6 +785,18 @@ fn kustomize_builds_the_shadow_overlay_beside_the_base() {
             .iter()
             .any(|rule| rule["resourceNames"] == serde_json::json!(["kcm-rs-shadow"]))
     );
+    // It watches the namespaces (nothing in one being deleted is compared); the base does not.
+    let watches_namespaces = |role: &Value| {
+        role["rules"].as_array().into_iter().flatten().any(|rule| {
+            rule["resources"] == json!(["namespaces"]) && rule["verbs"] == json!(["list", "watch"])
+        })
+    };
+    assert!(watches_namespaces(find(
+        &shadow,
+        "ClusterRole",
+        "kcm-rs-shadow"
+    )));
+    assert!(!watches_namespaces(find(&base, "ClusterRole", "kcm-rs")));
     // Its Service selects its pods only, not the normal kcm-rs's.
     let service = find(&shadow, "Service", "kcm-rs-shadow");
     let normal = find(&base, "Deployment", "kcm-rs");

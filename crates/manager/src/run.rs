@@ -18,7 +18,10 @@ use std::{
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, FactoryConfig, SharedInformerFactory,
 };
-use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::PersistentVolumeClaim};
+use k8s_openapi::api::{
+    apps::v1::ControllerRevision,
+    core::v1::{Namespace, PersistentVolumeClaim},
+};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use prometheus::Registry;
 use rand::Rng;
@@ -372,9 +375,9 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
     Ok(())
 }
 
-/// What shadow mode compares against: the caches the enabled controllers asked for (no
-/// informer of its own), with their changes and the pods' deletions kept for ten settle
-/// windows (a minute at least).
+/// What shadow mode compares against: the caches the enabled controllers asked for, with what
+/// their watches delivered kept for four settle windows (20 s at least), and the namespaces
+/// (its one informer of its own: nothing in a namespace being deleted is compared).
 fn shadow_view(factory: &SharedInformerFactory, settle: Duration) -> ClusterView {
     fn add<K: informer::InformerResource>(
         view: ClusterView,
@@ -387,22 +390,19 @@ fn shadow_view(factory: &SharedInformerFactory, settle: Duration) -> ClusterView
             None => view,
         }
     }
-    let mut view = ClusterView::new((settle * 10).max(Duration::from_secs(60)));
+    let mut view =
+        ClusterView::new(shadow::keep(settle)).with_namespaces(factory.informer::<Namespace>());
     view = add::<CachedReplicaSet>(view, factory, "replicasets", shadow::whole);
     view = add::<CachedDeployment>(view, factory, "deployments", shadow::whole);
     view = add::<RawStatefulSet>(view, factory, "statefulsets", |set| set.raw.clone());
     view = add::<CachedPod>(view, factory, "pods", shadow::metadata_only);
     view = add::<ControllerRevision>(view, factory, "controllerrevisions", shadow::whole);
-    view = add::<PersistentVolumeClaim>(
+    add::<PersistentVolumeClaim>(
         view,
         factory,
         "persistentvolumeclaims",
         shadow::metadata_only,
-    );
-    match factory.existing::<CachedPod>() {
-        Some(pods) => view.logging_deletions(&pods),
-        None => view,
-    }
+    )
 }
 
 /// `--bind-address`, except that `--plain-http` serves on loopback only: a non-loopback

@@ -1,20 +1,28 @@
 //! The cluster as shadow mode compares it: the shared informers' caches the controllers already
-//! fill (no watch of its own), read by resource name; when each object or one of its
-//! dependents last changed (an object has not settled while its inputs still move); and a
-//! short log of pod deletions so a ranking difference can name the pod the cluster deleted
-//! instead.
+//! fill (no watch of its own but the namespaces'), read by resource name; and a log of what the
+//! watch stream delivered in the last few settle windows: when each object or one of its
+//! dependents last changed (an object has not settled while its inputs still move), which
+//! objects were created (a ReplicaSet with its content, to be matched by template) and which
+//! were deleted, by name and by owner. Creates and deletes are judged against that log, so an
+//! object created and deleted again within the window still counts as created.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::HashMap,
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use informer::{DeletedObject, EventHandler, InformerResource, Labeled, Lister, SharedInformer};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use parking_lot::Mutex;
 use serde_json::Value;
+
+use crate::{
+    compare::{OwnerName, controller_owner_of},
+    identity::{Creation, Deletion, Snapshot, claimable, matched_by_owner},
+};
 
 /// One object as read from a cache: its metadata and its JSON (what the compared fields are
 /// read from; metadata only for kinds whose other fields are never compared).
@@ -26,12 +34,34 @@ pub struct CachedObject {
     pub json: Value,
 }
 
+/// What a cached object's metadata says that the verdicts need, read without copying the
+/// metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectFacts {
+    pub(crate) uid: Option<String>,
+    pub(crate) resource_version: Option<String>,
+    pub(crate) generation: Option<i64>,
+    pub(crate) terminating: bool,
+}
+
+impl ObjectFacts {
+    fn of(meta: &ObjectMeta) -> Self {
+        Self {
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
+            generation: meta.generation,
+            terminating: meta.deletion_timestamp.is_some(),
+        }
+    }
+}
+
 /// Read access to one resource's cache.
 trait ResourceCache: Send + Sync {
     fn get(&self, namespace: &str, name: &str) -> Option<CachedObject>;
     /// The metadata alone: no JSON is built, for the checks that read nothing else.
     fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta>;
-    fn in_namespace(&self, namespace: &str) -> Vec<CachedObject>;
+    fn facts(&self, namespace: &str, name: &str) -> Option<ObjectFacts>;
+    fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta>;
 }
 
 /// A lister and how to turn its objects into JSON.
@@ -53,222 +83,234 @@ impl<K: InformerResource> ResourceCache for Listed<K> {
         Some(self.lister.get(namespace, name)?.meta().clone())
     }
 
-    fn in_namespace(&self, namespace: &str) -> Vec<CachedObject> {
+    fn facts(&self, namespace: &str, name: &str) -> Option<ObjectFacts> {
+        Some(ObjectFacts::of(self.lister.get(namespace, name)?.meta()))
+    }
+
+    fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta> {
         self.lister
             .in_namespace(namespace)
             .into_iter()
-            .map(|object| CachedObject {
-                meta: object.meta().clone(),
-                json: (self.to_json)(&object),
-            })
+            .map(|object| object.meta().clone())
             .collect()
     }
 }
 
-/// A pod the cluster deleted (or started deleting).
-#[derive(Debug, Clone)]
-struct Deletion {
-    namespace: String,
-    name: String,
-    owner: Option<String>,
-    at: Instant,
-}
-
-/// Recent pod deletions, newest last; entries older than `keep` are dropped.
-#[derive(Debug)]
-pub(crate) struct DeletionLog {
-    keep: Duration,
-    entries: Mutex<VecDeque<Deletion>>,
-}
-
-impl DeletionLog {
-    pub(crate) fn new(keep: Duration) -> Self {
-        Self {
-            keep,
-            entries: Mutex::new(VecDeque::new()),
-        }
-    }
-
-    fn record(&self, meta: &ObjectMeta) {
-        let mut entries = self.entries.lock();
-        let now = Instant::now();
-        while entries
-            .front()
-            .is_some_and(|entry| now.duration_since(entry.at) > self.keep)
-        {
-            entries.pop_front();
-        }
-        let name = meta.name.clone().unwrap_or_default();
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        if entries
-            .iter()
-            .any(|entry| entry.name == name && entry.namespace == namespace)
-        {
-            return;
-        }
-        entries.push_back(Deletion {
-            namespace,
-            name,
-            owner: controller_name(meta),
-            at: now,
-        });
-    }
-
-    /// Pods of `owner` in `namespace` deleted since `since`.
-    pub(crate) fn deleted_since(
-        &self,
-        namespace: &str,
-        owner: &str,
-        since: Instant,
-    ) -> Vec<String> {
-        self.entries
-            .lock()
-            .iter()
-            .filter(|entry| {
-                entry.at >= since
-                    && entry.namespace == namespace
-                    && entry.owner.as_deref() == Some(owner)
-            })
-            .map(|entry| entry.name.clone())
-            .collect()
-    }
-}
-
-/// The name of the object's controller owner.
-fn controller_name(meta: &ObjectMeta) -> Option<String> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|owner| owner.controller == Some(true))
-        .map(|owner| owner.name.clone())
-}
-
-/// Feeds the deletion log from the pod informer.
-struct DeletionHandler(Arc<DeletionLog>);
-
-impl<K: InformerResource> EventHandler<K> for DeletionHandler {
-    fn on_add(&self, _obj: &Arc<K>, _is_in_initial_list: bool) {}
-
-    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
-        if old.meta().deletion_timestamp.is_none() && new.meta().deletion_timestamp.is_some() {
-            self.0.record(new.meta());
-        }
-    }
-
-    fn on_delete(&self, obj: &DeletedObject<K>) {
-        self.0.record(obj.object().meta());
-    }
-}
-
-/// An object as the activity log keys it: `resource/namespace/name`.
-fn activity_key(resource: &str, namespace: &str, name: &str) -> String {
+/// An object as the watch log keys it: `resource/namespace/name`.
+fn object_key(resource: &str, namespace: &str, name: &str) -> String {
     format!("{resource}/{namespace}/{name}")
 }
 
-/// When each object, or one it controls, last changed in the caches. Entries older than
-/// `keep` are dropped as newer changes come in.
-#[derive(Debug)]
-struct ActivityLog {
-    keep: Duration,
-    last: Mutex<(HashMap<String, Instant>, Instant)>,
+/// The dependents of one owner as the watch log keys them:
+/// `resource/namespace/ownerResource/ownerName`.
+pub(crate) fn owner_key(resource: &str, namespace: &str, owner: &OwnerName) -> String {
+    format!("{resource}/{namespace}/{}/{}", owner.resource, owner.name)
 }
 
-impl ActivityLog {
+/// The kinds whose created objects are kept, to be matched by content.
+const KEPT_WHOLE: &[&str] = &["replicasets"];
+
+/// What the watch stream delivered recently; entries older than `keep` are dropped as newer
+/// events come in.
+#[derive(Debug)]
+struct WatchLog {
+    keep: Duration,
+    inner: Mutex<Logged>,
+}
+
+#[derive(Debug)]
+struct Logged {
+    /// When each object, or one it controls, last changed.
+    changed: HashMap<String, Instant>,
+    created_by_name: HashMap<String, Vec<Creation>>,
+    created_by_owner: HashMap<String, Vec<Creation>>,
+    deleted_by_name: HashMap<String, Vec<Deletion>>,
+    deleted_by_owner: HashMap<String, Vec<Deletion>>,
+    pruned: Instant,
+}
+
+impl WatchLog {
     fn new(keep: Duration) -> Self {
         Self {
             keep,
-            last: Mutex::new((HashMap::new(), Instant::now())),
+            inner: Mutex::new(Logged {
+                changed: HashMap::new(),
+                created_by_name: HashMap::new(),
+                created_by_owner: HashMap::new(),
+                deleted_by_name: HashMap::new(),
+                deleted_by_owner: HashMap::new(),
+                pruned: Instant::now(),
+            }),
         }
     }
 
-    /// A change of `meta` (of `resource`): the object and its controller owner were active.
-    fn touch(&self, resource: &'static str, meta: &ObjectMeta) {
+    /// An event about `meta` (of `resource`): the object and its controller owner were active;
+    /// `event` says whether it was created or deleted, with the created object when kept whole.
+    fn record(&self, resource: &'static str, meta: &ObjectMeta, event: Event) {
         let now = Instant::now();
         let namespace = meta.namespace.as_deref().unwrap_or_default();
         let name = meta.name.as_deref().unwrap_or_default();
-        let owner = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|owner| owner.controller == Some(true))
-            .and_then(|owner| {
-                let resource = crate::compare::owner_resource(&owner.kind)?;
-                Some(activity_key(resource, namespace, &owner.name))
+        let uid = meta.uid.clone().unwrap_or_default();
+        let owner = controller_owner_of(meta);
+        let mut guard = self.inner.lock();
+        let logged = &mut *guard;
+        if now.duration_since(logged.pruned) > self.keep {
+            logged.prune(now, self.keep);
+        }
+        logged
+            .changed
+            .insert(object_key(resource, namespace, name), now);
+        if let Some(owner) = &owner {
+            logged
+                .changed
+                .insert(object_key(&owner.resource, namespace, &owner.name), now);
+        }
+        match event {
+            Event::Changed => {}
+            Event::Created(object) => {
+                let creation = Creation {
+                    name: name.to_owned(),
+                    uid,
+                    at: now,
+                    object,
+                    claimed: false,
+                };
+                // Objects matched by owner are never looked up by name: logged once.
+                match &owner {
+                    Some(owner) if matched_by_owner(&owner.resource) => logged
+                        .created_by_owner
+                        .entry(owner_key(resource, namespace, owner))
+                        .or_default()
+                        .push(creation),
+                    _ => logged
+                        .created_by_name
+                        .entry(object_key(resource, namespace, name))
+                        .or_insert_with(|| Vec::with_capacity(1))
+                        .push(creation),
+                }
+            }
+            Event::Deleted => {
+                // Logged once, when first seen (the deletion timestamp, then the removal).
+                let key = object_key(resource, namespace, name);
+                // Mostly one deletion of a name: no room for more until needed.
+                let by_name = logged
+                    .deleted_by_name
+                    .entry(key)
+                    .or_insert_with(|| Vec::with_capacity(1));
+                if by_name.iter().any(|deletion| *deletion.uid == uid) {
+                    return;
+                }
+                let deletion = Deletion {
+                    name: name.into(),
+                    uid: uid.into(),
+                    at: now,
+                };
+                if let Some(owner) = &owner {
+                    logged
+                        .deleted_by_owner
+                        .entry(owner_key(resource, namespace, owner))
+                        .or_default()
+                        .push(deletion.clone());
+                }
+                by_name.push(deletion);
+            }
+        }
+    }
+}
+
+impl Logged {
+    fn prune(&mut self, now: Instant, keep: Duration) {
+        let fresh = |at: &Instant| now.duration_since(*at) <= keep;
+        self.changed.retain(|_, at| fresh(at));
+        for log in [&mut self.created_by_name, &mut self.created_by_owner] {
+            log.retain(|_, entries| {
+                entries.retain(|entry| fresh(&entry.at));
+                !entries.is_empty()
             });
-        let mut guard = self.last.lock();
-        let (last, pruned) = &mut *guard;
-        if now.duration_since(*pruned) > self.keep {
-            last.retain(|_, at| now.duration_since(*at) <= self.keep);
-            *pruned = now;
         }
-        last.insert(activity_key(resource, namespace, name), now);
-        if let Some(owner) = owner {
-            last.insert(owner, now);
+        for log in [&mut self.deleted_by_name, &mut self.deleted_by_owner] {
+            log.retain(|_, entries| {
+                entries.retain(|entry| fresh(&entry.at));
+                !entries.is_empty()
+            });
         }
-    }
-
-    fn changed_since(&self, resource: &str, namespace: &str, name: &str, since: Instant) -> bool {
-        self.last
-            .lock()
-            .0
-            .get(&activity_key(resource, namespace, name))
-            .is_some_and(|at| *at > since)
+        self.pruned = now;
     }
 }
 
-/// Feeds the activity log from one informer.
-struct ActivityHandler {
+/// What one watch event means to the log.
+enum Event {
+    Changed,
+    Created(Option<Snapshot>),
+    Deleted,
+}
+
+/// Feeds the watch log from one informer.
+struct WatchHandler<K> {
     resource: &'static str,
-    log: Arc<ActivityLog>,
+    log: Arc<WatchLog>,
+    /// How to read a created object as JSON, for the kinds matched by content.
+    whole: Option<fn(&K) -> Value>,
 }
 
-impl<K: InformerResource> EventHandler<K> for ActivityHandler {
+impl<K: InformerResource> EventHandler<K> for WatchHandler<K> {
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
         if !is_in_initial_list {
-            self.log.touch(self.resource, obj.meta());
+            let object = self.whole.map(|to_json| Snapshot::of(obj.clone(), to_json));
+            self.log
+                .record(self.resource, obj.meta(), Event::Created(object));
         }
     }
 
     fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
-        if old.meta().resource_version != new.meta().resource_version {
-            self.log.touch(self.resource, new.meta());
+        if old.meta().resource_version == new.meta().resource_version {
+            return;
         }
+        let event =
+            if old.meta().deletion_timestamp.is_none() && new.meta().deletion_timestamp.is_some() {
+                Event::Deleted
+            } else {
+                Event::Changed
+            };
+        self.log.record(self.resource, new.meta(), event);
     }
 
     fn on_delete(&self, obj: &DeletedObject<K>) {
-        self.log.touch(self.resource, obj.object().meta());
+        self.log
+            .record(self.resource, obj.object().meta(), Event::Deleted);
     }
 }
 
-/// Every cache shadow mode reads, by resource (plural).
+/// Every cache shadow mode reads, by resource (plural), the namespaces, and the watch log.
 pub struct ClusterView {
     caches: HashMap<&'static str, Box<dyn ResourceCache>>,
-    activity: Arc<ActivityLog>,
-    deletions: Arc<DeletionLog>,
+    namespaces: Option<SharedInformer<Namespace>>,
+    log: Arc<WatchLog>,
 }
 
 impl ClusterView {
-    /// An empty view remembering changes and deletions for `keep` (a few settle windows); add
-    /// each resource's informer with [`ClusterView::with`].
+    /// An empty view remembering what the watch delivered for `keep` (a few settle windows);
+    /// add each resource's informer with [`ClusterView::with`].
     pub fn new(keep: Duration) -> Self {
         Self {
             caches: HashMap::new(),
-            activity: Arc::new(ActivityLog::new(keep)),
-            deletions: Arc::new(DeletionLog::new(keep)),
+            namespaces: None,
+            log: Arc::new(WatchLog::new(keep)),
         }
     }
 
     /// Reads `resource` (plural) from `informer`'s cache, with `to_json` giving the JSON the
-    /// compared fields are read from.
+    /// compared fields are read from, and logs what its watch delivers.
     pub fn with<K: InformerResource>(
         mut self,
         resource: &'static str,
         informer: &SharedInformer<K>,
         to_json: fn(&K) -> Value,
     ) -> Self {
-        informer.add_event_handler(ActivityHandler {
+        informer.add_event_handler(WatchHandler {
             resource,
-            log: self.activity.clone(),
+            log: self.log.clone(),
+            whole: KEPT_WHOLE.contains(&resource).then_some(to_json),
         });
         self.caches.insert(
             resource,
@@ -280,10 +322,30 @@ impl ClusterView {
         self
     }
 
-    /// Also logs the deletions `informer` sees (the pods).
-    pub fn logging_deletions<K: InformerResource>(self, informer: &SharedInformer<K>) -> Self {
-        informer.add_event_handler(DeletionHandler(self.deletions.clone()));
+    /// Reads the namespaces from `informer`, so that nothing in a namespace being deleted is
+    /// compared.
+    pub fn with_namespaces(mut self, informer: SharedInformer<Namespace>) -> Self {
+        self.namespaces = Some(informer);
         self
+    }
+
+    /// Whether `namespace` is being deleted or gone (false until the namespaces are synced).
+    pub(crate) fn namespace_deleting(&self, namespace: &str) -> bool {
+        let Some(namespaces) = &self.namespaces else {
+            return false;
+        };
+        if !namespaces.has_synced() {
+            return false;
+        }
+        namespaces
+            .lister()
+            .get("", namespace)
+            .is_none_or(|found| found.metadata.deletion_timestamp.is_some())
+    }
+
+    /// Whether `resource` is cached.
+    pub(crate) fn follows(&self, resource: &str) -> bool {
+        self.caches.contains_key(resource)
     }
 
     /// The cached object `namespace/name` of `resource`.
@@ -296,6 +358,11 @@ impl ClusterView {
         self.caches.get(resource)?.meta(namespace, name)
     }
 
+    /// What the cached object `namespace/name` of `resource` says of its identity and state.
+    pub(crate) fn facts(&self, resource: &str, namespace: &str, name: &str) -> Option<ObjectFacts> {
+        self.caches.get(resource)?.facts(namespace, name)
+    }
+
     /// Whether the object, or an object it controls, changed after `since`: the inputs of a
     /// decision about it were still moving.
     pub(crate) fn changed_since(
@@ -305,28 +372,121 @@ impl ClusterView {
         name: &str,
         since: Instant,
     ) -> bool {
-        self.activity
-            .changed_since(resource, namespace, name, since)
+        self.log
+            .inner
+            .lock()
+            .changed
+            .get(&object_key(resource, namespace, name))
+            .is_some_and(|at| *at > since)
     }
 
     /// Names of the cached `resource` objects in `namespace` whose controller is `owner`.
-    pub(crate) fn owned_by(&self, resource: &str, namespace: &str, owner: &str) -> Vec<String> {
+    pub(crate) fn owned_by(
+        &self,
+        resource: &str,
+        namespace: &str,
+        owner: &OwnerName,
+    ) -> Vec<String> {
         let Some(cache) = self.caches.get(resource) else {
             return Vec::new();
         };
         let mut names: Vec<String> = cache
             .in_namespace(namespace)
             .into_iter()
-            .filter(|object| controller_name(&object.meta).as_deref() == Some(owner))
-            .filter_map(|object| object.meta.name)
+            .filter(|meta| {
+                controller_owner_of(meta).is_some_and(|found| {
+                    found.name == owner.name && found.resource == owner.resource
+                })
+            })
+            .filter_map(|meta| meta.name)
             .collect();
         names.sort();
         names
     }
 
-    /// The logged deletions.
-    pub(crate) fn deletions(&self) -> &DeletionLog {
-        &self.deletions
+    /// The creations of `namespace/name` of `resource` the watch delivered (except those of
+    /// objects matched by owner).
+    pub(crate) fn created_named(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Vec<Creation> {
+        self.log
+            .inner
+            .lock()
+            .created_by_name
+            .get(&object_key(resource, namespace, name))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The creations of `resource` objects controlled by `owner` the watch delivered (only for
+    /// owners whose objects are matched by owner).
+    pub(crate) fn created_by(
+        &self,
+        resource: &str,
+        namespace: &str,
+        owner: &OwnerName,
+    ) -> Vec<Creation> {
+        self.log
+            .inner
+            .lock()
+            .created_by_owner
+            .get(&owner_key(resource, namespace, owner))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Claims, for one create decided on, the oldest creation of a `resource` object
+    /// controlled by `owner` at or after `since` that no other create claimed; its name.
+    pub(crate) fn claim_created_by(
+        &self,
+        resource: &str,
+        namespace: &str,
+        owner: &OwnerName,
+        since: Instant,
+    ) -> Option<String> {
+        let mut logged = self.log.inner.lock();
+        let created = logged
+            .created_by_owner
+            .get_mut(&owner_key(resource, namespace, owner))?;
+        let index = claimable(created, since)?;
+        let claim = &mut created[index];
+        claim.claimed = true;
+        Some(claim.name.clone())
+    }
+
+    /// The deletions of `namespace/name` of `resource` the watch delivered.
+    pub(crate) fn deleted_named(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Vec<Deletion> {
+        self.log
+            .inner
+            .lock()
+            .deleted_by_name
+            .get(&object_key(resource, namespace, name))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The deletions of `resource` objects controlled by `owner` the watch delivered.
+    pub(crate) fn deleted_by(
+        &self,
+        resource: &str,
+        namespace: &str,
+        owner: &OwnerName,
+    ) -> Vec<Deletion> {
+        self.log
+            .inner
+            .lock()
+            .deleted_by_owner
+            .get(&owner_key(resource, namespace, owner))
+            .cloned()
+            .unwrap_or_default()
     }
 }
 

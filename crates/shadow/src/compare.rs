@@ -1,17 +1,25 @@
 //! What a recorded write expects of the cluster, and the verdict once the object has settled:
-//! pure functions of plain JSON, table-tested without a server.
+//! pure functions of plain data, table-tested without a server.
 //!
 //! A write is compared on the fields the issue names and upstream's users read: ReplicaSet
 //! sizes and `deployment.kubernetes.io/` annotations, the status counts, `observedGeneration`,
-//! revisions and conditions' type/status/reason; the names of created ReplicaSets,
-//! ControllerRevisions, StatefulSet pods and claims; which object was deleted. Timestamps,
-//! messages and generated names are never compared: two correct controllers differ on them.
+//! revisions and conditions' type/status/reason; created objects, recognized by identity
+//! ([`crate::identity`]); which object was deleted. Timestamps, messages and generated names are
+//! never compared: two correct controllers differ on them.
+//!
+//! A verdict that is a divergence has a [`Kind`]: an object kcm-rs would have created and the
+//! cluster did not (`missing`), one kcm-rs would have deleted and the cluster kept (`extra`), a
+//! field the cluster settled at another value (`field`), or a scale-down or recovery that
+//! deleted other objects of the same owner than kcm-rs would have (`choice`).
 
 use std::{collections::BTreeMap, time::Duration};
 
 use controller_toolkit::writes::{Write, WriteVerb};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
 use serde_json::Value;
+
+use crate::identity::{Found, Identity, Rule, identity_of};
 
 /// Compared field name → its value as text (`""` when absent); a zero value and an absent
 /// field compare equal, as Go's `omitempty` makes them ([`same`]).
@@ -28,27 +36,45 @@ pub enum Expectation {
         /// The values the write sets.
         fields: Fields,
     },
-    /// A create of an object with a name of its own: it should exist.
-    Exists {
-        /// The controller owner named in the created object, if any.
-        owner: Option<OwnerName>,
+    /// A create: the cluster should have created the object, recognized by `identity`.
+    Created {
+        /// How the object is recognized among the cluster's.
+        identity: Identity,
     },
     /// A delete: the object decided on (this UID, when known) should be gone or going.
     Gone {
         /// The UID of the object decided on.
         uid: Option<String>,
     },
-    /// Not compared: events, generated names, adopt/release patches.
+    /// Not compared: events, generated names without an owner, adopt/release patches.
     NotCompared,
 }
 
+/// A recorded write's expectation, and the controller owner of the object it writes (as the
+/// written object names it; a delete's is read from the cache instead).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// What the cluster should show.
+    pub expectation: Expectation,
+    /// The written object's controller owner, if it names one shadow mode follows.
+    pub owner: Option<OwnerName>,
+}
+
 /// An owner as an owner reference names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OwnerName {
     /// The owner's resource (plural), e.g. `deployments`.
     pub resource: String,
     /// The owner's name (same namespace as the dependent).
     pub name: String,
+    /// The owner's UID, when the reference carries it.
+    pub uid: Option<String>,
+}
+
+impl std::fmt::Display for OwnerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.resource, self.name)
+    }
 }
 
 /// The plural of a workload owner kind (`None` for kinds shadow mode does not follow).
@@ -72,6 +98,7 @@ pub fn controller_owner(object: &Value) -> Option<OwnerName> {
             Some(OwnerName {
                 resource: owner_resource(owner.get("kind")?.as_str()?)?.to_owned(),
                 name: owner.get("name")?.as_str()?.to_owned(),
+                uid: owner.get("uid").and_then(Value::as_str).map(str::to_owned),
             })
         })
 }
@@ -86,47 +113,58 @@ pub fn controller_owner_of(meta: &ObjectMeta) -> Option<OwnerName> {
             Some(OwnerName {
                 resource: owner_resource(&owner.kind)?.to_owned(),
                 name: owner.name.clone(),
+                uid: Some(owner.uid.clone()),
             })
         })
 }
 
-/// What `write` expects of the cluster.
-pub fn expectation_of(write: &Write) -> Expectation {
+/// What `write` expects of the cluster, and the owner of the object it writes.
+pub fn decision_of(write: &Write) -> Decision {
     let resource = write.resource.plural.as_str();
+    let not_compared = Decision {
+        expectation: Expectation::NotCompared,
+        owner: None,
+    };
     if resource == "events" {
-        return Expectation::NotCompared;
+        return not_compared;
     }
     let body = || serde_json::from_slice::<Value>(&write.body).ok();
     match &write.verb {
         WriteVerb::Create => match body() {
-            Some(object) if has_own_name(&object) => Expectation::Exists {
-                owner: controller_owner(&object),
-            },
-            _ => Expectation::NotCompared,
+            Some(object) => {
+                let owner = controller_owner(&object);
+                match identity_of(resource, &object, &write.body, owner.as_ref()) {
+                    Some(identity) => Decision {
+                        expectation: Expectation::Created { identity },
+                        owner,
+                    },
+                    None => not_compared,
+                }
+            }
+            None => not_compared,
         },
         WriteVerb::Update | WriteVerb::UpdateStatus => match body() {
-            Some(object) => Expectation::Fields {
-                based_on: object
-                    .pointer("/metadata/resourceVersion")
-                    .and_then(Value::as_str)
-                    .filter(|version| !version.is_empty())
-                    .map(str::to_owned),
-                fields: compared_fields(resource, &write.verb, &object),
+            Some(object) => Decision {
+                expectation: Expectation::Fields {
+                    based_on: object
+                        .pointer("/metadata/resourceVersion")
+                        .and_then(Value::as_str)
+                        .filter(|version| !version.is_empty())
+                        .map(str::to_owned),
+                    fields: compared_fields(resource, &write.verb, &object),
+                },
+                owner: controller_owner(&object),
             },
-            None => Expectation::NotCompared,
+            None => not_compared,
         },
-        WriteVerb::Delete { .. } => Expectation::Gone {
-            uid: write.uid.clone(),
+        WriteVerb::Delete { .. } => Decision {
+            expectation: Expectation::Gone {
+                uid: write.uid.clone(),
+            },
+            owner: None,
         },
-        WriteVerb::StrategicPatch | WriteVerb::MergePatch => Expectation::NotCompared,
+        WriteVerb::StrategicPatch | WriteVerb::MergePatch => not_compared,
     }
-}
-
-fn has_own_name(object: &Value) -> bool {
-    object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .is_some_and(|name| !name.is_empty())
 }
 
 /// The status fields compared on a status write, by resource (conditions come on top).
@@ -228,7 +266,7 @@ pub fn compared_fields(resource: &str, verb: &WriteVerb, object: &Value) -> Fiel
 
 /// A value as text: strings as they are, absent, null and empty collections as `""`, anything
 /// else as its JSON.
-fn canonical(value: Option<&Value>) -> String {
+pub fn canonical(value: Option<&Value>) -> String {
     match value {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
@@ -296,13 +334,88 @@ impl Observed {
     }
 }
 
-/// The owner of a dependent a create or delete was decided for, then and now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OwnerChange {
-    /// No owner followed, or the owner's spec (generation) is what the decision saw.
+/// What became of the owner of the object a write was decided for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OwnerState {
+    /// No owner followed (none named, or its kind not cached).
+    #[default]
+    NotFollowed,
+    /// The owner's spec (generation) is what the decision saw.
     Unchanged,
-    /// The owner's spec changed or the owner went away: the decision no longer stands.
-    Changed,
+    /// The owner's spec changed: a create or delete decided before no longer stands.
+    SpecChanged,
+    /// The owner is gone, being deleted, or replaced by a namesake.
+    Gone,
+}
+
+/// Why a recorded write is not compared at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Skip {
+    /// Its namespace is being deleted (or gone): the namespace teardown decides, not a
+    /// workload controller.
+    NamespaceDeleting,
+    /// The owner it was decided for is gone: the garbage collector decides.
+    OwnerGone,
+}
+
+impl Skip {
+    /// The reason as `/shadow` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Skip::NamespaceDeleting => "namespace-deleting",
+            Skip::OwnerGone => "owner-gone",
+        }
+    }
+}
+
+/// What a divergence is, so that a reader knows what to look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// kcm-rs would have created an object the cluster did not create.
+    Missing,
+    /// The cluster kept an object kcm-rs would have deleted, and deleted none of the same
+    /// owner's instead.
+    Extra,
+    /// An object settled with another value in a compared field than kcm-rs would have written.
+    Field,
+    /// A scale-down or recovery deleted other objects of the same owner than kcm-rs would have.
+    Choice,
+}
+
+impl Kind {
+    /// The kind as `/shadow` and `shadow_divergences_total` name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Missing => "missing",
+            Kind::Extra => "extra",
+            Kind::Field => "field",
+            Kind::Choice => "choice",
+        }
+    }
+}
+
+/// Everything a verdict is decided from, gathered from the caches and the watch stream.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts<'a> {
+    /// How long ago the write was decided.
+    pub age: Duration,
+    /// The settle window.
+    pub settle: Duration,
+    /// Whether the object's namespace is being deleted (or gone).
+    pub namespace_deleting: bool,
+    /// What became of the owner the write was decided for.
+    pub owner: OwnerState,
+    /// The object as the caches hold it now (`None`: absent). Updates and deletes.
+    pub current: Option<&'a Observed>,
+    /// Whether the object or one it controls changed since the decision. Updates.
+    pub inputs_moved: bool,
+    /// The cluster's object found by the create's identity, live or seen created. Creates.
+    pub found: Option<Found>,
+    /// Whether the watch saw the object decided on deleted since the decision. Deletes.
+    pub seen_deleted: bool,
+    /// The owner's other objects the cluster deleted since the decision, in order. Deletes.
+    pub deleted_instead: Vec<String>,
 }
 
 /// The outcome of comparing one recorded write with the cluster.
@@ -310,59 +423,117 @@ pub enum OwnerChange {
 pub enum Verdict {
     /// Too early: the settle window has not passed.
     Wait,
-    /// The cluster did what kcm-rs would have done.
-    Match,
+    /// The cluster did what kcm-rs would have done; the object was matched by this rule.
+    Match(Rule),
     /// The cluster moved on (the object changed, or its owner's spec did) before it could be
     /// judged; a newer decision, if any, is judged instead.
     Superseded,
-    /// The object settled at the version kcm-rs decided on with other values.
-    Differs(Vec<FieldDiff>),
-    /// An object kcm-rs would have created does not exist.
-    NotCreated,
-    /// An object kcm-rs would have deleted is still there.
-    NotDeleted,
+    /// Not compared (a namespace teardown, an owner gone).
+    NotCompared(Skip),
+    /// The object (`object`, when the rule found it under another name) settled with other
+    /// values.
+    Field {
+        /// The rule the object was found by.
+        rule: Rule,
+        /// The cluster's object, when another than the write's.
+        object: Option<String>,
+        /// The fields that differ.
+        diffs: Vec<FieldDiff>,
+    },
+    /// An object kcm-rs would have created was not, by this rule.
+    Missing(Rule),
+    /// An object kcm-rs would have deleted is still there, and nothing else of its owner was
+    /// deleted.
+    Extra,
+    /// An object kcm-rs would have deleted is still there; the cluster deleted these of the
+    /// same owner instead, in this order.
+    Choice {
+        /// The objects deleted instead.
+        instead: Vec<String>,
+    },
 }
 
-/// Judges a write recorded `age` ago, with the object as the caches hold it now (`None`:
-/// absent), what became of the owner, and whether the object or one it controls changed
-/// since (`inputs_moved`). Timing is never a divergence: nothing is judged before `settle`
-/// has passed, and an update whose object or inputs changed after the decision is judged by
-/// the decision made on the newer state (the controller syncs again on every such change).
-pub fn verdict(
-    expectation: &Expectation,
-    age: Duration,
-    settle: Duration,
-    current: Option<&Observed>,
-    owner: OwnerChange,
-    inputs_moved: bool,
-) -> Verdict {
+impl Verdict {
+    /// The kind of divergence this verdict is, if it is one.
+    pub fn kind(&self) -> Option<Kind> {
+        match self {
+            Verdict::Field { .. } => Some(Kind::Field),
+            Verdict::Missing(_) => Some(Kind::Missing),
+            Verdict::Extra => Some(Kind::Extra),
+            Verdict::Choice { .. } => Some(Kind::Choice),
+            Verdict::Wait | Verdict::Match(_) | Verdict::Superseded | Verdict::NotCompared(_) => {
+                None
+            }
+        }
+    }
+}
+
+/// Judges a write from `facts`. Objects in a namespace being deleted or whose owner is gone
+/// are not compared. Timing is never a divergence: nothing is judged a difference before the
+/// settle window has passed, an update whose object or inputs changed after the decision is
+/// judged by the decision made on the newer state (the controller syncs again on every such
+/// change), and a create or delete whose owner's spec changed since no longer stands.
+pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
+    if matches!(expectation, Expectation::NotCompared) {
+        return Verdict::Superseded;
+    }
+    if facts.namespace_deleting {
+        return Verdict::NotCompared(Skip::NamespaceDeleting);
+    }
+    if facts.owner == OwnerState::Gone {
+        return Verdict::NotCompared(Skip::OwnerGone);
+    }
+    let early = facts.age < facts.settle;
+    let spec_changed = facts.owner == OwnerState::SpecChanged;
     match expectation {
         Expectation::NotCompared => Verdict::Superseded,
-        Expectation::Exists { .. } if current.is_some() => Verdict::Match,
-        Expectation::Gone { uid } => match current {
-            None => Verdict::Match,
-            Some(object)
-                if object.terminating || (uid.is_some() && object.uid.as_ref() != uid.as_ref()) =>
-            {
-                Verdict::Match
-            }
-            Some(_) if age < settle => Verdict::Wait,
-            Some(_) if owner == OwnerChange::Changed => Verdict::Superseded,
-            Some(_) => Verdict::NotDeleted,
+        Expectation::Created { identity } => match &facts.found {
+            Some(found) if found.diffs.is_empty() => Verdict::Match(found.rule),
+            _ if early => Verdict::Wait,
+            _ if spec_changed => Verdict::Superseded,
+            Some(found) => Verdict::Field {
+                rule: found.rule,
+                object: Some(found.name.clone()),
+                diffs: found.diffs.clone(),
+            },
+            None => Verdict::Missing(identity.rule()),
         },
-        _ if age < settle => Verdict::Wait,
-        Expectation::Exists { .. } if owner == OwnerChange::Changed => Verdict::Superseded,
-        Expectation::Exists { .. } => Verdict::NotCreated,
+        Expectation::Gone { uid } => {
+            let gone = facts.seen_deleted
+                || facts.current.is_none_or(|object| {
+                    object.terminating || (uid.is_some() && object.uid.as_ref() != uid.as_ref())
+                });
+            if gone {
+                Verdict::Match(Rule::Name)
+            } else if early {
+                Verdict::Wait
+            } else if spec_changed {
+                Verdict::Superseded
+            } else if facts.deleted_instead.is_empty() {
+                Verdict::Extra
+            } else {
+                Verdict::Choice {
+                    instead: facts.deleted_instead.clone(),
+                }
+            }
+        }
         Expectation::Fields { based_on, fields } => {
-            let Some(object) = current else {
+            if early {
+                return Verdict::Wait;
+            }
+            let Some(object) = facts.current else {
                 return Verdict::Superseded;
             };
             let diffs = differing(fields, &object.fields);
             let unchanged =
-                based_on.is_some() && object.resource_version == *based_on && !inputs_moved;
+                based_on.is_some() && object.resource_version == *based_on && !facts.inputs_moved;
             match (diffs.is_empty(), unchanged) {
-                (true, _) => Verdict::Match,
-                (false, true) => Verdict::Differs(diffs),
+                (true, _) => Verdict::Match(Rule::Name),
+                (false, true) => Verdict::Field {
+                    rule: Rule::Name,
+                    object: None,
+                    diffs,
+                },
                 (false, false) => Verdict::Superseded,
             }
         }
@@ -401,28 +572,50 @@ mod tests {
     }
 
     #[test]
-    fn expectations_of_writes() {
+    fn decisions_of_writes() {
         let owned = json!({"metadata": {"name": "web-0", "ownerReferences": [
             {"kind": "StatefulSet", "name": "web", "controller": true, "uid": "u", "apiVersion": "apps/v1"}]}});
+        let set = OwnerName {
+            resource: "statefulsets".into(),
+            name: "web".into(),
+            uid: Some("u".into()),
+        };
+        let replica_set = OwnerName {
+            resource: "replicasets".into(),
+            name: "rs".into(),
+            uid: Some("r".into()),
+        };
         let cases = [
             (
-                "named create expects the object, with its owner",
+                "named create expects the object by name, with its owner",
                 write(WriteVerb::Create, "pods", owned),
-                Expectation::Exists {
-                    owner: Some(OwnerName {
-                        resource: "statefulsets".into(),
-                        name: "web".into(),
-                    }),
+                Expectation::Created {
+                    identity: Identity::Name,
                 },
+                Some(set),
             ),
             (
-                "generated name is not compared",
+                "a ReplicaSet's generated pod is expected by owner and count",
+                write(
+                    WriteVerb::Create,
+                    "pods",
+                    json!({"metadata": {"generateName": "rs-", "ownerReferences": [
+                        {"kind": "ReplicaSet", "name": "rs", "controller": true, "uid": "r", "apiVersion": "apps/v1"}]}}),
+                ),
+                Expectation::Created {
+                    identity: Identity::Count,
+                },
+                Some(replica_set.clone()),
+            ),
+            (
+                "generated name without owner is not compared",
                 write(
                     WriteVerb::Create,
                     "pods",
                     json!({"metadata": {"generateName": "rs-"}}),
                 ),
                 Expectation::NotCompared,
+                None,
             ),
             (
                 "event is not compared",
@@ -432,6 +625,7 @@ mod tests {
                     json!({"metadata": {"name": "e"}}),
                 ),
                 Expectation::NotCompared,
+                None,
             ),
             (
                 "scale compares spec.replicas and the deployment annotations",
@@ -452,6 +646,21 @@ mod tests {
                         ),
                     ]),
                 },
+                None,
+            ),
+            (
+                "status update keeps the owner it names",
+                write(
+                    WriteVerb::UpdateStatus,
+                    "pods",
+                    json!({"metadata": {"resourceVersion": "7", "ownerReferences": [
+                        {"kind": "ReplicaSet", "name": "rs", "controller": true, "uid": "r", "apiVersion": "apps/v1"}]}}),
+                ),
+                Expectation::Fields {
+                    based_on: Some("7".into()),
+                    fields: Fields::new(),
+                },
+                Some(replica_set),
             ),
             (
                 "delete expects the object decided on gone, precondition or not",
@@ -465,15 +674,21 @@ mod tests {
                 Expectation::Gone {
                     uid: Some("u1".into()),
                 },
+                None,
             ),
             (
                 "adopt patch is not compared",
                 write(WriteVerb::StrategicPatch, "pods", json!({"metadata": {}})),
                 Expectation::NotCompared,
+                None,
             ),
         ];
-        for (name, write, expected) in cases {
-            assert_eq!(expectation_of(&write), expected, "{name}");
+        for (name, write, expectation, owner) in cases {
+            assert_eq!(
+                decision_of(&write),
+                Decision { expectation, owner },
+                "{name}"
+            );
         }
     }
 
@@ -514,172 +729,278 @@ mod tests {
             terminating: false,
             fields: fields(&[("spec.replicas", replicas)]),
         };
-        let create = Expectation::Exists { owner: None };
+        let by_name = Expectation::Created {
+            identity: Identity::Name,
+        };
+        let by_count = Expectation::Created {
+            identity: Identity::Count,
+        };
         let delete = Expectation::Gone {
             uid: Some("u1".into()),
         };
-        let same = OwnerChange::Unchanged;
-        let moved = OwnerChange::Changed;
-        struct Case<'a> {
-            name: &'a str,
-            expectation: &'a Expectation,
-            age: Duration,
-            current: Option<Observed>,
-            owner: OwnerChange,
-            inputs_moved: bool,
-            expected: Verdict,
-        }
-        let case = |name, expectation, age, current, owner, expected| Case {
-            name,
-            expectation,
-            age,
-            current,
-            owner,
-            inputs_moved: false,
-            expected,
+        let found = |rule: Rule, diffs: Vec<FieldDiff>| Found {
+            name: "web-6d8fb7bfdf".into(),
+            rule,
+            diffs,
         };
-        let cases = [
-            case(
+        let short = FieldDiff {
+            field: "spec.replicas".into(),
+            kcm_rs: "3".into(),
+            cluster: "2".into(),
+        };
+        let (settled_at_7, moved_on, terminating, namesake, still_there) = (
+            at("7", "2"),
+            at("9", "5"),
+            Observed {
+                terminating: true,
+                ..at("3", "")
+            },
+            Observed {
+                uid: Some("u2".into()),
+                ..at("3", "")
+            },
+            at("3", ""),
+        );
+        let facts = |age: Duration| Facts {
+            age,
+            settle: SETTLE,
+            owner: OwnerState::Unchanged,
+            ..Facts::default()
+        };
+        let cases: Vec<(&str, &Expectation, Facts<'_>, Verdict)> = vec![
+            (
                 "too early to judge a difference",
                 &scale,
-                early,
-                Some(at("7", "2")),
-                same,
+                Facts {
+                    current: Some(&settled_at_7),
+                    ..facts(early)
+                },
                 Verdict::Wait,
             ),
-            case(
+            (
                 "settled at the decided-on version with another size",
                 &scale,
-                late,
-                Some(at("7", "2")),
-                same,
-                Verdict::Differs(vec![FieldDiff {
-                    field: "spec.replicas".into(),
-                    kcm_rs: "3".into(),
-                    cluster: "2".into(),
-                }]),
+                Facts {
+                    current: Some(&settled_at_7),
+                    ..facts(late)
+                },
+                Verdict::Field {
+                    rule: Rule::Name,
+                    object: None,
+                    diffs: vec![FieldDiff {
+                        cluster: "2".into(),
+                        ..short.clone()
+                    }],
+                },
             ),
-            Case {
-                inputs_moved: true,
-                ..case(
-                    "its inputs moved after the decision: a newer decision is judged",
-                    &scale,
-                    late,
-                    Some(at("7", "2")),
-                    same,
-                    Verdict::Superseded,
-                )
-            },
-            case(
-                "the cluster made the same write",
+            (
+                "its inputs moved after the decision: a newer decision is judged",
                 &scale,
-                late,
-                Some(at("8", "3")),
-                same,
-                Verdict::Match,
+                Facts {
+                    current: Some(&settled_at_7),
+                    inputs_moved: true,
+                    ..facts(late)
+                },
+                Verdict::Superseded,
             ),
-            case(
+            (
                 "the object moved on: a newer decision is judged",
                 &scale,
-                late,
-                Some(at("9", "5")),
-                same,
+                Facts {
+                    current: Some(&moved_on),
+                    ..facts(late)
+                },
                 Verdict::Superseded,
             ),
-            case(
+            (
                 "the object is gone",
                 &scale,
-                late,
-                None,
-                same,
+                facts(late),
                 Verdict::Superseded,
             ),
-            case(
-                "created",
-                &create,
-                early,
-                Some(at("1", "")),
-                same,
-                Verdict::Match,
+            (
+                "a difference in a namespace being deleted is not compared",
+                &scale,
+                Facts {
+                    current: Some(&settled_at_7),
+                    namespace_deleting: true,
+                    ..facts(late)
+                },
+                Verdict::NotCompared(Skip::NamespaceDeleting),
             ),
-            case("not yet created", &create, early, None, same, Verdict::Wait),
-            case(
-                "never created",
-                &create,
-                late,
-                None,
-                same,
-                Verdict::NotCreated,
+            (
+                "a difference of an object whose owner is gone is not compared",
+                &scale,
+                Facts {
+                    current: Some(&settled_at_7),
+                    owner: OwnerState::Gone,
+                    ..facts(late)
+                },
+                Verdict::NotCompared(Skip::OwnerGone),
             ),
-            case(
-                "owner's spec changed before the create",
-                &create,
-                late,
-                None,
-                moved,
-                Verdict::Superseded,
+            (
+                "created, found by name",
+                &by_name,
+                Facts {
+                    found: Some(found(Rule::Name, vec![])),
+                    ..facts(early)
+                },
+                Verdict::Match(Rule::Name),
             ),
-            case("deleted", &delete, early, None, same, Verdict::Match),
-            case(
-                "being deleted",
-                &delete,
-                early,
-                Some(Observed {
-                    terminating: true,
-                    ..at("3", "")
-                }),
-                same,
-                Verdict::Match,
+            (
+                "created under another name, found by owner and template",
+                &by_name,
+                Facts {
+                    found: Some(found(Rule::OwnerTemplate, vec![])),
+                    ..facts(early)
+                },
+                Verdict::Match(Rule::OwnerTemplate),
             ),
-            case(
-                "a namesake with another UID",
-                &delete,
-                late,
-                Some(Observed {
-                    uid: Some("u2".into()),
-                    ..at("3", "")
-                }),
-                same,
-                Verdict::Match,
+            (
+                "created with other replicas: that field, once settled",
+                &by_name,
+                Facts {
+                    found: Some(found(Rule::OwnerTemplate, vec![short.clone()])),
+                    ..facts(late)
+                },
+                Verdict::Field {
+                    rule: Rule::OwnerTemplate,
+                    object: Some("web-6d8fb7bfdf".into()),
+                    diffs: vec![short.clone()],
+                },
             ),
-            case(
-                "not yet deleted",
-                &delete,
-                early,
-                Some(at("3", "")),
-                same,
+            (
+                "created with other replicas, not yet settled",
+                &by_name,
+                Facts {
+                    found: Some(found(Rule::OwnerTemplate, vec![short.clone()])),
+                    ..facts(early)
+                },
                 Verdict::Wait,
             ),
-            case(
-                "never deleted",
-                &delete,
-                late,
-                Some(at("3", "")),
-                same,
-                Verdict::NotDeleted,
+            ("not yet created", &by_name, facts(early), Verdict::Wait),
+            (
+                "never created",
+                &by_name,
+                facts(late),
+                Verdict::Missing(Rule::Name),
             ),
-            case(
+            (
+                "fewer pods created than kcm-rs would have",
+                &by_count,
+                facts(late),
+                Verdict::Missing(Rule::OwnerCount),
+            ),
+            (
+                "owner's spec changed before the create",
+                &by_name,
+                Facts {
+                    owner: OwnerState::SpecChanged,
+                    ..facts(late)
+                },
+                Verdict::Superseded,
+            ),
+            (
+                "never created, owner gone",
+                &by_name,
+                Facts {
+                    owner: OwnerState::Gone,
+                    ..facts(late)
+                },
+                Verdict::NotCompared(Skip::OwnerGone),
+            ),
+            (
+                "never created, namespace being deleted",
+                &by_name,
+                Facts {
+                    namespace_deleting: true,
+                    ..facts(late)
+                },
+                Verdict::NotCompared(Skip::NamespaceDeleting),
+            ),
+            ("deleted", &delete, facts(early), Verdict::Match(Rule::Name)),
+            (
+                "being deleted",
+                &delete,
+                Facts {
+                    current: Some(&terminating),
+                    ..facts(early)
+                },
+                Verdict::Match(Rule::Name),
+            ),
+            (
+                "a namesake with another UID",
+                &delete,
+                Facts {
+                    current: Some(&namesake),
+                    ..facts(late)
+                },
+                Verdict::Match(Rule::Name),
+            ),
+            (
+                "deleted and recreated under its name, seen on the watch",
+                &delete,
+                Facts {
+                    current: Some(&still_there),
+                    seen_deleted: true,
+                    ..facts(late)
+                },
+                Verdict::Match(Rule::Name),
+            ),
+            (
+                "not yet deleted",
+                &delete,
+                Facts {
+                    current: Some(&still_there),
+                    ..facts(early)
+                },
+                Verdict::Wait,
+            ),
+            (
+                "never deleted, nothing else deleted: extra",
+                &delete,
+                Facts {
+                    current: Some(&still_there),
+                    ..facts(late)
+                },
+                Verdict::Extra,
+            ),
+            (
+                "never deleted, others of the owner deleted instead: choice",
+                &delete,
+                Facts {
+                    current: Some(&still_there),
+                    deleted_instead: vec!["web-b".into(), "web-c".into()],
+                    ..facts(late)
+                },
+                Verdict::Choice {
+                    instead: vec!["web-b".into(), "web-c".into()],
+                },
+            ),
+            (
                 "owner's spec changed before the delete",
                 &delete,
-                late,
-                Some(at("3", "")),
-                moved,
+                Facts {
+                    current: Some(&still_there),
+                    owner: OwnerState::SpecChanged,
+                    ..facts(late)
+                },
                 Verdict::Superseded,
             ),
         ];
-        for case in cases {
+        for (name, expectation, facts, expected) in cases {
+            let judged = verdict(expectation, &facts);
+            assert_eq!(judged, expected, "{name}");
             assert_eq!(
-                verdict(
-                    case.expectation,
-                    case.age,
-                    SETTLE,
-                    case.current.as_ref(),
-                    case.owner,
-                    case.inputs_moved
-                ),
-                case.expected,
-                "{}",
-                case.name
+                judged.kind(),
+                match expected {
+                    Verdict::Field { .. } => Some(Kind::Field),
+                    Verdict::Missing(_) => Some(Kind::Missing),
+                    Verdict::Extra => Some(Kind::Extra),
+                    Verdict::Choice { .. } => Some(Kind::Choice),
+                    _ => None,
+                },
+                "{name}"
             );
         }
     }

@@ -6,19 +6,25 @@
 //! [`Write`] value handed to an executor. [`Shadow::executor`] gives each controller one that
 //! records the write as an *intent* and answers as the server would have ([`answer`]), so the
 //! controller goes on exactly as after a real write. Each intent says what the cluster should
-//! show ([`compare::expectation_of`]); once the settle window has passed, the intent is judged
-//! against the shared informers' caches ([`compare::verdict`]): a match, a decision the
-//! cluster moved past (superseded; timing is never a divergence), or a divergence, which is
-//! counted, logged and kept for the `/shadow` page.
+//! show ([`compare::decision_of`]); the created objects are recognized by identity
+//! ([`identity`]). Once the settle window has passed, the intent is judged against the shared
+//! informers' caches and what their watches delivered meanwhile ([`compare::verdict`]): a
+//! match, a decision the cluster moved past (superseded; timing is never a divergence), an
+//! object not compared (its namespace is being deleted, its owner is gone), or a divergence of
+//! a [`compare::Kind`], which is counted, logged and kept for the `/shadow` page.
 
 pub mod answer;
 mod cluster;
 pub mod compare;
+pub mod identity;
 mod report;
 
 use std::{
     collections::HashMap,
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -33,15 +39,33 @@ pub use report::{Divergence, Intent, KEPT, ShadowMetrics, ShadowReport};
 
 use crate::{
     answer::answer_for,
-    compare::{Expectation, Observed, OwnerChange, OwnerName, Verdict, compared_fields, verdict},
+    cluster::owner_key,
+    compare::{
+        Expectation, Facts, Kind, Observed, OwnerName, OwnerState, Verdict, compared_fields,
+        verdict,
+    },
+    identity::{Found, Identity, Rule},
     report::Ledger,
 };
+
+/// How long what the watch delivered and what kcm-rs decided are remembered, for a settle
+/// window of `settle`: a decision is judged at the latest a settle window (and a tick) after
+/// it, against what happened since a settle window before it; twice that is kept, and 20 s at
+/// least.
+pub fn keep(settle: Duration) -> Duration {
+    (settle * 4).max(Duration::from_secs(20))
+}
 
 /// The settle window when none is given (`--shadow-settle`).
 pub const DEFAULT_SETTLE: Duration = Duration::from_secs(5);
 
 /// How often the one-line summary is logged.
 const SUMMARY_EVERY: Duration = Duration::from_secs(60);
+
+/// How long before a decision is recorded the controller may have read the caches it was
+/// decided on (one sync). A creation logged earlier was counted by that decision, so it cannot
+/// answer one of its creates by count; one logged later may.
+const DECISION_LAG: Duration = Duration::from_millis(250);
 
 /// Shadow mode's state, shared by the controllers' executors, the comparison loop and the
 /// `/shadow` page. Cheap to clone.
@@ -55,17 +79,29 @@ struct State {
     metrics: ShadowMetrics,
     view: RwLock<Option<Arc<ClusterView>>>,
     pending: Mutex<HashMap<PendingKey, Pending>>,
+    /// Numbers the creates of generated names, each pending on its own.
+    generated: AtomicU64,
+    /// kcm-rs's recent creates of generated names and deletes, by owner: its side of a count
+    /// or a ranking.
+    decided: Mutex<Decided>,
+    /// When each divergence was last reported, so that each is reported once: the same
+    /// difference decided on again (a create's replicas, then the scale kcm-rs would make) within
+    /// the watch log's window, and a difference about a whole owner (a count, a ranking) within
+    /// a settle window (the decisions of one sync).
+    reported: Mutex<HashMap<String, Instant>>,
     ledger: Mutex<Ledger>,
 }
 
 /// What one pending intent is checked for: one of each per object, the latest update
-/// replacing an earlier one, the first create or delete kept (its age is what counts).
+/// replacing an earlier one, the first create or delete kept (its age is what counts); each
+/// create of a generated name on its own (`seq`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PendingKey {
     resource: String,
     namespace: String,
     name: String,
     check: Check,
+    seq: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -85,6 +121,53 @@ struct Pending {
     owner: Option<(OwnerName, Option<i64>)>,
 }
 
+/// kcm-rs's recent creates ([`Check::Exists`]) or deletes ([`Check::Gone`]) of one owner's
+/// objects, by [`owner_key`]: names and when, oldest first.
+#[derive(Default)]
+struct Decided {
+    by_owner: HashMap<(Check, String), Vec<(String, Instant)>>,
+    pruned: Option<Instant>,
+}
+
+impl Decided {
+    fn record(&mut self, owner: (Check, String), name: &str, at: Instant, keep: Duration) {
+        if self
+            .pruned
+            .is_none_or(|pruned| at.duration_since(pruned) > keep)
+        {
+            self.by_owner.retain(|_, decided| {
+                decided.retain(|(_, when)| at.duration_since(*when) <= keep);
+                !decided.is_empty()
+            });
+            self.pruned = Some(at);
+        }
+        self.by_owner
+            .entry(owner)
+            .or_default()
+            .push((name.to_owned(), at));
+    }
+
+    /// The names decided on for `owner` at or after `since`, in the order decided.
+    fn since(&self, owner: &(Check, String), since: Instant) -> Vec<String> {
+        self.by_owner
+            .get(owner)
+            .into_iter()
+            .flatten()
+            .filter(|(_, at)| *at >= since)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+}
+
+/// A judged intent, to be counted and reported.
+struct Outcome {
+    key: PendingKey,
+    controller: &'static str,
+    at: Instant,
+    owner: Option<OwnerName>,
+    verdict: Verdict,
+}
+
 impl Shadow {
     /// Shadow mode judging intents once `settle` has passed, counting into `metrics`.
     pub fn new(settle: Duration, metrics: ShadowMetrics) -> Self {
@@ -94,6 +177,9 @@ impl Shadow {
                 metrics,
                 view: RwLock::new(None),
                 pending: Mutex::new(HashMap::new()),
+                generated: AtomicU64::new(0),
+                decided: Mutex::new(Decided::default()),
+                reported: Mutex::new(HashMap::new()),
                 ledger: Mutex::new(Ledger::default()),
             }),
         }
@@ -175,6 +261,11 @@ impl WriteExecutor for ShadowExecutor {
 }
 
 impl State {
+    /// How long kcm-rs's own decisions are remembered: as long as the watch log ([`keep`]).
+    fn keep(&self) -> Duration {
+        keep(self.settle)
+    }
+
     /// Counts `write` as an intent and, when it can be compared, keeps it until judged.
     fn record(&self, controller: &'static str, write: &Write) {
         let verb = write.verb.to_string();
@@ -203,27 +294,41 @@ impl State {
         });
 
         let view = self.view.read().clone();
-        let expectation = compare::expectation_of(write);
-        let check = match (&expectation, &write.verb) {
+        let decision = compare::decision_of(write);
+        let check = match (&decision.expectation, &write.verb) {
             (Expectation::NotCompared, _) => return,
             (Expectation::Fields { .. }, WriteVerb::UpdateStatus) => Check::Status,
             (Expectation::Fields { .. }, _) => Check::Spec,
-            (Expectation::Exists { .. }, _) => Check::Exists,
+            (Expectation::Created { .. }, _) => Check::Exists,
             (Expectation::Gone { .. }, _) => Check::Gone,
         };
-        let owner = match &expectation {
-            Expectation::Exists { owner } => owner.clone(),
-            Expectation::Gone { .. } => view
+        let owner = match check {
+            Check::Gone => view
                 .as_ref()
                 .and_then(|view| view.meta(resource, &write.namespace, &write.name))
                 .and_then(|meta| compare::controller_owner_of(&meta)),
-            _ => None,
+            _ => decision.owner,
+        };
+        let at = Instant::now();
+        let generated = matches!(
+            decision.expectation,
+            Expectation::Created {
+                identity: Identity::Count
+            }
+        );
+        if let Some(owner) = owner.as_ref().filter(|_| generated || check == Check::Gone) {
+            self.decided.lock().record(
+                (check, owner_key(resource, &write.namespace, owner)),
+                &write.name,
+                at,
+                self.keep(),
+            );
         }
-        .map(|owner| {
+        let owner = owner.map(|owner| {
             let generation = view
                 .as_ref()
-                .and_then(|view| view.meta(&owner.resource, &write.namespace, &owner.name))
-                .and_then(|meta| meta.generation);
+                .and_then(|view| view.facts(&owner.resource, &write.namespace, &owner.name))
+                .and_then(|facts| facts.generation);
             (owner, generation)
         });
         let key = PendingKey {
@@ -231,12 +336,17 @@ impl State {
             namespace: write.namespace.clone(),
             name: write.name.clone(),
             check,
+            seq: if generated {
+                self.generated.fetch_add(1, Ordering::Relaxed)
+            } else {
+                0
+            },
         };
         let pending = Pending {
             controller,
             verb: write.verb.clone(),
-            at: Instant::now(),
-            expectation,
+            at,
+            expectation: decision.expectation,
             owner,
         };
         let mut all = self.pending.lock();
@@ -250,94 +360,299 @@ impl State {
         }
     }
 
-    /// Judges every pending intent as of `now`; drops the judged ones.
+    /// Judges every pending intent as of `now`; drops the judged ones and reports them.
     fn judge(&self, now: Instant) {
         let Some(view) = self.view.read().clone() else {
             return;
         };
-        let mut found = Vec::new();
-        let mut compared = Vec::new();
+        let mut judged = Vec::new();
         self.pending.lock().retain(|key, pending| {
-            let age = now.duration_since(pending.at);
-            let fields_expected = matches!(pending.expectation, Expectation::Fields { .. });
-            // Fields are judged only once settled: before, the verdict is `Wait` whatever the
-            // cache holds, so the object's JSON is not built for it.
-            if fields_expected && age < self.settle {
+            let verdict = self.verdict_of(&view, key, pending, now);
+            if verdict == Verdict::Wait {
                 return true;
             }
-            let observed = if fields_expected {
-                view.get(&key.resource, &key.namespace, &key.name)
-                    .map(|object| Observed {
-                        fields: compared_fields(&key.resource, &pending.verb, &object.json),
-                        ..Observed::of(&object.meta)
-                    })
-            } else {
-                view.meta(&key.resource, &key.namespace, &key.name)
-                    .map(|meta| Observed::of(&meta))
-            };
-            let owner = match &pending.owner {
-                None => OwnerChange::Unchanged,
-                Some((owner, generation)) => {
-                    match view.meta(&owner.resource, &key.namespace, &owner.name) {
-                        Some(now) if now.generation == *generation => OwnerChange::Unchanged,
-                        _ => OwnerChange::Changed,
-                    }
-                }
-            };
-            let inputs_moved = fields_expected
-                && view.changed_since(&key.resource, &key.namespace, &key.name, pending.at);
-            let judged = verdict(
-                &pending.expectation,
-                age,
-                self.settle,
-                observed.as_ref(),
-                owner,
-                inputs_moved,
-            );
-            let divergence = |field: &str, kcm_rs: String, cluster: String| Divergence {
-                controller: pending.controller.to_owned(),
-                resource: key.resource.clone(),
-                namespace: key.namespace.clone(),
-                name: key.name.clone(),
-                field: field.to_owned(),
-                kcm_rs,
-                cluster,
-                at: Timestamp::now().to_string(),
-            };
-            let owner_name = pending.owner.as_ref().map(|(owner, _)| owner.name.as_str());
-            match judged {
-                Verdict::Wait => return true,
-                Verdict::Superseded => return false,
-                Verdict::Match => {}
-                Verdict::Differs(diffs) => found.extend(
-                    diffs
-                        .into_iter()
-                        .map(|diff| divergence(&diff.field, diff.kcm_rs, diff.cluster)),
-                ),
-                Verdict::NotCreated => {
-                    let instead = owner_name
-                        .map(|owner| view.owned_by(&key.resource, &key.namespace, owner))
-                        .unwrap_or_default();
-                    found.push(divergence("created", key.name.clone(), listing(&instead)));
-                }
-                Verdict::NotDeleted => {
-                    let instead = owner_name
-                        .map(|owner| {
-                            view.deletions()
-                                .deleted_since(&key.namespace, owner, pending.at)
-                        })
-                        .unwrap_or_default();
-                    found.push(divergence("deleted", key.name.clone(), listing(&instead)));
-                }
-            }
-            compared.push(pending.controller);
+            judged.push(Outcome {
+                key: key.clone(),
+                controller: pending.controller,
+                at: pending.at,
+                owner: pending.owner.as_ref().map(|(owner, _)| owner.clone()),
+                verdict,
+            });
             false
         });
+        self.report(&view, judged, now);
+    }
+
+    /// The start of the window in which the cluster's creates and deletes answer a decision
+    /// made at `at`: a settle window before it, as the cluster may have acted before kcm-rs's
+    /// caches showed it.
+    fn window_start(&self, at: Instant) -> Instant {
+        at.checked_sub(self.settle).unwrap_or(at)
+    }
+
+    /// Gathers what `pending` is judged on from `view`, and judges it.
+    fn verdict_of(
+        &self,
+        view: &ClusterView,
+        key: &PendingKey,
+        pending: &Pending,
+        now: Instant,
+    ) -> Verdict {
+        let age = now.duration_since(pending.at);
+        // Fields are judged only once settled: before, the verdict is `Wait` whatever the
+        // cluster shows, so nothing is read for them.
+        if matches!(pending.expectation, Expectation::Fields { .. }) && age < self.settle {
+            return Verdict::Wait;
+        }
+        let since = self.window_start(pending.at);
+        let (resource, namespace, name) = (&key.resource, &key.namespace, &key.name);
+        let owner = pending.owner.as_ref().map(|(owner, _)| owner);
+        let mut facts = Facts {
+            age,
+            settle: self.settle,
+            namespace_deleting: view.namespace_deleting(namespace),
+            owner: owner_state(view, namespace, pending.owner.as_ref()),
+            ..Facts::default()
+        };
+        let observed;
+        match &pending.expectation {
+            Expectation::NotCompared => {}
+            Expectation::Fields { .. } => {
+                observed = view.get(resource, namespace, name).map(|object| Observed {
+                    fields: compared_fields(resource, &pending.verb, &object.json),
+                    ..Observed::of(&object.meta)
+                });
+                facts.current = observed.as_ref();
+                facts.inputs_moved = view.changed_since(resource, namespace, name, pending.at);
+            }
+            Expectation::Created { identity } => {
+                facts.found = match (identity, owner) {
+                    (Identity::Name, _) => identity::found_by_name(
+                        name,
+                        view.facts(resource, namespace, name).is_some(),
+                        &view.created_named(resource, namespace, name),
+                        since,
+                    ),
+                    (Identity::Template { created, replicas }, Some(owner)) => {
+                        identity::found_by_template(
+                            created,
+                            replicas,
+                            &view.created_by(resource, namespace, owner),
+                            since,
+                        )
+                    }
+                    (Identity::Count, Some(owner)) => view
+                        .claim_created_by(
+                            resource,
+                            namespace,
+                            owner,
+                            count_window_start(pending.at),
+                        )
+                        .map(|name| Found {
+                            name,
+                            rule: Rule::OwnerCount,
+                            diffs: Vec::new(),
+                        }),
+                    (Identity::Template { .. } | Identity::Count, None) => None,
+                };
+            }
+            Expectation::Gone { uid } => {
+                observed = view.facts(resource, namespace, name).map(|found| Observed {
+                    resource_version: found.resource_version,
+                    uid: found.uid,
+                    terminating: found.terminating,
+                    fields: Default::default(),
+                });
+                facts.current = observed.as_ref();
+                facts.seen_deleted = identity::seen_deleted(
+                    uid.as_deref(),
+                    &view.deleted_named(resource, namespace, name),
+                    since,
+                );
+                if let Some(owner) = owner.filter(|_| age >= self.settle) {
+                    let picked = self
+                        .decided
+                        .lock()
+                        .since(&(Check::Gone, owner_key(resource, namespace, owner)), since);
+                    facts.deleted_instead = identity::deleted_instead(
+                        &view.deleted_by(resource, namespace, owner),
+                        &picked,
+                        since,
+                    );
+                }
+            }
+        }
+        verdict(&pending.expectation, &facts)
+    }
+
+    /// Counts the judged intents and reports their divergences: one per field or object, one
+    /// per owner for a count or a ranking.
+    fn report(&self, view: &ClusterView, judged: Vec<Outcome>, now: Instant) {
+        let mut compared = Vec::new();
+        let mut found = Vec::new();
         let mut ledger = self.ledger.lock();
+        for outcome in judged {
+            let key = &outcome.key;
+            let object = format!("{}/{}", key.namespace, key.name);
+            let divergence =
+                |kind: Kind, rule: Rule, name: &str, field: &str, kcm_rs, cluster| Divergence {
+                    kind,
+                    rule,
+                    controller: outcome.controller.to_owned(),
+                    resource: key.resource.clone(),
+                    namespace: key.namespace.clone(),
+                    name: name.to_owned(),
+                    owner: outcome.owner.as_ref().map(ToString::to_string),
+                    field: field.to_owned(),
+                    kcm_rs,
+                    cluster,
+                    at: Timestamp::now().to_string(),
+                };
+            match &outcome.verdict {
+                Verdict::Wait => continue,
+                Verdict::Superseded => {
+                    tracing::debug!(resource = %key.resource, object, "shadow: superseded");
+                    continue;
+                }
+                Verdict::NotCompared(skip) => {
+                    tracing::debug!(
+                        resource = %key.resource,
+                        object,
+                        why = skip.as_str(),
+                        "shadow: not compared"
+                    );
+                    ledger.not_compared(*skip);
+                    continue;
+                }
+                Verdict::Match(rule) => ledger.matched(*rule),
+                Verdict::Field {
+                    rule,
+                    object,
+                    diffs,
+                } => {
+                    let name = object.as_deref().unwrap_or(&key.name);
+                    found.extend(diffs.iter().map(|diff| {
+                        divergence(
+                            Kind::Field,
+                            *rule,
+                            name,
+                            &diff.field,
+                            diff.kcm_rs.clone(),
+                            diff.cluster.clone(),
+                        )
+                    }));
+                }
+                Verdict::Missing(Rule::OwnerCount) => {
+                    if let Some(owner) = &outcome.owner
+                        && self.first_report(
+                            format!(
+                                "missing {}",
+                                owner_key(&key.resource, &key.namespace, owner)
+                            ),
+                            self.settle,
+                            now,
+                        )
+                    {
+                        let since = count_window_start(outcome.at);
+                        let owned = (
+                            Check::Exists,
+                            owner_key(&key.resource, &key.namespace, owner),
+                        );
+                        let decided = self.decided.lock().since(&owned, since).len();
+                        let created = view
+                            .created_by(&key.resource, &key.namespace, owner)
+                            .iter()
+                            .filter(|creation| creation.at >= since)
+                            .count();
+                        found.push(divergence(
+                            Kind::Missing,
+                            Rule::OwnerCount,
+                            &key.name,
+                            "created",
+                            decided.to_string(),
+                            created.to_string(),
+                        ));
+                    }
+                }
+                Verdict::Missing(rule) => {
+                    let instead = outcome
+                        .owner
+                        .as_ref()
+                        .map(|owner| view.owned_by(&key.resource, &key.namespace, owner))
+                        .unwrap_or_default();
+                    found.push(divergence(
+                        Kind::Missing,
+                        *rule,
+                        &key.name,
+                        "created",
+                        key.name.clone(),
+                        listing(&instead),
+                    ));
+                }
+                Verdict::Extra => found.push(divergence(
+                    Kind::Extra,
+                    Rule::Name,
+                    &key.name,
+                    "deleted",
+                    key.name.clone(),
+                    listing(&[]),
+                )),
+                Verdict::Choice { instead } => {
+                    if let Some(owner) = &outcome.owner
+                        && self.first_report(
+                            format!("choice {}", owner_key(&key.resource, &key.namespace, owner)),
+                            self.settle,
+                            now,
+                        )
+                    {
+                        let since = self.window_start(outcome.at);
+                        let owned = (Check::Gone, owner_key(&key.resource, &key.namespace, owner));
+                        let picked = self.decided.lock().since(&owned, since);
+                        let mut deleted = view.deleted_by(&key.resource, &key.namespace, owner);
+                        deleted.retain(|deletion| deletion.at >= since);
+                        deleted.sort_by_key(|deletion| deletion.at);
+                        let deleted: Vec<String> = deleted
+                            .into_iter()
+                            .map(|deletion| deletion.name.to_string())
+                            .collect();
+                        found.push(divergence(
+                            Kind::Choice,
+                            Rule::Owner,
+                            &key.name,
+                            "deleted",
+                            picked.join(","),
+                            listing(if deleted.is_empty() {
+                                instead
+                            } else {
+                                &deleted
+                            }),
+                        ));
+                    }
+                }
+            }
+            compared.push(outcome.controller);
+        }
         for controller in compared {
             self.metrics.compared.with_label_values(&[controller]).inc();
             ledger.compared();
         }
+        let keep = self.keep();
+        found.retain(|divergence| {
+            self.first_report(
+                format!(
+                    "{} {}/{}/{} {}={}/{}",
+                    divergence.kind.as_str(),
+                    divergence.resource,
+                    divergence.namespace,
+                    divergence.name,
+                    divergence.field,
+                    divergence.kcm_rs,
+                    divergence.cluster
+                ),
+                keep,
+                now,
+            )
+        });
         for divergence in found {
             self.metrics
                 .divergences
@@ -345,12 +660,16 @@ impl State {
                     divergence.controller.as_str(),
                     divergence.resource.as_str(),
                     divergence.field.as_str(),
+                    divergence.kind.as_str(),
                 ])
                 .inc();
             tracing::warn!(
+                kind = divergence.kind.as_str(),
+                rule = divergence.rule.as_str(),
                 controller = %divergence.controller,
                 resource = %divergence.resource,
                 object = %format!("{}/{}", divergence.namespace, divergence.name),
+                owner = divergence.owner.as_deref().unwrap_or_default(),
                 field = %divergence.field,
                 kcm_rs = %divergence.kcm_rs,
                 cluster = %divergence.cluster,
@@ -358,6 +677,51 @@ impl State {
             );
             ledger.divergence(divergence);
         }
+    }
+
+    /// Whether a divergence under `key` is reported for the first time within `window`;
+    /// remembers it if so.
+    fn first_report(&self, key: String, window: Duration, now: Instant) -> bool {
+        let mut reported = self.reported.lock();
+        let keep = self.keep();
+        if reported.len() > 1024 {
+            reported.retain(|_, at| now.duration_since(*at) <= keep);
+        }
+        match reported.get(&key) {
+            Some(at) if now.duration_since(*at) <= window => false,
+            _ => {
+                reported.insert(key, now);
+                true
+            }
+        }
+    }
+}
+
+/// The start of the window in which the cluster's creates answer, by count, a create decided
+/// at `at`.
+fn count_window_start(at: Instant) -> Instant {
+    at.checked_sub(DECISION_LAG).unwrap_or(at)
+}
+
+/// What became of the owner a decision was made for (and its generation then).
+fn owner_state(
+    view: &ClusterView,
+    namespace: &str,
+    owner: Option<&(OwnerName, Option<i64>)>,
+) -> OwnerState {
+    let Some((owner, generation)) = owner else {
+        return OwnerState::NotFollowed;
+    };
+    if !view.follows(&owner.resource) {
+        return OwnerState::NotFollowed;
+    }
+    match view.facts(&owner.resource, namespace, &owner.name) {
+        None => OwnerState::Gone,
+        Some(now) if now.terminating || (owner.uid.is_some() && now.uid != owner.uid) => {
+            OwnerState::Gone
+        }
+        Some(now) if now.generation != *generation => OwnerState::SpecChanged,
+        Some(_) => OwnerState::Unchanged,
     }
 }
 

@@ -1,10 +1,15 @@
 //! What shadow mode reports: the Prometheus counters, the last divergences and intents for the
 //! `/shadow` page, and the numbers behind the one-line summary logged each minute.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use prometheus::{IntCounterVec, Opts, Registry};
 use serde::Serialize;
+
+use crate::{
+    compare::{Kind, Skip},
+    identity::Rule,
+};
 
 /// How many divergences (and intents) the `/shadow` page keeps.
 pub const KEPT: usize = 200;
@@ -33,8 +38,8 @@ impl ShadowMetrics {
             )?,
             divergences: counter(
                 "shadow_divergences_total",
-                "kcm-rs shadow mode: fields on which the settled cluster differs from what kcm-rs would have written",
-                &["controller", "resource", "field"],
+                "kcm-rs shadow mode: divergences of the settled cluster from what kcm-rs would have done, by kind (missing, extra, field, choice)",
+                &["controller", "resource", "field", "kind"],
             )?,
             compared: counter(
                 "shadow_objects_compared_total",
@@ -45,24 +50,36 @@ impl ShadowMetrics {
     }
 }
 
-/// One field on which the settled cluster differs from kcm-rs.
+/// One place where the settled cluster differs from what kcm-rs would have done.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Divergence {
+    /// What it is: `missing` (an object kcm-rs would have created is not there), `extra` (an
+    /// object kcm-rs would have deleted is still there), `field` (a compared field settled at
+    /// another value), `choice` (a scale-down or recovery deleted other objects of the owner).
+    pub kind: Kind,
+    /// The rule the cluster's object was matched by: `name`, `owner+template` (a Deployment's
+    /// ReplicaSet), `owner+count` (a ReplicaSet's pods), `owner` (a ranking).
+    pub rule: Rule,
     /// The controller that decided the write.
     pub controller: String,
     /// The object's resource (plural).
     pub resource: String,
     /// The object's namespace.
     pub namespace: String,
-    /// The object's name.
+    /// The object's name: the cluster's object for a `field` divergence of an object matched
+    /// by another rule than its name; the `generateName` prefix for `owner+count`.
     pub name: String,
+    /// The object's controller owner (`replicasets/web-6d8fb7bfdf`), if followed.
+    pub owner: Option<String>,
     /// The field: a compared field (`spec.replicas`, `status.conditions[Available]`, ...),
-    /// `created` (an object kcm-rs would have created is missing) or `deleted` (an object
-    /// kcm-rs would have deleted is still there).
+    /// `created` (`missing`) or `deleted` (`extra`, `choice`).
     pub field: String,
-    /// kcm-rs's value.
+    /// kcm-rs's value: for `missing`, the object (or for `owner+count` how many it would have
+    /// created); for `extra`, the object; for `choice`, the objects it would have deleted, in
+    /// the order it ranked them.
     pub kcm_rs: String,
-    /// The cluster's value.
+    /// The cluster's value: for `missing`, what the owner has instead (or how many were
+    /// created); for `extra`, `none`; for `choice`, the objects it deleted, in order.
     pub cluster: String,
     /// When it was found (RFC 3339).
     pub at: String,
@@ -102,6 +119,10 @@ pub struct ShadowReport {
     pub divergences_total: u64,
     /// Recorded writes waiting for the settle window.
     pub pending: usize,
+    /// Recorded writes the cluster matched, by the rule that matched them.
+    pub matched: BTreeMap<Rule, u64>,
+    /// Recorded writes not compared, by why: `namespace-deleting`, `owner-gone`.
+    pub not_compared: BTreeMap<&'static str, u64>,
     /// The last divergences, newest first.
     pub divergences: Vec<Divergence>,
     /// The last intents, newest first.
@@ -114,6 +135,8 @@ pub(crate) struct Ledger {
     pub(crate) intents_total: u64,
     pub(crate) compared_total: u64,
     pub(crate) divergences_total: u64,
+    matched: BTreeMap<Rule, u64>,
+    not_compared: BTreeMap<&'static str, u64>,
     divergences: VecDeque<Divergence>,
     intents: VecDeque<Intent>,
 }
@@ -133,6 +156,14 @@ impl Ledger {
         self.compared_total += 1;
     }
 
+    pub(crate) fn matched(&mut self, rule: Rule) {
+        *self.matched.entry(rule).or_default() += 1;
+    }
+
+    pub(crate) fn not_compared(&mut self, skip: Skip) {
+        *self.not_compared.entry(skip.as_str()).or_default() += 1;
+    }
+
     pub(crate) fn report(&self, settle_seconds: f64, pending: usize) -> ShadowReport {
         ShadowReport {
             settle_seconds,
@@ -140,6 +171,8 @@ impl Ledger {
             compared_total: self.compared_total,
             divergences_total: self.divergences_total,
             pending,
+            matched: self.matched.clone(),
+            not_compared: self.not_compared.clone(),
             divergences: self.divergences.iter().rev().cloned().collect(),
             intents: self.intents.iter().rev().cloned().collect(),
         }
@@ -162,6 +195,9 @@ mod tests {
         let mut ledger = Ledger::default();
         for n in 0..(KEPT + 5) {
             ledger.divergence(Divergence {
+                kind: Kind::Field,
+                rule: Rule::Name,
+                owner: None,
                 controller: "c".into(),
                 resource: "r".into(),
                 namespace: "ns".into(),

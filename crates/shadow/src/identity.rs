@@ -1,0 +1,606 @@
+//! Which object the cluster created for a create kcm-rs decided on, and what a delete kcm-rs
+//! decided on became: pure functions over what the watch stream saw, table-tested without a
+//! server.
+//!
+//! A created object is matched by identity, not by name, wherever the name is not part of the
+//! decision ([`Identity`]):
+//!
+//! * a Deployment's ReplicaSet by owner and pod template, ignoring the pod-template-hash label
+//!   as finding the new ReplicaSet does: upstream's hash (of Go's printed struct) differs from
+//!   kcm-rs's by design, so the name does; the replicas it was created with are then compared;
+//! * a ReplicaSet's pods by owner and count: their names are generated;
+//! * everything else (a StatefulSet's pods and claims, ControllerRevisions) by name: the
+//!   controller decides it.
+//!
+//! Creates and deletes are judged against what the watch stream saw since shortly before the
+//! decision, not only against the final state: an object the cluster created and someone then
+//! deleted (a scale-down, a namespace teardown, a user) was created; an object deleted and
+//! recreated under its name was deleted.
+
+use std::{sync::Arc, time::Instant};
+
+use deployment::template::equal_ignore_hash;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::compare::{FieldDiff, OwnerName, canonical, same};
+
+/// The rule by which a recorded write was matched with the cluster (reported with each
+/// divergence and counted per match on `/shadow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Rule {
+    /// The object of the same name (and, for a delete, UID): names the controller decides,
+    /// and every update.
+    #[serde(rename = "name")]
+    Name,
+    /// A Deployment's ReplicaSet: the one the cluster created for the same owner with the same
+    /// pod template, ignoring the pod-template-hash label.
+    #[serde(rename = "owner+template")]
+    OwnerTemplate,
+    /// A ReplicaSet's pods: as many created for the same owner as kcm-rs would have created.
+    #[serde(rename = "owner+count")]
+    OwnerCount,
+    /// The objects of one owner the cluster deleted, against those kcm-rs would have deleted
+    /// (a scale-down or recovery ranking).
+    #[serde(rename = "owner")]
+    Owner,
+}
+
+impl Rule {
+    /// The rule as `/shadow` and the logs name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::Name => "name",
+            Rule::OwnerTemplate => "owner+template",
+            Rule::OwnerCount => "owner+count",
+            Rule::Owner => "owner",
+        }
+    }
+}
+
+/// How the object a create decided on is recognized among the cluster's.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Identity {
+    /// By name: the controller decides it.
+    Name,
+    /// A Deployment's ReplicaSet: by owner and template (ignoring the pod-template-hash label);
+    /// the replicas it was created with are then compared.
+    Template {
+        /// The ReplicaSet kcm-rs would have created, as the write's JSON (shared with the write,
+        /// read only once the cluster created a candidate).
+        created: Arc<[u8]>,
+        /// Its `spec.replicas` as compared text.
+        replicas: String,
+    },
+    /// A pod with a generated name: by owner and count.
+    Count,
+}
+
+impl Identity {
+    /// The rule this identity is matched by.
+    pub fn rule(&self) -> Rule {
+        match self {
+            Identity::Name => Rule::Name,
+            Identity::Template { .. } => Rule::OwnerTemplate,
+            Identity::Count => Rule::OwnerCount,
+        }
+    }
+}
+
+/// How the object `created` (a create's body, `body` as sent) written for `owner` is
+/// recognized; `None` when it cannot be (a generated name without a followed owner).
+pub fn identity_of(
+    resource: &str,
+    created: &Value,
+    body: &Arc<[u8]>,
+    owner: Option<&OwnerName>,
+) -> Option<Identity> {
+    let named = created
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_some_and(|name| !name.is_empty());
+    match owner {
+        Some(owner) if resource == "replicasets" && owner.resource == "deployments" => {
+            Some(Identity::Template {
+                created: body.clone(),
+                replicas: canonical(created.pointer("/spec/replicas")),
+            })
+        }
+        _ if named => Some(Identity::Name),
+        Some(_) => Some(Identity::Count),
+        None => None,
+    }
+}
+
+/// An object as the watch stream delivered it, turned into JSON only when a create is matched
+/// by its content.
+///
+/// Why: it holds the cached object itself (shared with the cache while unchanged), not its JSON,
+/// which for a ReplicaSet is ten times the size and would be built for every creation while
+/// only a create kcm-rs decided on reads it.
+#[derive(Clone)]
+pub struct Snapshot(Arc<dyn Fn() -> Value + Send + Sync>);
+
+impl Snapshot {
+    /// `object`, read as JSON by `to_json` when needed.
+    pub fn of<K: Send + Sync + 'static>(object: Arc<K>, to_json: fn(&K) -> Value) -> Self {
+        Self(Arc::new(move || to_json(&object)))
+    }
+
+    /// The object as JSON.
+    pub fn json(&self) -> Value {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Snapshot")
+    }
+}
+
+impl PartialEq for Snapshot {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// An object the watch stream saw created (added after the caches' first list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Creation {
+    /// Its name.
+    pub name: String,
+    /// Its UID.
+    pub uid: String,
+    /// When the watch delivered it.
+    pub at: Instant,
+    /// The object as created, for kinds matched by content (ReplicaSets).
+    pub object: Option<Snapshot>,
+    /// Whether a create decided on was matched with it by count.
+    pub claimed: bool,
+}
+
+/// An object the watch stream saw deleted (or start being deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deletion {
+    /// Its name (shared by the log's entries by name and by owner).
+    pub name: Arc<str>,
+    /// Its UID.
+    pub uid: Arc<str>,
+    /// When the watch delivered it.
+    pub at: Instant,
+}
+
+/// The cluster's object found for a create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Its name (a ReplicaSet's may differ from kcm-rs's).
+    pub name: String,
+    /// The rule that matched it.
+    pub rule: Rule,
+    /// The fields it was created with that differ from kcm-rs's (a ReplicaSet's replicas).
+    pub diffs: Vec<FieldDiff>,
+}
+
+/// By name: the object `name` is in the cache (`live`), or one of that name was created at or
+/// after `since` (`created`: the creations of that name the watch saw).
+pub fn found_by_name(
+    name: &str,
+    live: bool,
+    created: &[Creation],
+    since: Instant,
+) -> Option<Found> {
+    (live || created.iter().any(|creation| creation.at >= since)).then(|| Found {
+        name: name.to_owned(),
+        rule: Rule::Name,
+        diffs: Vec::new(),
+    })
+}
+
+/// By owner and template: of the owner's objects created at or after `since` (oldest first),
+/// the first whose pod template equals that of `created` (the create's JSON) ignoring the
+/// pod-template-hash label, with its replicas at creation compared with `replicas`.
+pub fn found_by_template(
+    created: &[u8],
+    replicas: &str,
+    candidates: &[Creation],
+    since: Instant,
+) -> Option<Found> {
+    let mut candidates = candidates
+        .iter()
+        .filter(|creation| creation.at >= since)
+        .peekable();
+    candidates.peek()?;
+    let wanted = template_of(created)?;
+    candidates.find_map(|creation| {
+        let object = creation.object.as_ref()?.json();
+        let theirs = decode_template(object.pointer("/spec/template")?)?;
+        equal_ignore_hash(&wanted, &theirs).then(|| {
+            let held = canonical(object.pointer("/spec/replicas"));
+            let diffs = (!same(&held, replicas))
+                .then(|| FieldDiff {
+                    field: "spec.replicas".to_owned(),
+                    kcm_rs: replicas.to_owned(),
+                    cluster: held,
+                })
+                .into_iter()
+                .collect();
+            Found {
+                name: creation.name.clone(),
+                rule: Rule::OwnerTemplate,
+                diffs,
+            }
+        })
+    })
+}
+
+/// The pod template of a ReplicaSet given as JSON.
+fn template_of(replica_set: &[u8]) -> Option<PodTemplateSpec> {
+    #[derive(Deserialize)]
+    struct ReplicaSet {
+        spec: Spec,
+    }
+    #[derive(Deserialize)]
+    struct Spec {
+        template: PodTemplateSpec,
+    }
+    match serde_json::from_slice::<ReplicaSet>(replica_set) {
+        Ok(replica_set) => Some(replica_set.spec.template),
+        Err(error) => {
+            tracing::debug!(%error, "shadow: a created ReplicaSet's template does not decode");
+            None
+        }
+    }
+}
+
+fn decode_template(template: &Value) -> Option<PodTemplateSpec> {
+    match serde_json::from_value(template.clone()) {
+        Ok(template) => Some(template),
+        Err(error) => {
+            tracing::debug!(%error, "shadow: a pod template does not decode");
+            None
+        }
+    }
+}
+
+/// By owner and count: of the owner's objects created at or after `since`, the oldest that no
+/// other create claimed, to be claimed by this one (its index). Claiming the oldest leaves the
+/// later creations to the later decisions, whose windows start later.
+pub fn claimable(created: &[Creation], since: Instant) -> Option<usize> {
+    created
+        .iter()
+        .enumerate()
+        .filter(|(_, creation)| creation.at >= since && !creation.claimed)
+        .min_by_key(|(_, creation)| creation.at)
+        .map(|(index, _)| index)
+}
+
+/// Whether the objects a controller of `owner_resource` creates are matched by owner rather
+/// than by name (a Deployment's ReplicaSets, a ReplicaSet's pods), so that their creations are
+/// never looked up by name.
+pub fn matched_by_owner(owner_resource: &str) -> bool {
+    matches!(owner_resource, "deployments" | "replicasets")
+}
+
+/// Whether the object decided on (`name`, and `uid` when known) was seen deleted at or after
+/// `since`: a namesake seen since is another object.
+pub fn seen_deleted(uid: Option<&str>, deleted: &[Deletion], since: Instant) -> bool {
+    deleted
+        .iter()
+        .any(|deletion| deletion.at >= since && uid.is_none_or(|uid| uid == &*deletion.uid))
+}
+
+/// The owner's objects the cluster deleted at or after `since` that kcm-rs did not pick
+/// (`picked`), in the order they were deleted: what it deleted instead.
+pub fn deleted_instead(deleted: &[Deletion], picked: &[String], since: Instant) -> Vec<String> {
+    let mut instead: Vec<&Deletion> = deleted
+        .iter()
+        .filter(|deletion| {
+            deletion.at >= since && !picked.iter().any(|name| **name == *deletion.name)
+        })
+        .collect();
+    instead.sort_by_key(|deletion| deletion.at);
+    instead
+        .into_iter()
+        .map(|deletion| deletion.name.to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn owner(resource: &str, name: &str) -> OwnerName {
+        OwnerName {
+            resource: resource.into(),
+            name: name.into(),
+            uid: None,
+        }
+    }
+
+    fn template(image: &str, hash: &str) -> Value {
+        json!({"metadata": {"labels": {"app": "web", "pod-template-hash": hash}},
+               "spec": {"containers": [{"name": "c", "image": image}]}})
+    }
+
+    fn body(object: &Value) -> Arc<[u8]> {
+        serde_json::to_vec(object).expect("encodes").into()
+    }
+
+    fn replica_set(name: &str, image: &str, hash: &str, replicas: i64) -> Value {
+        json!({"metadata": {"name": name}, "spec": {"replicas": replicas, "template": template(image, hash)}})
+    }
+
+    #[test]
+    fn identities_of_creates() {
+        let deployment = owner("deployments", "web");
+        let replica_set_owner = owner("replicasets", "web-1");
+        let set = owner("statefulsets", "db");
+        /// Case name, resource, created object, its owner, the rule expected.
+        type Case<'a> = (&'a str, &'a str, Value, Option<&'a OwnerName>, Option<Rule>);
+        let cases: [Case<'_>; 6] = [
+            (
+                "a Deployment's ReplicaSet by owner and template",
+                "replicasets",
+                replica_set("web-5fc8c76488", "nginx", "5fc8c76488", 3),
+                Some(&deployment),
+                Some(Rule::OwnerTemplate),
+            ),
+            (
+                "a ReplicaSet's generated pod by owner and count",
+                "pods",
+                json!({"metadata": {"generateName": "web-1-"}}),
+                Some(&replica_set_owner),
+                Some(Rule::OwnerCount),
+            ),
+            (
+                "a StatefulSet's pod by name",
+                "pods",
+                json!({"metadata": {"name": "db-0"}}),
+                Some(&set),
+                Some(Rule::Name),
+            ),
+            (
+                "a claim without owner by name",
+                "persistentvolumeclaims",
+                json!({"metadata": {"name": "data-db-0"}}),
+                None,
+                Some(Rule::Name),
+            ),
+            (
+                "a ReplicaSet nobody owns by name",
+                "replicasets",
+                replica_set("rs", "nginx", "1", 1),
+                None,
+                Some(Rule::Name),
+            ),
+            (
+                "a generated name without owner is not matched",
+                "pods",
+                json!({"metadata": {"generateName": "x-"}}),
+                None,
+                None,
+            ),
+        ];
+        for (name, resource, object, owner, rule) in cases {
+            assert_eq!(
+                identity_of(resource, &object, &body(&object), owner)
+                    .map(|identity| identity.rule()),
+                rule,
+                "{name}"
+            );
+        }
+        let created = replica_set("web-1", "nginx", "1", 3);
+        let sent = body(&created);
+        let Some(Identity::Template {
+            replicas,
+            created: kept,
+        }) = identity_of("replicasets", &created, &sent, Some(&deployment))
+        else {
+            panic!("a template identity");
+        };
+        assert_eq!(replicas, "3");
+        assert!(Arc::ptr_eq(&kept, &sent), "the write's bytes, not a copy");
+    }
+
+    fn created(name: &str, at: Instant, object: Option<Value>) -> Creation {
+        Creation {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            at,
+            object: object.map(|object| Snapshot::of(Arc::new(object), Value::clone)),
+            claimed: false,
+        }
+    }
+
+    #[test]
+    fn created_replica_sets_are_found_by_template_ignoring_the_hash() {
+        let t0 = Instant::now();
+        let since = t0 + Duration::from_secs(1);
+        let after = since + Duration::from_millis(10);
+        let wanted = body(&replica_set(
+            "web-5fc8c76488",
+            "nginx:1.26",
+            "5fc8c76488",
+            3,
+        ));
+        let upstream = |name: &str, image: &str, replicas: i64, at: Instant| {
+            created(
+                name,
+                at,
+                Some(replica_set(name, image, "6d8fb7bfdf", replicas)),
+            )
+        };
+        let cases = [
+            (
+                "another hash, same template and replicas",
+                vec![upstream("web-6d8fb7bfdf", "nginx:1.26", 3, after)],
+                Some(("web-6d8fb7bfdf", vec![])),
+            ),
+            (
+                "same template, created with other replicas: that field",
+                vec![upstream("web-6d8fb7bfdf", "nginx:1.26", 2, after)],
+                Some((
+                    "web-6d8fb7bfdf",
+                    vec![FieldDiff {
+                        field: "spec.replicas".into(),
+                        kcm_rs: "3".into(),
+                        cluster: "2".into(),
+                    }],
+                )),
+            ),
+            (
+                "another template",
+                vec![upstream("web-6d8fb7bfdf", "nginx:1.25", 3, after)],
+                None,
+            ),
+            (
+                "created before the window",
+                vec![upstream("web-6d8fb7bfdf", "nginx:1.26", 3, t0)],
+                None,
+            ),
+            (
+                "the matching one among others",
+                vec![
+                    upstream("web-old", "nginx:1.25", 0, after),
+                    upstream("web-new", "nginx:1.26", 3, after),
+                ],
+                Some(("web-new", vec![])),
+            ),
+            ("nothing created", vec![], None),
+        ];
+        for (name, creations, expected) in cases {
+            let found = found_by_template(&wanted, "3", &creations, since);
+            let expected = expected.map(|(object, diffs)| Found {
+                name: object.into(),
+                rule: Rule::OwnerTemplate,
+                diffs,
+            });
+            assert_eq!(found, expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn named_objects_are_found_live_or_seen_created() {
+        let t0 = Instant::now();
+        let since = t0 + Duration::from_secs(1);
+        let later = since + Duration::from_secs(1);
+        let cases = [
+            ("in the cache", true, vec![], true),
+            (
+                "created and deleted since (a namespace teardown)",
+                false,
+                vec![created("data-web-2", later, None)],
+                true,
+            ),
+            (
+                "created before the decision's window, gone since",
+                false,
+                vec![created("data-web-2", t0, None)],
+                false,
+            ),
+            ("never created", false, vec![], false),
+        ];
+        for (name, live, creations, found) in cases {
+            assert_eq!(
+                found_by_name("data-web-2", live, &creations, since).is_some(),
+                found,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn generated_pods_are_claimed_once_oldest_first() {
+        let t0 = Instant::now();
+        let since = t0 + Duration::from_secs(1);
+        let first = since + Duration::from_millis(1);
+        let second = since + Duration::from_millis(2);
+        let mut creations = vec![
+            created("web-1-b", second, None),
+            created("web-1-a", first, None),
+            created("web-1-z", t0, None),
+        ];
+        let mut claimed = Vec::new();
+        while let Some(index) = claimable(&creations, since) {
+            creations[index].claimed = true;
+            claimed.push(creations[index].name.clone());
+        }
+        assert_eq!(
+            claimed,
+            ["web-1-a", "web-1-b"],
+            "oldest first, each once, none before the window"
+        );
+    }
+
+    #[test]
+    fn objects_of_deployments_and_replica_sets_are_matched_by_owner() {
+        assert!(matched_by_owner("deployments") && matched_by_owner("replicasets"));
+        assert!(!matched_by_owner("statefulsets"));
+    }
+
+    #[test]
+    fn deletions_seen_and_deleted_instead() {
+        let t0 = Instant::now();
+        let since = t0 + Duration::from_secs(1);
+        let deletion = |name: &str, uid: &str, at: Instant| Deletion {
+            name: name.into(),
+            uid: uid.into(),
+            at,
+        };
+        let later = since + Duration::from_millis(5);
+        let seen = [
+            (
+                "deleted, UID known",
+                Some("u1"),
+                vec![deletion("web-1", "u1", later)],
+                true,
+            ),
+            (
+                "deleted, UID unknown",
+                None,
+                vec![deletion("web-1", "u1", later)],
+                true,
+            ),
+            (
+                "another object of that name deleted",
+                Some("u1"),
+                vec![deletion("web-1", "u0", later)],
+                false,
+            ),
+            (
+                "deleted before the window",
+                Some("u1"),
+                vec![deletion("web-1", "u1", t0)],
+                false,
+            ),
+        ];
+        for (name, uid, deleted, expected) in seen {
+            assert_eq!(seen_deleted(uid, &deleted, since), expected, "{name}");
+        }
+
+        let deleted = vec![
+            deletion("rs-c", "3", later + Duration::from_millis(1)),
+            deletion("rs-a", "1", later),
+            deletion("rs-b", "2", later),
+            deletion("rs-old", "0", t0),
+        ];
+        assert_eq!(
+            deleted_instead(&deleted, &["rs-a".into()], since),
+            vec!["rs-b".to_owned(), "rs-c".to_owned()]
+        );
+        assert!(
+            deleted_instead(
+                &deleted,
+                &["rs-a".into(), "rs-b".into(), "rs-c".into()],
+                since
+            )
+            .is_empty()
+        );
+    }
+}
