@@ -4,6 +4,7 @@
 pub mod api_errors;
 pub mod availability;
 pub mod controller_ref;
+pub mod descriptor;
 pub mod events;
 #[cfg(feature = "testing")]
 pub mod hostile_values;
@@ -12,6 +13,7 @@ pub mod pod_control;
 pub mod pod_predicates;
 pub mod ranking;
 pub mod runtime;
+pub mod shadow_view;
 pub mod stale_reads;
 pub mod write_holds;
 pub mod writes;

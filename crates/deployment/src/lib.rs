@@ -6,6 +6,7 @@ pub mod cleanup;
 pub mod conditions;
 pub mod constants;
 mod controller;
+mod descriptor;
 pub mod error;
 pub mod events;
 mod handlers;
@@ -31,5 +32,6 @@ mod writes;
 
 pub use controller::{CONTROLLER_NAME, DeploymentController, DeploymentError, DeploymentOptions};
 pub use controller_toolkit::runtime::RuntimeOptions;
+pub use descriptor::DESCRIPTOR;
 pub use error::Error;
 pub use workqueue::ControllerMetrics;

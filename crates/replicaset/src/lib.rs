@@ -3,6 +3,7 @@
 
 mod controller;
 pub mod decide;
+mod descriptor;
 mod manage;
 mod metrics;
 
@@ -11,5 +12,6 @@ pub use controller::{
     ReplicaSetOptions,
 };
 pub use controller_toolkit::runtime::RuntimeOptions;
+pub use descriptor::{DESCRIPTOR, STATUS_HOLD_FLAG};
 pub use metrics::StatusWritesHeld;
 pub use workqueue::ControllerMetrics;

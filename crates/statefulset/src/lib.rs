@@ -4,6 +4,7 @@
 mod control;
 mod controller;
 pub mod decide;
+mod descriptor;
 mod features;
 pub mod identity;
 mod metrics;
@@ -19,6 +20,7 @@ pub use controller::{
 };
 pub use controller_toolkit::runtime::RuntimeOptions;
 pub use decide::BrokenRolloutRecovery;
+pub use descriptor::{DESCRIPTOR, MAX_UNAVAILABLE_GATE, RECOVER_FLAG, RECOVER_GRACE_FLAG};
 pub use features::FeatureGates;
 pub use metrics::StatefulSetMetrics;
 pub use workqueue::ControllerMetrics;

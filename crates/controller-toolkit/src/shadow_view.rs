@@ -1,0 +1,220 @@
+//! How shadow mode compares the kinds a controller writes, as the controller declares it in its
+//! descriptor ([`ComparedKind`]), and a type-erased view of one informer's cache
+//! ([`KindCache`]) through which shadow mode reads and follows those kinds.
+//!
+//! Why here: shadow mode must know, per kind, which fields a write is judged on and how an
+//! object the cluster created is recognized, and it must read each kind from the cache the
+//! controller already fills, whatever Rust type that cache holds (a compact cached pod, a
+//! StatefulSet kept as raw JSON). The controller crate knows both; shadow mode knows neither
+//! and reads them through these types, so it depends on no controller.
+
+use std::sync::Arc;
+
+use informer::{
+    DeletedObject, EventHandler, InformerResource, Labeled, Lister, SharedInformer,
+    SharedInformerFactory,
+};
+use k8s_openapi::{api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta};
+use kube::Resource;
+use serde_json::Value;
+
+/// One kind as shadow mode compares it. Several controllers may declare the same resource
+/// (pods are written by the ReplicaSet and StatefulSet controllers): shadow mode takes the union
+/// of what they compare.
+#[derive(Clone, Copy)]
+pub struct ComparedKind {
+    /// The resource (plural), e.g. `replicasets`.
+    pub resource: &'static str,
+    /// The kind as owner references name it, e.g. `ReplicaSet`.
+    pub kind: &'static str,
+    /// The fields a status write is compared on (conditions' type/status/reason come on top).
+    pub status_fields: &'static [&'static str],
+    /// The fields a write of the whole object is compared on.
+    pub object_fields: &'static [&'static str],
+    /// Annotations with these prefixes are compared on writes of the whole object.
+    pub annotation_prefixes: &'static [&'static str],
+    /// Whether those annotations are compared on status writes too (the Deployment controller
+    /// persists its revision annotation through `/status`).
+    pub annotations_on_status: bool,
+    /// How an object the controller creates for an owner of this kind is recognized.
+    pub dependents: DependentsMatch,
+    /// The cache shadow mode reads this kind from, if the controllers asked for it.
+    pub cache: fn(&SharedInformerFactory) -> Option<Arc<dyn KindCache>>,
+}
+
+impl std::fmt::Debug for ComparedKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComparedKind")
+            .field("resource", &self.resource)
+            .field("kind", &self.kind)
+            .field("status_fields", &self.status_fields)
+            .field("object_fields", &self.object_fields)
+            .field("dependents", &self.dependents)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the objects a controller creates for one owner are recognized among the cluster's.
+#[derive(Debug, Clone, Copy)]
+pub enum DependentsMatch {
+    /// By name: the controller decides it (a StatefulSet's pods and claims, revisions).
+    Name,
+    /// By owner and count: their names are generated (a ReplicaSet's pods).
+    Count,
+    /// By owner and pod template, with `equal` deciding whether two templates are the same
+    /// (a Deployment's ReplicaSets: the pod-template-hash label differs between
+    /// implementations); objects of `resource` are kept whole when created, to be matched.
+    Template {
+        /// The created resource matched this way (`replicasets`).
+        resource: &'static str,
+        /// Whether two pod templates are the same for the controller.
+        equal: fn(&PodTemplateSpec, &PodTemplateSpec) -> bool,
+    },
+}
+
+/// Read access to one kind's cache, whatever type the cache holds.
+pub trait KindCache: Send + Sync {
+    /// The object's metadata and its JSON (what compared fields are read from).
+    fn get(&self, namespace: &str, name: &str) -> Option<(ObjectMeta, Value)>;
+    /// The object's metadata alone (no JSON built).
+    fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta>;
+    /// The metadata of every object in `namespace`.
+    fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta>;
+    /// Delivers the cache's watch events to `events`.
+    fn follow(&self, events: Arc<dyn KindEvents>);
+}
+
+/// An object as the watch delivered it, read as JSON only when asked: it holds the cached
+/// object itself (shared with the cache while unchanged), not its JSON, which is built only
+/// for the rare create that is matched by content.
+pub type Snapshot = Arc<dyn Fn() -> Value + Send + Sync>;
+
+/// What a [`KindCache`]'s watch delivers, by metadata.
+pub trait KindEvents: Send + Sync {
+    /// An object was created (not in the cache's first list); `snapshot` gives it whole.
+    fn created(&self, meta: &ObjectMeta, snapshot: &dyn Fn() -> Snapshot);
+    /// An object changed (a resync with the same resourceVersion is not delivered).
+    fn updated(&self, old: &ObjectMeta, new: &ObjectMeta);
+    /// An object was removed.
+    fn deleted(&self, meta: &ObjectMeta);
+}
+
+/// The [`KindCache`] of the shared informer for `K`, if a controller asked for one, with
+/// `to_json` giving the JSON compared fields are read from ([`whole`] or [`metadata_only`]).
+pub fn cache_of<K: InformerResource>(
+    factory: &SharedInformerFactory,
+    to_json: fn(&K) -> Value,
+) -> Option<Arc<dyn KindCache>> {
+    let informer = factory.existing::<K>()?;
+    Some(Arc::new(InformerCache {
+        lister: informer.lister(),
+        informer,
+        to_json,
+    }))
+}
+
+struct InformerCache<K> {
+    informer: SharedInformer<K>,
+    lister: Lister<K>,
+    to_json: fn(&K) -> Value,
+}
+
+impl<K: InformerResource> KindCache for InformerCache<K> {
+    fn get(&self, namespace: &str, name: &str) -> Option<(ObjectMeta, Value)> {
+        let object = self.lister.get(namespace, name)?;
+        Some((object.meta().clone(), (self.to_json)(&object)))
+    }
+
+    fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta> {
+        Some(self.lister.get(namespace, name)?.meta().clone())
+    }
+
+    fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta> {
+        self.lister
+            .in_namespace(namespace)
+            .into_iter()
+            .map(|object| object.meta().clone())
+            .collect()
+    }
+
+    fn follow(&self, events: Arc<dyn KindEvents>) {
+        self.informer.add_event_handler(Following {
+            events,
+            to_json: self.to_json,
+        });
+    }
+}
+
+struct Following<K> {
+    events: Arc<dyn KindEvents>,
+    to_json: fn(&K) -> Value,
+}
+
+impl<K: InformerResource> EventHandler<K> for Following<K> {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        if !is_in_initial_list {
+            let to_json = self.to_json;
+            let snapshot = || -> Snapshot {
+                let object = obj.clone();
+                Arc::new(move || to_json(&object))
+            };
+            self.events.created(obj.meta(), &snapshot);
+        }
+    }
+
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        if old.meta().resource_version != new.meta().resource_version {
+            self.events.updated(old.meta(), new.meta());
+        }
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        self.events.deleted(obj.object().meta());
+    }
+}
+
+/// JSON with only the metadata, for kinds whose other fields are never compared (pods, claims).
+/// The labels are read through [`Labeled`]: a cached pod keeps them outside its `ObjectMeta`.
+pub fn metadata_only<K: Resource + Labeled>(object: &K) -> Value {
+    let mut meta = object.meta().clone();
+    let labels = object.labels();
+    if !labels.is_empty() {
+        meta.labels = Some(
+            labels
+                .iter()
+                .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                .collect(),
+        );
+    }
+    serde_json::json!({ "metadata": meta })
+}
+
+/// The whole object as JSON (for types that serialize as the API object).
+pub fn whole<K: serde::Serialize>(object: &K) -> Value {
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use informer::CachedPod;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+    use super::*;
+
+    /// Shadow mode compares a pod write's labels with the pod as cached, so the cached pod's
+    /// JSON must carry them, whatever type holds them.
+    #[test]
+    fn metadata_only_carries_the_labels_of_every_kind() {
+        let object = serde_json::json!({
+            "metadata": {"name": "web-1", "namespace": "ns", "labels": {"app": "web"}}});
+        let pod: CachedPod = serde_json::from_value(object.clone()).expect("a pod");
+        let claim: PersistentVolumeClaim = serde_json::from_value(object).expect("a claim");
+        for json in [metadata_only(&pod), metadata_only(&claim)] {
+            assert_eq!(
+                json.pointer("/metadata/labels/app"),
+                Some(&Value::from("web"))
+            );
+            assert_eq!(json.pointer("/metadata/name"), Some(&Value::from("web-1")));
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! What the manager knows of the StatefulSet controller: its [`DESCRIPTOR`] (names, flags,
+//! gates, what shadow mode compares, RBAC) and how it is built from the manager's context.
+
+use std::sync::Arc;
+
+use controller_toolkit::{
+    descriptor::{
+        ControllerDescriptor, FeatureGate, InitContext, InitError, PolicyRule, Runnable, Setting,
+        SettingKind, WorkersFlag,
+    },
+    shadow_view::{ComparedKind, DependentsMatch, KindCache, cache_of, metadata_only, whole},
+};
+use informer::{CachedPod, SharedInformerFactory};
+use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::PersistentVolumeClaim};
+
+use crate::{
+    BrokenRolloutRecovery, CONTROLLER_NAME, FeatureGates, QUEUE_NAME, StatefulSetController,
+    StatefulSetMetrics, StatefulSetOptions, raw::RawStatefulSet,
+};
+
+/// `--statefulset-recover-broken-rollout` (kcm-rs only).
+pub const RECOVER_FLAG: &str = "statefulset-recover-broken-rollout";
+/// `--statefulset-recover-grace` (kcm-rs only).
+pub const RECOVER_GRACE_FLAG: &str = "statefulset-recover-grace";
+/// `MaxUnavailableStatefulSet`: beta, off by default in v1.36 (kubernetes#137904).
+pub const MAX_UNAVAILABLE_GATE: &str = "MaxUnavailableStatefulSet";
+
+/// The StatefulSet controller as the manager registers it.
+pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
+    name: CONTROLLER_NAME,
+    aliases: &["statefulset"],
+    disabled_by_default: false,
+    workers: WorkersFlag {
+        flag: "concurrent-statefulset-syncs",
+        default: 5,
+        help: "Number of StatefulSets synced concurrently.",
+        config_section: "StatefulSetController",
+        config_field: "ConcurrentStatefulSetSyncs",
+    },
+    queue: QUEUE_NAME,
+    metrics_subsystem: "statefulset_controller",
+    settings: &[
+        Setting {
+            flag: RECOVER_FLAG,
+            kind: SettingKind::Bool,
+            default: "false",
+            help: "kcm-rs only: recover StatefulSets whose rolling update is stuck on a pod that \
+                   never becomes Ready, by deleting that pod instead of waiting for a manual \
+                   `kubectl delete pod`. Off by default (upstream waits); a set's \
+                   `kcm-rs.io/recover-broken-rollout` annotation (`\"true\"`/`\"false\"`) \
+                   overrides it.",
+        },
+        Setting {
+            flag: RECOVER_GRACE_FLAG,
+            kind: SettingKind::Duration,
+            default: "30s",
+            help: "kcm-rs only: how long past `minReadySeconds` a pod must have been not Ready \
+                   before the broken-rollout recovery deletes it, so that a slow start is not \
+                   taken for a broken one.",
+        },
+    ],
+    feature_gates: &[
+        FeatureGate {
+            name: MAX_UNAVAILABLE_GATE,
+            default: false,
+            fixed: false,
+        },
+        FeatureGate {
+            name: "StaleControllerConsistencyStatefulSet",
+            default: true,
+            fixed: true,
+        },
+        FeatureGate {
+            name: "StatefulSetSemanticRevisionComparison",
+            default: true,
+            fixed: true,
+        },
+    ],
+    compared_kinds: &[
+        ComparedKind {
+            resource: "statefulsets",
+            kind: "StatefulSet",
+            status_fields: &[
+                "status.replicas",
+                "status.readyReplicas",
+                "status.currentReplicas",
+                "status.updatedReplicas",
+                "status.availableReplicas",
+                "status.currentRevision",
+                "status.updateRevision",
+                "status.observedGeneration",
+                "status.collisionCount",
+            ],
+            object_fields: &[],
+            annotation_prefixes: &[],
+            annotations_on_status: false,
+            dependents: DependentsMatch::Name,
+            cache: set_cache,
+        },
+        ComparedKind {
+            resource: "pods",
+            kind: "Pod",
+            status_fields: &[],
+            object_fields: &["metadata.labels"],
+            annotation_prefixes: &[],
+            annotations_on_status: false,
+            dependents: DependentsMatch::Name,
+            cache: pod_cache,
+        },
+        ComparedKind {
+            resource: "controllerrevisions",
+            kind: "ControllerRevision",
+            status_fields: &[],
+            object_fields: &["revision"],
+            annotation_prefixes: &[],
+            annotations_on_status: false,
+            dependents: DependentsMatch::Name,
+            cache: revision_cache,
+        },
+        ComparedKind {
+            resource: "persistentvolumeclaims",
+            kind: "PersistentVolumeClaim",
+            status_fields: &[],
+            object_fields: &["metadata.ownerReferences"],
+            annotation_prefixes: &[],
+            annotations_on_status: false,
+            dependents: DependentsMatch::Name,
+            cache: claim_cache,
+        },
+    ],
+    rbac: &[
+        PolicyRule {
+            api_group: "apps",
+            resources: &["statefulsets"],
+            verbs: &["get", "list", "watch", "update", "patch"],
+        },
+        PolicyRule {
+            api_group: "apps",
+            resources: &["statefulsets/status", "statefulsets/finalizers"],
+            verbs: &["update"],
+        },
+        PolicyRule {
+            api_group: "",
+            resources: &["pods"],
+            verbs: &["get", "list", "watch", "create", "delete", "patch"],
+        },
+        PolicyRule {
+            api_group: "",
+            resources: &["persistentvolumeclaims"],
+            verbs: &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        },
+        PolicyRule {
+            api_group: "apps",
+            resources: &["controllerrevisions"],
+            verbs: &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        },
+        PolicyRule {
+            api_group: "",
+            resources: &["events"],
+            verbs: &["create", "patch", "update"],
+        },
+    ],
+    init,
+};
+
+/// The StatefulSet's JSON is the object as the server sent it.
+fn set_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
+    cache_of::<RawStatefulSet>(factory, |set| set.raw.clone())
+}
+
+fn pod_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
+    cache_of::<CachedPod>(factory, metadata_only)
+}
+
+fn revision_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
+    cache_of::<ControllerRevision>(factory, whole)
+}
+
+fn claim_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
+    cache_of::<PersistentVolumeClaim>(factory, metadata_only)
+}
+
+fn init(context: InitContext<'_>) -> Result<Option<Box<dyn Runnable>>, InitError> {
+    let settings = context.settings;
+    let options = StatefulSetOptions {
+        runtime: context.runtime,
+        gauges: Some(StatefulSetMetrics::register(context.metrics)?),
+        gates: FeatureGates {
+            max_unavailable_statefulset: settings.gate(MAX_UNAVAILABLE_GATE)?,
+        },
+        recovery: BrokenRolloutRecovery {
+            all_sets: settings.bool(RECOVER_FLAG)?,
+            grace: settings.duration(RECOVER_GRACE_FLAG)?,
+        },
+    };
+    let controller = StatefulSetController::new(context.client, context.informers, options)?;
+    Ok(Some(Box::new(controller)))
+}
