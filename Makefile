@@ -5,7 +5,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= $(CURDIR)/target/kube-sim.kubeconfig
 
-.PHONY: build dist dist-profiling run test bench chaos lint fmt image
+.PHONY: build dist dist-profiling run test bench chaos lint fmt rbac image
 
 ## build: optimized binaries kube-controller-manager and kube-sim (release profile)
 build:
@@ -48,6 +48,11 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+## rbac: regenerate deploy/base/rbac.yaml from the controllers' descriptors (a test of
+## `make test` fails when the file and the descriptors disagree)
+rbac:
+	KCM_RS_WRITE_RBAC=1 $(CARGO) test -p manager --lib rbac::tests::deploy_manifest_matches_the_descriptors
 
 ## image: container image for deploy/ in the dist profile (needs a Docker engine; not run in CI)
 image:

@@ -2,9 +2,8 @@
 //! controllers with upstream's flags. Exit codes: 0 after a graceful shutdown, 1 on any
 //! start-up failure or when leadership is lost.
 
-use clap::Parser;
 use manager::{
-    Options,
+    ControllerRegistry, Options,
     options::{LoggingFormat, strip_ignored_flags},
 };
 use tokio::signal::unix::{SignalKind, signal};
@@ -19,8 +18,15 @@ use tracing_subscriber::EnvFilter;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> std::process::ExitCode {
+    let registry = match manager::default_registry() {
+        Ok(registry) => registry,
+        Err(error) => {
+            eprintln!("kube-controller-manager: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let (args, ignored) = strip_ignored_flags(std::env::args().collect());
-    let options = Options::parse_from(args);
+    let options = Options::parse_with(&registry, args).unwrap_or_else(|error| error.exit());
     init_logging(options.verbosity, options.logging_format);
     for flag in ignored {
         tracing::warn!(flag = %flag, "upstream flag has no meaning in kcm-rs; ignored");
@@ -35,7 +41,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(options)) {
+    match runtime.block_on(run(options, registry)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(
@@ -47,7 +53,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run(options: Options) -> anyhow::Result<()> {
+async fn run(options: Options, registry: ControllerRegistry) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -66,7 +72,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         tracing::warn!("second termination signal; exiting at once");
         std::process::exit(1);
     });
-    manager::run(options, manager::default_registry()?, shutdown).await?;
+    manager::run(options, registry, shutdown).await?;
     Ok(())
 }
 

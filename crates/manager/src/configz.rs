@@ -26,13 +26,16 @@
 //!   upstream, as configz allows one entry per registered configuration; the `kcm-rs.io/`
 //!   prefix marks it as kcm-rs's, as it does kcm-rs's annotations, and upstream never serves it.
 //!
-//! A new flag needs one line in [`Configz::new`]'s `kcm_rs_flags!` list (or a field here and a
-//! row in [`UPSTREAM_FIELDS`] if upstream's component config has it); a unit test walks clap's
-//! arguments and fails until every flag appears.
+//! A controller's flags come from its descriptor: its workers flag lands in its section of
+//! upstream's object, its settings under `kcm-rs.io/flags`, with nothing to add here. A new
+//! manager flag needs one line in [`Configz::new`]'s `kcm_rs_flags!` list (or a field here and
+//! a row in [`UPSTREAM_FIELDS`] if upstream's component config has it); a unit test walks
+//! clap's arguments and fails until every flag appears.
 
 use std::{collections::BTreeMap, net::IpAddr, path::PathBuf, time::Duration};
 
 use clap::ValueEnum;
+use controller_toolkit::descriptor::SettingValue;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -49,8 +52,9 @@ pub const UPSTREAM_CONFIGZ_NAME: &str = "kubecontrollermanager.config.k8s.io";
 /// The key of every flag upstream's component configuration has no field for (kcm-rs only).
 pub const KCM_RS_CONFIGZ_NAME: &str = "kcm-rs.io/flags";
 
-/// Where each flag with a field in upstream's component configuration shows in `/configz`: the
-/// flag's name and a JSON pointer into the answer. Every other flag is under
+/// Where each manager flag with a field in upstream's component configuration shows in
+/// `/configz`: the flag's name and a JSON pointer into the answer. The controllers' workers
+/// flags are in their descriptors' sections ([`upstream_fields`]); every other flag is under
 /// [`KCM_RS_CONFIGZ_NAME`] by its name.
 pub const UPSTREAM_FIELDS: &[(&str, &str)] = &[
     (
@@ -109,19 +113,59 @@ pub const UPSTREAM_FIELDS: &[(&str, &str)] = &[
         "leader-elect-resource-namespace",
         "/kubecontrollermanager.config.k8s.io/Generic/LeaderElection/ResourceNamespace",
     ),
-    (
-        "concurrent-deployment-syncs",
-        "/kubecontrollermanager.config.k8s.io/DeploymentController/ConcurrentDeploymentSyncs",
-    ),
-    (
-        "concurrent-statefulset-syncs",
-        "/kubecontrollermanager.config.k8s.io/StatefulSetController/ConcurrentStatefulSetSyncs",
-    ),
-    (
-        "concurrent-replicaset-syncs",
-        "/kubecontrollermanager.config.k8s.io/ReplicaSetController/ConcurrentRSSyncs",
-    ),
 ];
+
+/// The sections of upstream's `KubeControllerManagerConfiguration` after `Generic`, in
+/// upstream's declaration order (`pkg/controller/apis/config/types.go`), which Go's
+/// `json.Marshal` keeps: a controller's section is placed by it.
+const UPSTREAM_SECTION_ORDER: &[&str] = &[
+    "KubeCloudShared",
+    "ServiceController",
+    "AttachDetachController",
+    "CSRSigningController",
+    "DaemonSetController",
+    "DeploymentController",
+    "StatefulSetController",
+    "DeprecatedController",
+    "EndpointController",
+    "EndpointSliceController",
+    "EndpointSliceMirroringController",
+    "EphemeralVolumeController",
+    "GarbageCollectorController",
+    "HPAController",
+    "JobController",
+    "CronJobController",
+    "LegacySATokenCleaner",
+    "NamespaceController",
+    "NodeIPAMController",
+    "NodeLifecycleController",
+    "PersistentVolumeBinderController",
+    "PodGCController",
+    "ReplicaSetController",
+    "ReplicationController",
+    "ResourceQuotaController",
+    "SAController",
+    "TTLAfterFinishedController",
+    "ValidatingAdmissionPolicyStatusController",
+];
+
+/// [`UPSTREAM_FIELDS`] and, for every registered controller, where its workers flag shows:
+/// `/kubecontrollermanager.config.k8s.io/<section>/<field>` of its descriptor.
+pub fn upstream_fields(options: &Options) -> Vec<(String, String)> {
+    let manager = UPSTREAM_FIELDS
+        .iter()
+        .map(|(flag, pointer)| ((*flag).to_owned(), (*pointer).to_owned()));
+    let controllers = options.controller_flags.all_workers().map(|(workers, _)| {
+        (
+            workers.flag.to_owned(),
+            format!(
+                "/{UPSTREAM_CONFIGZ_NAME}/{}/{}",
+                workers.config_section, workers.config_field
+            ),
+        )
+    });
+    manager.chain(controllers).collect()
+}
 
 /// The content type kcm-rs sends and accepts, whatever `--kube-api-content-type` says.
 const EFFECTIVE_CONTENT_TYPE: &str = "application/json";
@@ -137,17 +181,14 @@ pub struct Configz {
 }
 
 /// The part of upstream's `KubeControllerManagerConfiguration` kcm-rs has flags for, in
-/// upstream's field order.
+/// upstream's field order: `Generic`, then each registered controller's section (its
+/// descriptor's workers field), placed by [`UPSTREAM_SECTION_ORDER`].
 #[derive(Debug, Clone, Serialize)]
 struct KubeControllerManagerConfiguration {
     #[serde(rename = "Generic")]
     generic: GenericControllerManagerConfiguration,
-    #[serde(rename = "DeploymentController")]
-    deployment_controller: DeploymentControllerConfiguration,
-    #[serde(rename = "StatefulSetController")]
-    statefulset_controller: StatefulSetControllerConfiguration,
-    #[serde(rename = "ReplicaSetController")]
-    replicaset_controller: ReplicaSetControllerConfiguration,
+    #[serde(flatten)]
+    controllers: serde_json::Map<String, Value>,
 }
 
 /// `k8s.io/controller-manager/config.GenericControllerManagerConfiguration`, without `Port` and
@@ -201,27 +242,6 @@ struct LeaderElectionConfiguration {
     resource_namespace: String,
 }
 
-/// `pkg/controller/deployment/config.DeploymentControllerConfiguration`.
-#[derive(Debug, Clone, Serialize)]
-struct DeploymentControllerConfiguration {
-    #[serde(rename = "ConcurrentDeploymentSyncs")]
-    concurrent_deployment_syncs: usize,
-}
-
-/// `pkg/controller/statefulset/config.StatefulSetControllerConfiguration`.
-#[derive(Debug, Clone, Serialize)]
-struct StatefulSetControllerConfiguration {
-    #[serde(rename = "ConcurrentStatefulSetSyncs")]
-    concurrent_statefulset_syncs: usize,
-}
-
-/// `pkg/controller/replicaset/config.ReplicaSetControllerConfiguration`.
-#[derive(Debug, Clone, Serialize)]
-struct ReplicaSetControllerConfiguration {
-    #[serde(rename = "ConcurrentRSSyncs")]
-    concurrent_rs_syncs: usize,
-}
-
 /// `kcm-rs.io/flags` entries: each field of [`Options`] named by its flag, which is the field's
 /// name in kebab case (as clap derives it) unless given with `=> "name"`.
 macro_rules! kcm_rs_flags {
@@ -262,19 +282,11 @@ impl Configz {
                 },
                 controllers: selection.canonical_entries(),
             },
-            deployment_controller: DeploymentControllerConfiguration {
-                concurrent_deployment_syncs: options.concurrent_deployment_syncs,
-            },
-            statefulset_controller: StatefulSetControllerConfiguration {
-                concurrent_statefulset_syncs: options.concurrent_statefulset_syncs,
-            },
-            replicaset_controller: ReplicaSetControllerConfiguration {
-                concurrent_rs_syncs: options.concurrent_replicaset_syncs,
-            },
+            controllers: controller_sections(options),
         };
         // Every flag without a field above, one line each (the unit test
-        // `every_flag_is_in_configz` names a missing one).
-        let flags = kcm_rs_flags!(options;
+        // `every_flag_is_in_configz` names a missing one), then the controllers' settings.
+        let mut flags = kcm_rs_flags!(options;
             // Upstream flags that upstream keeps outside its component configuration.
             master,
             bind_address,
@@ -299,15 +311,41 @@ impl Configz {
             verbosity => "v",
             logging_format,
             // kcm-rs only.
-            replicaset_status_hold,
             plain_http,
-            statefulset_recover_broken_rollout,
-            statefulset_recover_grace,
             shadow,
             shadow_settle,
         );
+        for (setting, value) in options.controller_flags.all_settings() {
+            let value = match value {
+                SettingValue::Duration(duration) => duration.flag_value(),
+                SettingValue::Bool(enabled) => enabled.flag_value(),
+            };
+            flags.insert(setting.flag.to_owned(), value);
+        }
         Self { flags, component }
     }
+}
+
+/// Each registered controller's section of upstream's configuration, holding its workers
+/// field, in upstream's order of sections (an unknown section last, by name).
+fn controller_sections(options: &Options) -> serde_json::Map<String, Value> {
+    let mut workers: Vec<_> = options.controller_flags.all_workers().collect();
+    workers.sort_by_key(|(flag, _)| {
+        let position = UPSTREAM_SECTION_ORDER
+            .iter()
+            .position(|section| *section == flag.config_section);
+        (position.unwrap_or(usize::MAX), flag.config_section)
+    });
+    let mut sections = serde_json::Map::new();
+    for (flag, value) in workers {
+        let section = sections
+            .entry(flag.config_section)
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(fields) = section {
+            fields.insert(flag.config_field.to_owned(), Value::from(*value));
+        }
+    }
+    sections
 }
 
 /// The flag of `field`: `explicit` if given, else the field's name in kebab case.
@@ -437,19 +475,22 @@ fn go_float32_value(value: f32) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use clap::{CommandFactory, Parser};
+    use clap::CommandFactory;
     use serde_json::json;
 
     use super::*;
-    use crate::{controllers::default_registry, options::strip_ignored_flags};
+    use crate::{
+        controller_flags::ControllerFlags, controllers::default_registry,
+        options::strip_ignored_flags,
+    };
 
     /// `/configz` of a manager run with `args`, as JSON.
     fn configz(args: &[&str]) -> Value {
         let mut argv = vec!["kube-controller-manager".to_string()];
         argv.extend(args.iter().map(|arg| arg.to_string()));
         let (kept, _) = strip_ignored_flags(argv);
-        let options = Options::try_parse_from(kept).expect("flags");
         let registry = default_registry().expect("registry");
+        let options = Options::parse_with(&registry, kept).expect("flags");
         let selection = ControllerSelection::parse(&options.controllers, &registry).expect("list");
         serde_json::to_value(Configz::new(&options, &selection)).expect("json")
     }
@@ -696,7 +737,10 @@ mod tests {
         let flags = answer[KCM_RS_CONFIGZ_NAME]
             .as_object()
             .expect("flags object");
-        let mut command = Options::command();
+        let registry = default_registry().expect("registry");
+        let options = Options::parse_with(&registry, ["kube-controller-manager"]).expect("flags");
+        let upstream_fields = upstream_fields(&options);
+        let mut command = ControllerFlags::add_to(Options::command(), &registry);
         command.build();
         let mut names = Vec::new();
         for arg in command.get_arguments() {
@@ -705,7 +749,7 @@ mod tests {
             }
             let name = arg.get_long().expect("every flag has a long name");
             names.push(name.to_string());
-            let upstream = UPSTREAM_FIELDS.iter().find(|(flag, _)| *flag == name);
+            let upstream = upstream_fields.iter().find(|(flag, _)| *flag == name);
             match (upstream, flags.contains_key(name)) {
                 (Some((_, pointer)), false) => assert!(
                     answer.pointer(pointer).is_some(),
@@ -729,7 +773,7 @@ mod tests {
                 "{KCM_RS_CONFIGZ_NAME} has {key}, which is no flag"
             );
         }
-        for (flag, _) in UPSTREAM_FIELDS {
+        for (flag, _) in &upstream_fields {
             assert!(
                 names.iter().any(|name| name == flag),
                 "UPSTREAM_FIELDS has --{flag}, which is no flag"

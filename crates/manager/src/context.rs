@@ -1,17 +1,24 @@
-//! What a controller's init function receives: the shared informer factory, a way to get its
-//! own API client, the metrics registry, the options and, in shadow mode, where writes go.
+//! What the manager hands each controller's init function: the shared informer factory, the
+//! controller's own client, the metrics registry, its flags and gates and, in shadow mode,
+//! where its writes go.
 
 use std::sync::Arc;
 
-use controller_toolkit::writes::WriteExecutor;
+use controller_toolkit::{
+    descriptor::{ControllerDescriptor, InitContext, Runnable},
+    runtime::RuntimeOptions,
+    stale_reads::StaleSyncSkips,
+};
 use informer::SharedInformerFactory;
 use prometheus::Registry;
 use shadow::Shadow;
 use workqueue::ControllerMetrics;
 
-use crate::{options::Options, registry::InitError, rest_client::ClientFactory};
+use crate::{
+    feature_gates::EnabledGates, options::Options, registry::InitError, rest_client::ClientFactory,
+};
 
-/// Handed to every init function. Informers requested through `informers` are started by the
+/// Builds the enabled controllers. Informers requested through `informers` are started by the
 /// manager after every controller has been constructed.
 pub struct ControllerContext {
     /// The process-wide shared informer factory.
@@ -20,8 +27,9 @@ pub struct ControllerContext {
     pub metrics: Registry,
     /// Workqueue and sync-duration families, registered once and shared by all controllers.
     pub controller_metrics: ControllerMetrics,
-    /// Parsed command-line options (worker counts and the like).
+    /// Parsed command-line options (worker counts, settings and the like).
     pub options: Arc<Options>,
+    gates: EnabledGates,
     clients: ClientFactory,
     shadow: Option<Shadow>,
 }
@@ -40,26 +48,49 @@ impl ControllerContext {
             informers,
             metrics,
             controller_metrics,
+            gates: options.enabled_gates(),
             options,
             clients,
             shadow,
         }
     }
 
-    /// Where `controller`'s writes go: `None` (the API server) unless in shadow mode, where
-    /// they are recorded and not sent.
-    pub fn write_executor(&self, controller: &'static str) -> Option<Arc<dyn WriteExecutor>> {
-        self.shadow
-            .as_ref()
-            .map(|shadow| shadow.executor(controller))
-    }
-
-    /// An API client named after the controller (its user agent suffix), with its own
-    /// client-side rate limit, as upstream's `ClientOrDie(name)`.
-    pub fn client(&self, controller: &str) -> Result<kube::Client, InitError> {
-        self.clients.client(controller).map_err(|error| InitError {
-            controller: controller.to_string(),
+    /// Builds the controller `descriptor` describes, upstream's `newXController`: with its own
+    /// client, the shared metrics, its `<subsystem>_stale_sync_skips_total` counter, its
+    /// settings and gates and, in shadow mode, the executor that records its writes instead of
+    /// sending them. `Ok(None)` when it chose not to run.
+    pub fn init(
+        &self,
+        descriptor: &ControllerDescriptor,
+    ) -> Result<Option<Box<dyn Runnable>>, InitError> {
+        let name = descriptor.name;
+        let failed = |error: &dyn std::fmt::Display| InitError {
+            controller: name.to_string(),
             message: error.to_string(),
+        };
+        let runtime = RuntimeOptions {
+            metrics: self.controller_metrics.clone(),
+            stale_sync_skips: Some(
+                StaleSyncSkips::register(&self.metrics, descriptor.metrics_subsystem)
+                    .map_err(|error| failed(&error))?,
+            ),
+            writes: self
+                .shadow
+                .as_ref()
+                .map(|shadow| shadow.executor(descriptor.name)),
+        };
+        let settings = self
+            .options
+            .controller_flags
+            .settings_for(descriptor, &self.gates);
+        let client = self.clients.client(name).map_err(|error| failed(&error))?;
+        (descriptor.init)(InitContext {
+            client,
+            informers: &self.informers,
+            runtime,
+            metrics: &self.metrics,
+            settings: &settings,
         })
+        .map_err(|error| failed(&error))
     }
 }

@@ -94,7 +94,7 @@ impl ControllerSelection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{ControllerDescriptor, ControllerRegistry};
+    use crate::registry::{ControllerRegistry, test_descriptor};
 
     fn registry() -> ControllerRegistry {
         let mut registry = ControllerRegistry::new();
@@ -106,12 +106,7 @@ mod tests {
         ];
         for (name, aliases, disabled_by_default) in descriptors {
             registry
-                .register(ControllerDescriptor {
-                    name,
-                    aliases,
-                    disabled_by_default,
-                    init: |_| Ok(None),
-                })
+                .register(test_descriptor(name, aliases, disabled_by_default))
                 .expect("register");
         }
         registry

@@ -2,30 +2,18 @@
 //!
 //! An upstream manifest carries gates for every controller of kube-controller-manager, so the
 //! list is parsed the way upstream parses it (a malformed entry or a non-boolean value is an
-//! error at start-up), and of the names only those that change the behavior of kcm-rs's three
-//! controllers are acted on. Every other name is accepted with one warning, so the manifest
+//! error at start-up), and of the names only those a registered controller's descriptor lists
+//! are acted on. Every other name is accepted with one warning, so the manifest
 //! runs unchanged. Gates kcm-rs follows but does not let a user turn off are reported as such:
 //! running with one of them off would not be upstream's behavior at any version kcm-rs follows.
 
 use std::collections::BTreeMap;
 
-/// `MaxUnavailableStatefulSet`: beta, off by default in v1.36 (kubernetes#137904).
-pub const MAX_UNAVAILABLE_STATEFULSET: &str = "MaxUnavailableStatefulSet";
+use controller_toolkit::descriptor::FeatureGate;
 
-/// Gates kcm-rs implements only in their v1.36 default state.
-const FIXED_AT_DEFAULT: &[(&str, bool)] = &[
-    ("DeploymentReplicaSetTerminatingReplicas", true),
-    ("StaleControllerConsistencyReplicaSet", true),
-    ("StaleControllerConsistencyStatefulSet", true),
-    ("StatefulSetSemanticRevisionComparison", true),
-];
-
-/// The gates that change what kcm-rs's controllers do, at v1.36's defaults unless set.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FeatureGates {
-    /// The StatefulSet controller's ([`MAX_UNAVAILABLE_STATEFULSET`]).
-    pub statefulset: statefulset::FeatureGates,
-}
+/// The gates set on the command line that a registered controller follows, by name; a gate
+/// not in the map is at its default.
+pub type EnabledGates = BTreeMap<&'static str, bool>;
 
 /// A `--feature-gates` value upstream would reject too.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,9 +50,13 @@ fn parse_go_bool(value: &str) -> Option<bool> {
     }
 }
 
-/// Parses `--feature-gates` (comma-separated `Name=bool`, blanks around entries ignored).
-/// Returns the gates and the names kcm-rs does not act on, for one warning each.
-pub fn parse_feature_gates(flag: &str) -> Result<(FeatureGates, Vec<String>), FeatureGateError> {
+/// Parses `--feature-gates` (comma-separated `Name=bool`, blanks around entries ignored)
+/// against the gates the registered controllers follow (`known`). Returns the known gates set,
+/// and the other names, for one warning each.
+pub fn parse_feature_gates(
+    flag: &str,
+    known: &[FeatureGate],
+) -> Result<(EnabledGates, Vec<String>), FeatureGateError> {
     let mut given = BTreeMap::new();
     for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, value) = entry
@@ -77,21 +69,21 @@ pub fn parse_feature_gates(flag: &str) -> Result<(FeatureGates, Vec<String>), Fe
         })?;
         given.insert(name.to_owned(), enabled);
     }
-    let mut gates = FeatureGates::default();
+    let mut gates = EnabledGates::new();
     let mut ignored = Vec::new();
     for (name, enabled) in given {
-        if name == MAX_UNAVAILABLE_STATEFULSET {
-            gates.statefulset.max_unavailable_statefulset = enabled;
-        } else if let Some((_, default)) = FIXED_AT_DEFAULT.iter().find(|(n, _)| *n == name) {
-            if enabled != *default {
+        match known.iter().find(|gate| gate.name == name) {
+            Some(gate) if gate.fixed && enabled != gate.default => {
                 return Err(FeatureGateError::Fixed {
                     name,
                     value: enabled,
-                    default: *default,
+                    default: gate.default,
                 });
             }
-        } else {
-            ignored.push(name);
+            Some(gate) => {
+                gates.insert(gate.name, enabled);
+            }
+            None => ignored.push(name),
         }
     }
     Ok((gates, ignored))
@@ -101,21 +93,32 @@ pub fn parse_feature_gates(flag: &str) -> Result<(FeatureGates, Vec<String>), Fe
 mod tests {
     use super::*;
 
+    const KNOWN: &[FeatureGate] = &[
+        FeatureGate {
+            name: "MaxUnavailableStatefulSet",
+            default: false,
+            fixed: false,
+        },
+        FeatureGate {
+            name: "DeploymentReplicaSetTerminatingReplicas",
+            default: true,
+            fixed: true,
+        },
+    ];
+
     #[test]
     fn parses_upstream_syntax() {
-        let on = FeatureGates {
-            statefulset: statefulset::FeatureGates {
-                max_unavailable_statefulset: true,
-            },
-        };
-        type Parsed = Result<(FeatureGates, Vec<&'static str>), FeatureGateError>;
+        let on = EnabledGates::from([("MaxUnavailableStatefulSet", true)]);
+        let off = EnabledGates::from([("MaxUnavailableStatefulSet", false)]);
+        let fixed = EnabledGates::from([("DeploymentReplicaSetTerminatingReplicas", true)]);
+        type Parsed = Result<(EnabledGates, Vec<&'static str>), FeatureGateError>;
         let cases: Vec<(&str, Parsed)> = vec![
-            ("", Ok((FeatureGates::default(), vec![]))),
-            ("MaxUnavailableStatefulSet=true", Ok((on, vec![]))),
-            (" MaxUnavailableStatefulSet = T ,", Ok((on, vec![]))),
+            ("", Ok((EnabledGates::new(), vec![]))),
+            ("MaxUnavailableStatefulSet=true", Ok((on.clone(), vec![]))),
+            (" MaxUnavailableStatefulSet = T ,", Ok((on.clone(), vec![]))),
             (
                 "MaxUnavailableStatefulSet=1,MaxUnavailableStatefulSet=false",
-                Ok((FeatureGates::default(), vec![])),
+                Ok((off, vec![])),
             ),
             (
                 "JobPodReplacementPolicy=true,MaxUnavailableStatefulSet=true",
@@ -123,7 +126,7 @@ mod tests {
             ),
             (
                 "DeploymentReplicaSetTerminatingReplicas=true",
-                Ok((FeatureGates::default(), vec![])),
+                Ok((fixed, vec![])),
             ),
             (
                 "DeploymentReplicaSetTerminatingReplicas=false",
@@ -154,7 +157,7 @@ mod tests {
                     ignored.into_iter().map(str::to_owned).collect::<Vec<_>>(),
                 )
             });
-            assert_eq!(parse_feature_gates(flag), want, "{flag:?}");
+            assert_eq!(parse_feature_gates(flag, KNOWN), want, "{flag:?}");
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod configz;
 pub mod context;
+pub mod controller_flags;
 pub mod controller_selection;
 pub mod controllers;
 pub mod delegated_auth;
@@ -12,6 +13,7 @@ pub mod go_duration;
 pub mod health;
 pub mod leader_election;
 pub mod options;
+pub mod rbac;
 pub mod registry;
 pub mod rest_client;
 pub mod run;
@@ -22,5 +24,5 @@ pub use context::ControllerContext;
 pub use controller_selection::ControllerSelection;
 pub use controllers::default_registry;
 pub use options::Options;
-pub use registry::{Controller, ControllerDescriptor, ControllerRegistry, InitError};
+pub use registry::{ControllerDescriptor, ControllerRegistry, InitError};
 pub use run::{RunError, run};

@@ -4,10 +4,12 @@
 
 use std::{net::IpAddr, path::PathBuf, time::Duration};
 
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
-use crate::feature_gates::{FeatureGateError, FeatureGates, parse_feature_gates};
+use crate::controller_flags::ControllerFlags;
+use crate::feature_gates::{EnabledGates, FeatureGateError, parse_feature_gates};
 use crate::go_duration::parse_go_duration;
+use crate::registry::ControllerRegistry;
 
 /// kube-controller-manager for Deployments, ReplicaSets and StatefulSets.
 #[derive(Debug, Clone, Parser)]
@@ -18,20 +20,10 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
-    /// Number of ReplicaSets synced concurrently.
-    #[arg(long, default_value_t = 5)]
-    pub concurrent_replicaset_syncs: usize,
-    /// kcm-rs only: how long at most a ReplicaSet's status write waits for the pods its sync
-    /// created or deleted to be observed, so one write carries the new observedGeneration and
-    /// the counts after them; `0s` writes on every sync, as upstream.
-    #[arg(long, default_value = "1s", value_parser = parse_go_duration)]
-    pub replicaset_status_hold: Duration,
-    /// Number of Deployments synced concurrently.
-    #[arg(long, default_value_t = 5)]
-    pub concurrent_deployment_syncs: usize,
-    /// Number of StatefulSets synced concurrently.
-    #[arg(long, default_value_t = 5)]
-    pub concurrent_statefulset_syncs: usize,
+    /// Each registered controller's flags (`--concurrent-<name>-syncs` and its own settings),
+    /// added from the descriptors by [`Options::parse_with`].
+    #[arg(skip)]
+    pub controller_flags: ControllerFlags,
 
     /// Path to a kubeconfig; empty with no --master means in-cluster configuration.
     #[arg(long)]
@@ -144,21 +136,11 @@ pub struct Options {
     #[arg(long, default_value = "10s", value_parser = parse_go_duration)]
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
 
-    /// Feature gates, `Name=bool,...`: `MaxUnavailableStatefulSet` is acted on; gates of other
-    /// controllers are accepted with a warning (see `feature_gates`).
+    /// Feature gates, `Name=bool,...`: the gates a registered controller follows are acted on
+    /// (`MaxUnavailableStatefulSet`); other controllers' gates are accepted with a warning (see
+    /// `feature_gates`).
     #[arg(long, default_value = "")]
     pub feature_gates: String,
-
-    /// kcm-rs only: recover every OrderedReady StatefulSet from a broken rolling update
-    /// (kubernetes#67250) by deleting a pod stuck not Ready at an outdated revision, without a
-    /// manual `kubectl delete pod`. Off by default (upstream waits); a set's
-    /// `kcm-rs.io/recover-broken-rollout` annotation (`"true"`/`"false"`) overrides it.
-    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
-    pub statefulset_recover_broken_rollout: bool,
-    /// kcm-rs only: how long past `minReadySeconds` a pod must have been not Ready before the
-    /// broken-rollout recovery deletes it, so that a slow start is not taken for a broken one.
-    #[arg(long, default_value = "30s", value_parser = parse_go_duration)]
-    pub statefulset_recover_grace: Duration,
 
     /// kcm-rs only: shadow mode. Run the controllers beside upstream's, send no write for the
     /// workloads (the Lease and the authn/authz reviews are the only writes), and report where
@@ -229,7 +211,7 @@ impl Options {
             return Err(OptionsError::HalfCertificate);
         }
         crate::delegated_auth::AlwaysAllowPaths::parse(&self.authorization_always_allow_paths)?;
-        parse_feature_gates(&self.feature_gates)?;
+        parse_feature_gates(&self.feature_gates, self.controller_flags.gates())?;
         Ok(())
     }
 
@@ -253,12 +235,26 @@ impl Options {
         }
     }
 
-    /// The parsed `--feature-gates` (v1.36's defaults when [`validate`](Self::validate) would
-    /// reject the flag).
-    pub fn feature_gates(&self) -> FeatureGates {
-        parse_feature_gates(&self.feature_gates)
+    /// The gates `--feature-gates` sets that a registered controller follows (none when
+    /// [`validate`](Self::validate) would reject the flag: every gate at its default).
+    pub fn enabled_gates(&self) -> EnabledGates {
+        parse_feature_gates(&self.feature_gates, self.controller_flags.gates())
             .map(|(gates, _)| gates)
             .unwrap_or_default()
+    }
+
+    /// Parses the command line (`args[0]` is the program) with the flags of every controller
+    /// in `registry` added, as clap's `try_parse_from` would without them.
+    pub fn parse_with<I, T>(registry: &ControllerRegistry, args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let command = ControllerFlags::add_to(Self::command(), registry);
+        let matches = command.try_get_matches_from(args)?;
+        let mut options = Self::from_arg_matches(&matches)?;
+        options.controller_flags = ControllerFlags::from_matches(&matches, registry);
+        Ok(options)
     }
 }
 
@@ -373,16 +369,17 @@ mod tests {
         let mut argv = vec!["kube-controller-manager".to_string()];
         argv.extend(args.iter().map(|arg| arg.to_string()));
         let (kept, _) = strip_ignored_flags(argv);
-        Options::try_parse_from(kept).expect("parse")
+        let registry = crate::controllers::default_registry().expect("registry");
+        Options::parse_with(&registry, kept).expect("parse")
     }
 
     #[test]
     fn defaults_are_upstreams() {
         let options = parse(&[]);
         assert_eq!(options.controllers, vec!["*"]);
-        assert_eq!(options.concurrent_replicaset_syncs, 5);
-        assert_eq!(options.concurrent_deployment_syncs, 5);
-        assert_eq!(options.concurrent_statefulset_syncs, 5);
+        for (workers, value) in options.controller_flags.all_workers() {
+            assert_eq!(*value, 5, "--{}", workers.flag);
+        }
         assert_eq!(options.kube_api_qps, 20.0);
         assert_eq!(options.kube_api_burst, 30);
         assert_eq!(options.min_resync_period, Duration::from_secs(12 * 3600));
@@ -549,42 +546,6 @@ mod tests {
     }
 
     #[test]
-    fn replicaset_status_hold_defaults_to_one_second() {
-        assert_eq!(parse(&[]).replicaset_status_hold, Duration::from_secs(1));
-        let cases = [
-            ("0s", Duration::ZERO),
-            ("250ms", Duration::from_millis(250)),
-        ];
-        for (value, want) in cases {
-            let flag = format!("--replicaset-status-hold={value}");
-            assert_eq!(parse(&[&flag]).replicaset_status_hold, want, "{value}");
-        }
-    }
-
-    #[test]
-    fn statefulset_recovery_is_off_with_a_30s_grace_by_default() {
-        let options = parse(&[]);
-        assert!(!options.statefulset_recover_broken_rollout);
-        assert_eq!(options.statefulset_recover_grace, Duration::from_secs(30));
-        let options = parse(&[
-            "--statefulset-recover-broken-rollout",
-            "--statefulset-recover-grace=1m30s",
-        ]);
-        assert!(options.statefulset_recover_broken_rollout);
-        assert_eq!(options.statefulset_recover_grace, Duration::from_secs(90));
-        assert!(
-            !parse(&["--statefulset-recover-broken-rollout=false"])
-                .statefulset_recover_broken_rollout
-        );
-        let mut argv = vec!["kube-controller-manager".to_owned()];
-        argv.push("--statefulset-recover-grace=30".to_owned());
-        assert!(
-            Options::try_parse_from(argv).is_err(),
-            "a Go duration needs a unit"
-        );
-    }
-
-    #[test]
     fn shadow_mode_leads_with_its_own_lease_unless_named() {
         let shadow = parse(&["--shadow"]);
         assert!(shadow.shadow);
@@ -603,17 +564,10 @@ mod tests {
 
     #[test]
     fn feature_gates_default_to_v1_36_and_reach_the_statefulset_controller() {
-        assert!(
-            !parse(&[])
-                .feature_gates()
-                .statefulset
-                .max_unavailable_statefulset
-        );
-        assert!(
-            parse(&["--feature-gates=MaxUnavailableStatefulSet=true"])
-                .feature_gates()
-                .statefulset
-                .max_unavailable_statefulset
+        assert_eq!(parse(&[]).enabled_gates(), EnabledGates::new());
+        assert_eq!(
+            parse(&["--feature-gates=MaxUnavailableStatefulSet=true"]).enabled_gates(),
+            EnabledGates::from([("MaxUnavailableStatefulSet", true)])
         );
     }
 }

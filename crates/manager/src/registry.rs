@@ -1,22 +1,13 @@
-//! The controller registry: canonical name -> descriptor (aliases, default state, init function).
+//! The controller registry: canonical name -> descriptor (each controller crate's
+//! `DESCRIPTOR`: aliases, default state, flags, init function, ...).
 //!
 //! The manager knows controllers only through this map, as upstream's `NewControllerDescriptors`.
 //! Registration rejects what upstream panics on (empty or duplicate names, an alias that clashes
-//! with a name or another alias), so a broken registry fails at start-up, not silently.
+//! with a name or another alias) and a flag declared twice, so a broken registry fails at start-up, not silently.
 
 use std::collections::BTreeMap;
 
-use futures::future::BoxFuture;
-use tokio_util::sync::CancellationToken;
-
-use crate::context::ControllerContext;
-
-/// A constructed controller, ready to run once the informers have started.
-pub trait Controller: Send {
-    /// Runs until `shutdown` is cancelled and every worker has finished its current item.
-    /// Waiting for the informer caches to sync is part of running.
-    fn run(self: Box<Self>, shutdown: CancellationToken) -> BoxFuture<'static, ()>;
-}
+pub use controller_toolkit::descriptor::ControllerDescriptor;
 
 /// Why a controller could not be constructed; aborts the manager's start-up, as upstream does.
 #[derive(Debug, thiserror::Error)]
@@ -28,33 +19,6 @@ pub struct InitError {
     pub message: String,
 }
 
-/// Builds a controller: wires its informers, handlers and queue, starts nothing.
-/// `Ok(None)` means the controller chose not to run (logged and skipped, as upstream).
-pub type InitFn = fn(&ControllerContext) -> Result<Option<Box<dyn Controller>>, InitError>;
-
-/// One registry entry.
-#[derive(Clone, Copy)]
-pub struct ControllerDescriptor {
-    /// Canonical name, e.g. `replicaset-controller`; also the health-check and client name.
-    pub name: &'static str,
-    /// Names accepted in `--controllers` besides the canonical one (upstream's short names).
-    pub aliases: &'static [&'static str],
-    /// Whether `*` leaves this controller off (only naming it explicitly enables it).
-    pub disabled_by_default: bool,
-    /// Constructor.
-    pub init: InitFn,
-}
-
-impl std::fmt::Debug for ControllerDescriptor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ControllerDescriptor")
-            .field("name", &self.name)
-            .field("aliases", &self.aliases)
-            .field("disabled_by_default", &self.disabled_by_default)
-            .finish_non_exhaustive()
-    }
-}
-
 /// A registration that upstream would refuse.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RegistryError {
@@ -64,6 +28,9 @@ pub enum RegistryError {
     /// The name or an alias is already taken.
     #[error("controller name or alias {0:?} is already registered")]
     Duplicate(String),
+    /// A flag of the descriptor is already another flag (clap would refuse the command line).
+    #[error("flag --{0} is already registered")]
+    DuplicateFlag(String),
 }
 
 /// Map of canonical controller names to descriptors, plus the alias table.
@@ -71,12 +38,22 @@ pub enum RegistryError {
 pub struct ControllerRegistry {
     descriptors: BTreeMap<&'static str, ControllerDescriptor>,
     aliases: BTreeMap<&'static str, &'static str>,
+    flags: std::collections::BTreeSet<&'static str>,
 }
 
 impl ControllerRegistry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A registry of `descriptors`, in that order of registration.
+    pub fn of(descriptors: &[ControllerDescriptor]) -> Result<Self, RegistryError> {
+        let mut registry = Self::new();
+        for descriptor in descriptors {
+            registry.register(*descriptor)?;
+        }
+        Ok(registry)
     }
 
     /// Adds a descriptor, refusing empty and clashing names.
@@ -92,6 +69,16 @@ impl ControllerRegistry {
                 return Err(RegistryError::Duplicate((*alias).to_string()));
             }
         }
+        let flags = std::iter::once(descriptor.workers.flag)
+            .chain(descriptor.settings.iter().map(|setting| setting.flag));
+        for flag in flags {
+            if self.flags.contains(flag) {
+                return Err(RegistryError::DuplicateFlag(flag.to_string()));
+            }
+        }
+        self.flags.insert(descriptor.workers.flag);
+        self.flags
+            .extend(descriptor.settings.iter().map(|setting| setting.flag));
         for alias in descriptor.aliases {
             self.aliases.insert(alias, descriptor.name);
         }
@@ -118,17 +105,44 @@ impl ControllerRegistry {
     }
 }
 
+/// A descriptor for tests of the registry and the selection: its workers flag is named after
+/// it, it declares nothing else, and its init chooses not to run.
+#[cfg(test)]
+pub(crate) fn test_descriptor(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    disabled_by_default: bool,
+) -> ControllerDescriptor {
+    use controller_toolkit::descriptor::WorkersFlag;
+    ControllerDescriptor {
+        name,
+        aliases,
+        disabled_by_default,
+        workers: WorkersFlag {
+            flag: name,
+            default: 1,
+            help: "",
+            config_section: "",
+            config_field: "",
+        },
+        queue: name,
+        metrics_subsystem: name,
+        settings: &[],
+        feature_gates: &[],
+        compared_kinds: &[],
+        rbac: &[],
+        init: |_| Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use controller_toolkit::descriptor::{Setting, SettingKind};
+
     fn descriptor(name: &'static str, aliases: &'static [&'static str]) -> ControllerDescriptor {
-        ControllerDescriptor {
-            name,
-            aliases,
-            disabled_by_default: false,
-            init: |_| Ok(None),
-        }
+        test_descriptor(name, aliases, false)
     }
 
     /// A registry holding only `descriptor`.
@@ -174,5 +188,28 @@ mod tests {
         for (descriptor, want) in cases {
             assert_eq!(registry.register(descriptor), Err(want));
         }
+    }
+
+    /// clap panics on two arguments of one name: the registry refuses them first.
+    #[test]
+    fn refuses_a_flag_twice() {
+        let mut registry = registry_of(descriptor("a-controller", &[]));
+        let mut same_workers_flag = descriptor("b-controller", &[]);
+        same_workers_flag.workers.flag = "a-controller";
+        assert_eq!(
+            registry.register(same_workers_flag),
+            Err(RegistryError::DuplicateFlag("a-controller".into()))
+        );
+        let mut setting_as_flag = descriptor("c-controller", &[]);
+        setting_as_flag.settings = &[Setting {
+            flag: "a-controller",
+            kind: SettingKind::Bool,
+            default: "false",
+            help: "",
+        }];
+        assert_eq!(
+            registry.register(setting_as_flag),
+            Err(RegistryError::DuplicateFlag("a-controller".into()))
+        );
     }
 }

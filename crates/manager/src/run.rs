@@ -15,6 +15,7 @@ use std::{
     time::Duration,
 };
 
+use controller_toolkit::descriptor::Runnable;
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, FactoryConfig, SharedInformerFactory,
 };
@@ -41,7 +42,7 @@ use crate::{
         Campaign, ElectionError, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector,
     },
     options::{Options, OptionsError},
-    registry::{Controller, ControllerRegistry, InitError},
+    registry::{ControllerRegistry, InitError},
     rest_client::{ClientError, ClientFactory, RestClientMetrics},
     server::{self, ServerError, Serving},
     write_fence::LeaseFence,
@@ -109,7 +110,9 @@ pub async fn run_with_hooks(
     hooks: RunHooks,
 ) -> Result<(), RunError> {
     options.validate()?;
-    if let Ok((_, ignored)) = parse_feature_gates(&options.feature_gates) {
+    if let Ok((_, ignored)) =
+        parse_feature_gates(&options.feature_gates, options.controller_flags.gates())
+    {
         for gate in ignored {
             tracing::warn!(
                 gate,
@@ -304,7 +307,7 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
         plan.shadow.clone(),
     );
 
-    let mut constructed: Vec<(&'static str, Box<dyn Controller>)> = Vec::new();
+    let mut constructed: Vec<(&'static str, usize, Box<dyn Runnable>)> = Vec::new();
     for descriptor in plan.registry.descriptors() {
         if !plan
             .selection
@@ -313,10 +316,11 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
             tracing::info!(controller = descriptor.name, "controller is disabled");
             continue;
         }
-        match (descriptor.init)(&context)? {
+        match context.init(descriptor)? {
             Some(controller) => {
                 tracing::info!(controller = descriptor.name, "starting controller");
-                constructed.push((descriptor.name, controller));
+                let workers = plan.options.controller_flags.workers(descriptor);
+                constructed.push((descriptor.name, workers, controller));
             }
             None => tracing::info!(controller = descriptor.name, "controller chose not to run"),
         }
@@ -340,7 +344,7 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
 
     let start_interval = plan.options.controller_start_interval;
     let mut tasks = Vec::with_capacity(constructed.len());
-    for (name, controller) in constructed {
+    for (name, workers, controller) in constructed {
         let running = Arc::new(AtomicBool::new(true));
         let check_running = running.clone();
         let check_work = work.clone();
@@ -363,7 +367,7 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
         tasks.push(tokio::spawn(async move {
             tokio::select! {
                 _ = token.cancelled() => {}
-                _ = tokio::time::sleep(delay) => controller.run(token).await,
+                _ = tokio::time::sleep(delay) => controller.run(workers, token).await,
             }
             running.store(false, Ordering::Relaxed);
             tracing::info!(controller = name, "controller stopped");

@@ -44,11 +44,11 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             flag: RECOVER_FLAG,
             kind: SettingKind::Bool,
             default: "false",
-            help: "kcm-rs only: recover StatefulSets whose rolling update is stuck on a pod that \
-                   never becomes Ready, by deleting that pod instead of waiting for a manual \
-                   `kubectl delete pod`. Off by default (upstream waits); a set's \
-                   `kcm-rs.io/recover-broken-rollout` annotation (`\"true\"`/`\"false\"`) \
-                   overrides it.",
+            help: "kcm-rs only: recover every OrderedReady StatefulSet from a broken rolling \
+                   update (kubernetes#67250) by deleting a pod stuck not Ready at an outdated \
+                   revision, without a manual `kubectl delete pod`. Off by default (upstream \
+                   waits); a set's `kcm-rs.io/recover-broken-rollout` annotation \
+                   (`\"true\"`/`\"false\"`) overrides it.",
         },
         Setting {
             flag: RECOVER_GRACE_FLAG,

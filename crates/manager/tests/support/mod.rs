@@ -9,7 +9,6 @@ use std::{
     time::Duration,
 };
 
-use clap::Parser;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -58,7 +57,7 @@ pub async fn start_manager(
         }
     }
     argv.extend(flags.iter().cloned());
-    let options = Options::try_parse_from(argv).expect("flags");
+    let options = Options::parse_with(&registry, argv).expect("flags");
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let run_stop = stop.clone();
