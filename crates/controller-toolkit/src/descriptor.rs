@@ -23,7 +23,7 @@ use crate::{
 };
 
 /// Everything the manager needs to know of one controller.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct ControllerDescriptor {
     /// Canonical name, as upstream (`replicaset-controller`): `--controllers`, the event
     /// source, the client's user agent, the health check and the log field.
@@ -49,18 +49,6 @@ pub struct ControllerDescriptor {
     pub rbac: &'static [PolicyRule],
     /// Builds it on the manager's shared informers; starts nothing.
     pub init: InitFn,
-}
-
-impl std::fmt::Debug for ControllerDescriptor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ControllerDescriptor")
-            .field("name", &self.name)
-            .field("aliases", &self.aliases)
-            .field("disabled_by_default", &self.disabled_by_default)
-            .field("workers", &self.workers.flag)
-            .field("queue", &self.queue)
-            .finish_non_exhaustive()
-    }
 }
 
 /// A controller's `--concurrent-<name>-syncs` flag and where upstream's component
@@ -132,6 +120,13 @@ pub struct PolicyRule {
     /// Verbs.
     pub verbs: &'static [&'static str],
 }
+
+/// Events, as every controller records them (core/v1 Events, aggregated by patch).
+pub const EVENTS_RULE: PolicyRule = PolicyRule {
+    api_group: "",
+    resources: &["events"],
+    verbs: &["create", "patch", "update"],
+};
 
 /// Builds a controller: `Ok(None)` when it chose not to run (logged and skipped, as upstream).
 pub type InitFn = fn(InitContext<'_>) -> Result<Option<Box<dyn Runnable>>, InitError>;

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use informer::{
-    DeletedObject, EventHandler, InformerResource, Labeled, Lister, SharedInformer,
+    CachedPod, DeletedObject, EventHandler, InformerResource, Labeled, Lister, SharedInformer,
     SharedInformerFactory,
 };
 use k8s_openapi::{api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta};
@@ -21,7 +21,7 @@ use serde_json::Value;
 /// One kind as shadow mode compares it. Several controllers may declare the same resource
 /// (pods are written by the ReplicaSet and StatefulSet controllers): shadow mode takes the union
 /// of what they compare.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct ComparedKind {
     /// The resource (plural), e.g. `replicasets`.
     pub resource: &'static str,
@@ -42,16 +42,21 @@ pub struct ComparedKind {
     pub cache: fn(&SharedInformerFactory) -> Option<Arc<dyn KindCache>>,
 }
 
-impl std::fmt::Debug for ComparedKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ComparedKind")
-            .field("resource", &self.resource)
-            .field("kind", &self.kind)
-            .field("status_fields", &self.status_fields)
-            .field("object_fields", &self.object_fields)
-            .field("dependents", &self.dependents)
-            .finish_non_exhaustive()
-    }
+/// Pods as the controllers that create them are compared: by their labels (adoption and
+/// release change them), read from the compact cached pods.
+pub const PODS: ComparedKind = ComparedKind {
+    resource: "pods",
+    kind: "Pod",
+    status_fields: &[],
+    object_fields: &["metadata.labels"],
+    annotation_prefixes: &[],
+    annotations_on_status: false,
+    dependents: DependentsMatch::Name,
+    cache: pod_cache,
+};
+
+fn pod_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
+    cache_of::<CachedPod>(factory, metadata_only)
 }
 
 /// How the objects a controller creates for one owner are recognized among the cluster's.

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use controller_toolkit::{
     descriptor::{
-        ControllerDescriptor, FeatureGate, InitContext, InitError, PolicyRule, Runnable,
-        WorkersFlag,
+        ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext, InitError, PolicyRule,
+        Runnable, WorkersFlag,
     },
     shadow_view::{ComparedKind, DependentsMatch, KindCache, cache_of, whole},
 };
@@ -102,11 +102,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             resources: &["pods"],
             verbs: &["get", "list", "watch"],
         },
-        PolicyRule {
-            api_group: "",
-            resources: &["events"],
-            verbs: &["create", "patch", "update"],
-        },
+        EVENTS_RULE,
     ],
     init,
 };

@@ -3,12 +3,12 @@
 
 use controller_toolkit::{
     descriptor::{
-        ControllerDescriptor, FeatureGate, InitContext, InitError, PolicyRule, Runnable, Setting,
-        SettingKind, WorkersFlag,
+        ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext, InitError, PolicyRule,
+        Runnable, Setting, SettingKind, WorkersFlag,
     },
-    shadow_view::{ComparedKind, DependentsMatch, KindCache, cache_of, metadata_only, whole},
+    shadow_view::{ComparedKind, DependentsMatch, KindCache, PODS, cache_of, whole},
 };
-use informer::{CachedPod, CachedReplicaSet, SharedInformerFactory};
+use informer::{CachedReplicaSet, SharedInformerFactory};
 use std::sync::Arc;
 
 use crate::{
@@ -64,16 +64,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             dependents: DependentsMatch::Count,
             cache: replica_set_cache,
         },
-        ComparedKind {
-            resource: "pods",
-            kind: "Pod",
-            status_fields: &[],
-            object_fields: &["metadata.labels"],
-            annotation_prefixes: &[],
-            annotations_on_status: false,
-            dependents: DependentsMatch::Name,
-            cache: pod_cache,
-        },
+        PODS,
     ],
     rbac: &[
         PolicyRule {
@@ -91,21 +82,13 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             resources: &["pods"],
             verbs: &["get", "list", "watch", "create", "delete", "patch"],
         },
-        PolicyRule {
-            api_group: "",
-            resources: &["events"],
-            verbs: &["create", "patch", "update"],
-        },
+        EVENTS_RULE,
     ],
     init,
 };
 
 fn replica_set_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
     cache_of::<CachedReplicaSet>(factory, whole)
-}
-
-fn pod_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
-    cache_of::<CachedPod>(factory, metadata_only)
 }
 
 fn init(context: InitContext<'_>) -> Result<Option<Box<dyn Runnable>>, InitError> {

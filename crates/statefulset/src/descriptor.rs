@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use controller_toolkit::{
     descriptor::{
-        ControllerDescriptor, FeatureGate, InitContext, InitError, PolicyRule, Runnable, Setting,
-        SettingKind, WorkersFlag,
+        ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext, InitError, PolicyRule,
+        Runnable, Setting, SettingKind, WorkersFlag,
     },
-    shadow_view::{ComparedKind, DependentsMatch, KindCache, cache_of, metadata_only, whole},
+    shadow_view::{ComparedKind, DependentsMatch, KindCache, PODS, cache_of, metadata_only, whole},
 };
-use informer::{CachedPod, SharedInformerFactory};
+use informer::SharedInformerFactory;
 use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::PersistentVolumeClaim};
 
 use crate::{
@@ -97,16 +97,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             dependents: DependentsMatch::Name,
             cache: set_cache,
         },
-        ComparedKind {
-            resource: "pods",
-            kind: "Pod",
-            status_fields: &[],
-            object_fields: &["metadata.labels"],
-            annotation_prefixes: &[],
-            annotations_on_status: false,
-            dependents: DependentsMatch::Name,
-            cache: pod_cache,
-        },
+        PODS,
         ComparedKind {
             resource: "controllerrevisions",
             kind: "ControllerRevision",
@@ -158,11 +149,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
                 "get", "list", "watch", "create", "update", "patch", "delete",
             ],
         },
-        PolicyRule {
-            api_group: "",
-            resources: &["events"],
-            verbs: &["create", "patch", "update"],
-        },
+        EVENTS_RULE,
     ],
     init,
 };
@@ -170,10 +157,6 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
 /// The StatefulSet's JSON is the object as the server sent it.
 fn set_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
     cache_of::<RawStatefulSet>(factory, |set| set.raw.clone())
-}
-
-fn pod_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
-    cache_of::<CachedPod>(factory, metadata_only)
 }
 
 fn revision_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
