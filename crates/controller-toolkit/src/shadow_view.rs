@@ -36,8 +36,11 @@ pub struct ComparedKind {
     /// Whether those annotations are compared on status writes too (the Deployment controller
     /// persists its revision annotation through `/status`).
     pub annotations_on_status: bool,
-    /// How an object the controller creates for an owner of this kind is recognized.
-    pub dependents: DependentsMatch,
+    /// For a kind the controller reconciles (an owner shadow mode follows): how an object the
+    /// controller creates for an owner of this kind is recognized. `None` for a kind it only
+    /// writes as a dependent (pods, claims, revisions, a Deployment's ReplicaSets as the
+    /// Deployment controller sees them).
+    pub dependents: Option<DependentsMatch>,
     /// The cache shadow mode reads this kind from, if the controllers asked for it.
     pub cache: fn(&SharedInformerFactory) -> Option<Arc<dyn KindCache>>,
 }
@@ -51,7 +54,7 @@ pub const PODS: ComparedKind = ComparedKind {
     object_fields: &["metadata.labels"],
     annotation_prefixes: &[],
     annotations_on_status: false,
-    dependents: DependentsMatch::Name,
+    dependents: None,
     cache: pod_cache,
 };
 
@@ -83,6 +86,9 @@ pub trait KindCache: Send + Sync {
     fn get(&self, namespace: &str, name: &str) -> Option<(ObjectMeta, Value)>;
     /// The object's metadata alone (no JSON built).
     fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta>;
+    /// Calls `read` with the object's metadata where the cache holds it, without copying it
+    /// (for checks that read a few fields of many objects); not called when it is not cached.
+    fn read_meta(&self, namespace: &str, name: &str, read: &mut dyn FnMut(&ObjectMeta));
     /// The metadata of every object in `namespace`.
     fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta>;
     /// Delivers the cache's watch events to `events`.
@@ -132,6 +138,12 @@ impl<K: InformerResource> KindCache for InformerCache<K> {
 
     fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta> {
         Some(self.lister.get(namespace, name)?.meta().clone())
+    }
+
+    fn read_meta(&self, namespace: &str, name: &str, read: &mut dyn FnMut(&ObjectMeta)) {
+        if let Some(object) = self.lister.get(namespace, name) {
+            read(object.meta());
+        }
     }
 
     fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta> {

@@ -8,7 +8,7 @@ use controller_toolkit::{
         ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext, InitError, PolicyRule,
         Runnable, WorkersFlag,
     },
-    shadow_view::{ComparedKind, DependentsMatch, KindCache, cache_of, whole},
+    shadow_view::{ComparedKind, DependentsMatch, KindCache, PODS, cache_of, whole},
 };
 use informer::{CachedDeployment, CachedReplicaSet, SharedInformerFactory};
 
@@ -62,10 +62,10 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             annotation_prefixes: ANNOTATIONS,
             // The revision annotation is persisted through /status too.
             annotations_on_status: true,
-            dependents: DependentsMatch::Template {
+            dependents: Some(DependentsMatch::Template {
                 resource: "replicasets",
                 equal: equal_ignore_hash,
-            },
+            }),
             cache: deployment_cache,
         },
         ComparedKind {
@@ -75,9 +75,11 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             object_fields: &["spec.replicas"],
             annotation_prefixes: ANNOTATIONS,
             annotations_on_status: false,
-            dependents: DependentsMatch::Count,
+            dependents: None,
             cache: replica_set_cache,
         },
+        // Read for the Recreate strategy and the available counts.
+        PODS,
     ],
     rbac: &[
         PolicyRule {

@@ -15,19 +15,13 @@ use std::{
     time::Duration,
 };
 
-use controller_toolkit::descriptor::Runnable;
-use informer::{
-    CachedDeployment, CachedPod, CachedReplicaSet, FactoryConfig, SharedInformerFactory,
-};
-use k8s_openapi::api::{
-    apps::v1::ControllerRevision,
-    core::v1::{Namespace, PersistentVolumeClaim},
-};
+use controller_toolkit::{descriptor::Runnable, shadow_view::ComparedKind};
+use informer::{FactoryConfig, SharedInformerFactory};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use prometheus::Registry;
 use rand::Rng;
 use shadow::{ClusterView, Shadow, ShadowMetrics};
-use statefulset::raw::RawStatefulSet;
 use tokio_util::sync::CancellationToken;
 use workqueue::ControllerMetrics;
 
@@ -155,6 +149,7 @@ pub async fn run_with_hooks(
         Some(Shadow::new(
             options.shadow_settle,
             ShadowMetrics::register(&metrics)?,
+            &compared_kinds(&registry, &selection),
         ))
     } else {
         None
@@ -327,7 +322,8 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
     }
 
     if let Some(shadow) = &plan.shadow {
-        shadow.attach(shadow_view(&factory, plan.options.shadow_settle));
+        let kinds = compared_kinds(&plan.registry, &plan.selection);
+        shadow.attach(shadow_view(&factory, &kinds, plan.options.shadow_settle));
         tokio::spawn(shadow.clone().run(work.clone()));
     }
     plan.health.set_readiness(Readiness::Syncing);
@@ -379,34 +375,30 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
     Ok(())
 }
 
-/// What shadow mode compares against: the caches the enabled controllers asked for, with what
-/// their watches delivered kept for four settle windows (20 s at least), and the namespaces
-/// (its one informer of its own: nothing in a namespace being deleted is compared).
-fn shadow_view(factory: &SharedInformerFactory, settle: Duration) -> ClusterView {
-    fn add<K: informer::InformerResource>(
-        view: ClusterView,
-        factory: &SharedInformerFactory,
-        resource: &'static str,
-        to_json: fn(&K) -> serde_json::Value,
-    ) -> ClusterView {
-        match factory.existing::<K>() {
-            Some(informer) => view.with(resource, &informer, to_json),
-            None => view,
-        }
-    }
-    let mut view =
-        ClusterView::new(shadow::keep(settle)).with_namespaces(factory.informer::<Namespace>());
-    view = add::<CachedReplicaSet>(view, factory, "replicasets", shadow::whole);
-    view = add::<CachedDeployment>(view, factory, "deployments", shadow::whole);
-    view = add::<RawStatefulSet>(view, factory, "statefulsets", |set| set.raw.clone());
-    view = add::<CachedPod>(view, factory, "pods", shadow::metadata_only);
-    view = add::<ControllerRevision>(view, factory, "controllerrevisions", shadow::whole);
-    add::<PersistentVolumeClaim>(
-        view,
-        factory,
-        "persistentvolumeclaims",
-        shadow::metadata_only,
-    )
+/// What shadow mode compares against: the caches of the compared `kinds` the enabled
+/// controllers asked for, with what their watches delivered kept for four settle windows (20 s
+/// at least), and the namespaces (its one informer of its own: nothing in a namespace being
+/// deleted is compared).
+fn shadow_view(
+    factory: &SharedInformerFactory,
+    kinds: &[ComparedKind],
+    settle: Duration,
+) -> ClusterView {
+    ClusterView::new(shadow::keep(settle), kinds, factory)
+        .with_namespaces(factory.informer::<Namespace>())
+}
+
+/// The kinds the controllers `selection` enables declare for shadow mode (the
+/// `compared_kinds` of their descriptors).
+fn compared_kinds(
+    registry: &ControllerRegistry,
+    selection: &ControllerSelection,
+) -> Vec<ComparedKind> {
+    registry
+        .descriptors()
+        .filter(|descriptor| selection.is_enabled(descriptor.name, descriptor.disabled_by_default))
+        .flat_map(|descriptor| descriptor.compared_kinds.iter().copied())
+        .collect()
 }
 
 /// `--bind-address`, except that `--plain-http` serves on loopback only: a non-loopback

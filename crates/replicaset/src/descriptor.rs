@@ -61,7 +61,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             object_fields: &[],
             annotation_prefixes: &[],
             annotations_on_status: false,
-            dependents: DependentsMatch::Count,
+            dependents: Some(DependentsMatch::Count),
             cache: replica_set_cache,
         },
         PODS,

@@ -1,10 +1,11 @@
 //! The cluster as shadow mode compares it: the shared informers' caches the controllers already
-//! fill (no watch of its own but the namespaces'), read by resource name; and a log of what the
-//! watch stream delivered in the last few settle windows: when each object or one of its
+//! fill (no watch of its own but the namespaces'), read by resource name through each compared
+//! kind's [`KindCache`], whatever type the cache holds; and a log of what the watch stream
+//! delivered in the last few settle windows ([`KindEvents`]): when each object or one of its
 //! dependents last changed (an object has not settled while its inputs still move), which
-//! objects were created (a ReplicaSet with its content, to be matched by template) and which
-//! were deleted, by name and by owner. Creates and deletes are judged against that log, so an
-//! object created and deleted again within the window still counts as created.
+//! objects were created (those matched by template, a Deployment's ReplicaSets, with their
+//! content) and which were deleted, by name and by owner. Creates and deletes are judged against
+//! that log, so an object created and deleted again within the window still counts as created.
 
 use std::{
     collections::HashMap,
@@ -12,30 +13,20 @@ use std::{
     time::{Duration, Instant},
 };
 
-use informer::{DeletedObject, EventHandler, InformerResource, Labeled, Lister, SharedInformer};
+use controller_toolkit::shadow_view::{ComparedKind, KindCache, KindEvents, Snapshot};
+use informer::{SharedInformer, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
 use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::{
+    catalog::Catalog,
     compare::{OwnerName, controller_owner_of},
-    identity::{Creation, Deletion, Snapshot, claimable, matched_by_owner},
+    identity::{Creation, Deletion, claimable, matched_by_owner},
 };
 
-/// One object as read from a cache: its metadata and its JSON (what the compared fields are
-/// read from; metadata only for kinds whose other fields are never compared).
-#[derive(Debug, Clone)]
-pub struct CachedObject {
-    /// The object's metadata.
-    pub meta: ObjectMeta,
-    /// The object as JSON.
-    pub json: Value,
-}
-
-/// What a cached object's metadata says that the verdicts need, read without copying the
-/// metadata.
+/// What a cached object's metadata says that the verdicts need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ObjectFacts {
     pub(crate) uid: Option<String>,
@@ -55,47 +46,6 @@ impl ObjectFacts {
     }
 }
 
-/// Read access to one resource's cache.
-trait ResourceCache: Send + Sync {
-    fn get(&self, namespace: &str, name: &str) -> Option<CachedObject>;
-    /// The metadata alone: no JSON is built, for the checks that read nothing else.
-    fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta>;
-    fn facts(&self, namespace: &str, name: &str) -> Option<ObjectFacts>;
-    fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta>;
-}
-
-/// A lister and how to turn its objects into JSON.
-struct Listed<K> {
-    lister: Lister<K>,
-    to_json: fn(&K) -> Value,
-}
-
-impl<K: InformerResource> ResourceCache for Listed<K> {
-    fn get(&self, namespace: &str, name: &str) -> Option<CachedObject> {
-        let object = self.lister.get(namespace, name)?;
-        Some(CachedObject {
-            meta: object.meta().clone(),
-            json: (self.to_json)(&object),
-        })
-    }
-
-    fn meta(&self, namespace: &str, name: &str) -> Option<ObjectMeta> {
-        Some(self.lister.get(namespace, name)?.meta().clone())
-    }
-
-    fn facts(&self, namespace: &str, name: &str) -> Option<ObjectFacts> {
-        Some(ObjectFacts::of(self.lister.get(namespace, name)?.meta()))
-    }
-
-    fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta> {
-        self.lister
-            .in_namespace(namespace)
-            .into_iter()
-            .map(|object| object.meta().clone())
-            .collect()
-    }
-}
-
 /// An object as the watch log keys it: `resource/namespace/name`.
 fn object_key(resource: &str, namespace: &str, name: &str) -> String {
     format!("{resource}/{namespace}/{name}")
@@ -107,14 +57,12 @@ pub(crate) fn owner_key(resource: &str, namespace: &str, owner: &OwnerName) -> S
     format!("{resource}/{namespace}/{}/{}", owner.resource, owner.name)
 }
 
-/// The kinds whose created objects are kept, to be matched by content.
-const KEPT_WHOLE: &[&str] = &["replicasets"];
-
 /// What the watch stream delivered recently; entries older than `keep` are dropped as newer
 /// events come in.
-#[derive(Debug)]
 struct WatchLog {
     keep: Duration,
+    /// Which owners are followed, and how their dependents are matched.
+    catalog: Arc<Catalog>,
     inner: Mutex<Logged>,
 }
 
@@ -130,9 +78,10 @@ struct Logged {
 }
 
 impl WatchLog {
-    fn new(keep: Duration) -> Self {
+    fn new(keep: Duration, catalog: Arc<Catalog>) -> Self {
         Self {
             keep,
+            catalog,
             inner: Mutex::new(Logged {
                 changed: HashMap::new(),
                 created_by_name: HashMap::new(),
@@ -151,7 +100,7 @@ impl WatchLog {
         let namespace = meta.namespace.as_deref().unwrap_or_default();
         let name = meta.name.as_deref().unwrap_or_default();
         let uid = meta.uid.clone().unwrap_or_default();
-        let owner = controller_owner_of(meta);
+        let owner = controller_owner_of(&self.catalog, meta);
         let mut guard = self.inner.lock();
         let logged = &mut *guard;
         if now.duration_since(logged.pruned) > self.keep {
@@ -177,7 +126,7 @@ impl WatchLog {
                 };
                 // Objects matched by owner are never looked up by name: logged once.
                 match &owner {
-                    Some(owner) if matched_by_owner(&owner.resource) => logged
+                    Some(owner) if matched_by_owner(&self.catalog, &owner.resource) => logged
                         .created_by_owner
                         .entry(owner_key(resource, namespace, owner))
                         .or_default()
@@ -245,81 +194,65 @@ enum Event {
     Deleted,
 }
 
-/// Feeds the watch log from one informer.
-struct WatchHandler<K> {
+/// Feeds the watch log from one compared kind's watch.
+struct LogFeed {
     resource: &'static str,
+    /// Whether its created objects are kept whole, to be matched by template.
+    kept_whole: bool,
     log: Arc<WatchLog>,
-    /// How to read a created object as JSON, for the kinds matched by content.
-    whole: Option<fn(&K) -> Value>,
 }
 
-impl<K: InformerResource> EventHandler<K> for WatchHandler<K> {
-    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
-        if !is_in_initial_list {
-            let object = self.whole.map(|to_json| Snapshot::of(obj.clone(), to_json));
-            self.log
-                .record(self.resource, obj.meta(), Event::Created(object));
-        }
+impl KindEvents for LogFeed {
+    fn created(&self, meta: &ObjectMeta, snapshot: &dyn Fn() -> Snapshot) {
+        let object = self.kept_whole.then(snapshot);
+        self.log.record(self.resource, meta, Event::Created(object));
     }
 
-    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
-        if old.meta().resource_version == new.meta().resource_version {
-            return;
-        }
-        let event =
-            if old.meta().deletion_timestamp.is_none() && new.meta().deletion_timestamp.is_some() {
-                Event::Deleted
-            } else {
-                Event::Changed
-            };
-        self.log.record(self.resource, new.meta(), event);
+    fn updated(&self, old: &ObjectMeta, new: &ObjectMeta) {
+        let event = if old.deletion_timestamp.is_none() && new.deletion_timestamp.is_some() {
+            Event::Deleted
+        } else {
+            Event::Changed
+        };
+        self.log.record(self.resource, new, event);
     }
 
-    fn on_delete(&self, obj: &DeletedObject<K>) {
-        self.log
-            .record(self.resource, obj.object().meta(), Event::Deleted);
+    fn deleted(&self, meta: &ObjectMeta) {
+        self.log.record(self.resource, meta, Event::Deleted);
     }
 }
 
 /// Every cache shadow mode reads, by resource (plural), the namespaces, and the watch log.
 pub struct ClusterView {
-    caches: HashMap<&'static str, Box<dyn ResourceCache>>,
+    caches: HashMap<&'static str, Arc<dyn KindCache>>,
     namespaces: Option<SharedInformer<Namespace>>,
     log: Arc<WatchLog>,
 }
 
 impl ClusterView {
-    /// An empty view remembering what the watch delivered for `keep` (a few settle windows);
-    /// add each resource's informer with [`ClusterView::with`].
-    pub fn new(keep: Duration) -> Self {
-        Self {
-            caches: HashMap::new(),
-            namespaces: None,
-            log: Arc::new(WatchLog::new(keep)),
+    /// A view of the compared `kinds` that `factory` has caches for (those the controllers
+    /// asked for), logging what their watches deliver and remembering it for `keep` (a few
+    /// settle windows).
+    pub fn new(keep: Duration, kinds: &[ComparedKind], factory: &SharedInformerFactory) -> Self {
+        let catalog = Arc::new(Catalog::new(kinds));
+        let log = Arc::new(WatchLog::new(keep, catalog.clone()));
+        let mut caches = HashMap::new();
+        for (resource, compared) in catalog.resources() {
+            let Some(cache) = (compared.cache)(factory) else {
+                continue;
+            };
+            cache.follow(Arc::new(LogFeed {
+                resource,
+                kept_whole: catalog.kept_whole(resource),
+                log: log.clone(),
+            }));
+            caches.insert(resource, cache);
         }
-    }
-
-    /// Reads `resource` (plural) from `informer`'s cache, with `to_json` giving the JSON the
-    /// compared fields are read from, and logs what its watch delivers.
-    pub fn with<K: InformerResource>(
-        mut self,
-        resource: &'static str,
-        informer: &SharedInformer<K>,
-        to_json: fn(&K) -> Value,
-    ) -> Self {
-        informer.add_event_handler(WatchHandler {
-            resource,
-            log: self.log.clone(),
-            whole: KEPT_WHOLE.contains(&resource).then_some(to_json),
-        });
-        self.caches.insert(
-            resource,
-            Box::new(Listed {
-                lister: informer.lister(),
-                to_json,
-            }),
-        );
-        self
+        Self {
+            caches,
+            namespaces: None,
+            log,
+        }
     }
 
     /// Reads the namespaces from `informer`, so that nothing in a namespace being deleted is
@@ -348,8 +281,15 @@ impl ClusterView {
         self.caches.contains_key(resource)
     }
 
-    /// The cached object `namespace/name` of `resource`.
-    pub(crate) fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<CachedObject> {
+    /// The cached object `namespace/name` of `resource`: its metadata and its JSON (what the
+    /// compared fields are read from; metadata only for kinds whose other fields are never
+    /// compared).
+    pub(crate) fn get(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<(ObjectMeta, Value)> {
         self.caches.get(resource)?.get(namespace, name)
     }
 
@@ -360,7 +300,11 @@ impl ClusterView {
 
     /// What the cached object `namespace/name` of `resource` says of its identity and state.
     pub(crate) fn facts(&self, resource: &str, namespace: &str, name: &str) -> Option<ObjectFacts> {
-        self.caches.get(resource)?.facts(namespace, name)
+        let mut facts = None;
+        self.caches
+            .get(resource)?
+            .read_meta(namespace, name, &mut |meta| facts = Some(ObjectFacts::of(meta)));
+        facts
     }
 
     /// Whether the object, or an object it controls, changed after `since`: the inputs of a
@@ -394,7 +338,7 @@ impl ClusterView {
             .in_namespace(namespace)
             .into_iter()
             .filter(|meta| {
-                controller_owner_of(meta).is_some_and(|found| {
+                controller_owner_of(&self.log.catalog, meta).is_some_and(|found| {
                     found.name == owner.name && found.resource == owner.resource
                 })
             })
@@ -487,51 +431,5 @@ impl ClusterView {
             .get(&owner_key(resource, namespace, owner))
             .cloned()
             .unwrap_or_default()
-    }
-}
-
-/// JSON with only the metadata, for kinds whose other fields are never compared (pods, claims).
-/// The labels are read through [`Labeled`]: a cached pod keeps them outside its `ObjectMeta`.
-pub fn metadata_only<K: Resource + Labeled>(object: &K) -> Value {
-    let mut meta = object.meta().clone();
-    let labels = object.labels();
-    if !labels.is_empty() {
-        meta.labels = Some(
-            labels
-                .iter()
-                .map(|(key, value)| (key.to_owned(), value.to_owned()))
-                .collect(),
-        );
-    }
-    serde_json::json!({ "metadata": meta })
-}
-
-/// The whole object as JSON (for types that serialize as the API object).
-pub fn whole<K: serde::Serialize>(object: &K) -> Value {
-    serde_json::to_value(object).unwrap_or(Value::Null)
-}
-
-#[cfg(test)]
-mod tests {
-    use informer::CachedPod;
-    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-
-    use super::*;
-
-    /// Shadow mode compares a pod write's labels with the pod as cached, so the cached pod's
-    /// JSON must carry them, whatever type holds them.
-    #[test]
-    fn metadata_only_carries_the_labels_of_every_kind() {
-        let object = serde_json::json!({
-            "metadata": {"name": "web-1", "namespace": "ns", "labels": {"app": "web"}}});
-        let pod: CachedPod = serde_json::from_value(object.clone()).expect("a pod");
-        let claim: PersistentVolumeClaim = serde_json::from_value(object).expect("a claim");
-        for json in [metadata_only(&pod), metadata_only(&claim)] {
-            assert_eq!(
-                json.pointer("/metadata/labels/app"),
-                Some(&Value::from("web"))
-            );
-            assert_eq!(json.pointer("/metadata/name"), Some(&Value::from("web-1")));
-        }
     }
 }

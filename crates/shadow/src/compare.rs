@@ -1,9 +1,10 @@
 //! What a recorded write expects of the cluster, and the verdict once the object has settled:
 //! pure functions of plain data, table-tested without a server.
 //!
-//! A write is compared on the fields the issue names and upstream's users read: ReplicaSet
-//! sizes and `deployment.kubernetes.io/` annotations, the status counts, `observedGeneration`,
-//! revisions and conditions' type/status/reason; created objects, recognized by identity
+//! A write is compared on the fields its controller declares for the kind in its descriptor,
+//! as the [`Catalog`] merges them (ReplicaSet sizes and `deployment.kubernetes.io/`
+//! annotations, the status counts, `observedGeneration`, revisions), and conditions'
+//! type/status/reason on every status write; created objects, recognized by identity
 //! ([`crate::identity`]); which object was deleted. Timestamps, messages and generated names are
 //! never compared: two correct controllers differ on them.
 //!
@@ -19,7 +20,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::identity::{Found, Identity, Rule, identity_of};
+use crate::{
+    catalog::Catalog,
+    identity::{Found, Identity, Rule, identity_of},
+};
 
 /// Compared field name → its value as text (`""` when absent); a zero value and an absent
 /// field compare equal, as Go's `omitempty` makes them ([`same`]).
@@ -77,18 +81,9 @@ impl std::fmt::Display for OwnerName {
     }
 }
 
-/// The plural of a workload owner kind (`None` for kinds shadow mode does not follow).
-pub fn owner_resource(kind: &str) -> Option<&'static str> {
-    match kind {
-        "Deployment" => Some("deployments"),
-        "ReplicaSet" => Some("replicasets"),
-        "StatefulSet" => Some("statefulsets"),
-        _ => None,
-    }
-}
-
-/// The controller owner a JSON object names in `metadata.ownerReferences`.
-pub fn controller_owner(object: &Value) -> Option<OwnerName> {
+/// The controller owner a JSON object names in `metadata.ownerReferences`, if `catalog`
+/// follows its kind as an owner.
+pub fn controller_owner(catalog: &Catalog, object: &Value) -> Option<OwnerName> {
     object
         .pointer("/metadata/ownerReferences")?
         .as_array()?
@@ -96,30 +91,34 @@ pub fn controller_owner(object: &Value) -> Option<OwnerName> {
         .find(|owner| owner.get("controller").and_then(Value::as_bool) == Some(true))
         .and_then(|owner| {
             Some(OwnerName {
-                resource: owner_resource(owner.get("kind")?.as_str()?)?.to_owned(),
+                resource: catalog
+                    .owner_resource(owner.get("kind")?.as_str()?)?
+                    .to_owned(),
                 name: owner.get("name")?.as_str()?.to_owned(),
                 uid: owner.get("uid").and_then(Value::as_str).map(str::to_owned),
             })
         })
 }
 
-/// The controller owner that `meta.ownerReferences` names.
-pub fn controller_owner_of(meta: &ObjectMeta) -> Option<OwnerName> {
+/// The controller owner that `meta.ownerReferences` names, if `catalog` follows its kind as an
+/// owner.
+pub fn controller_owner_of(catalog: &Catalog, meta: &ObjectMeta) -> Option<OwnerName> {
     meta.owner_references
         .as_ref()?
         .iter()
         .find(|owner| owner.controller == Some(true))
         .and_then(|owner| {
             Some(OwnerName {
-                resource: owner_resource(&owner.kind)?.to_owned(),
+                resource: catalog.owner_resource(&owner.kind)?.to_owned(),
                 name: owner.name.clone(),
                 uid: Some(owner.uid.clone()),
             })
         })
 }
 
-/// What `write` expects of the cluster, and the owner of the object it writes.
-pub fn decision_of(write: &Write) -> Decision {
+/// What `write` expects of the cluster, and the owner of the object it writes, compared as
+/// `catalog` says.
+pub fn decision_of(catalog: &Catalog, write: &Write) -> Decision {
     let resource = write.resource.plural.as_str();
     let not_compared = Decision {
         expectation: Expectation::NotCompared,
@@ -132,8 +131,8 @@ pub fn decision_of(write: &Write) -> Decision {
     match &write.verb {
         WriteVerb::Create => match body() {
             Some(object) => {
-                let owner = controller_owner(&object);
-                match identity_of(resource, &object, &write.body, owner.as_ref()) {
+                let owner = controller_owner(catalog, &object);
+                match identity_of(catalog, resource, &object, &write.body, owner.as_ref()) {
                     Some(identity) => Decision {
                         expectation: Expectation::Created { identity },
                         owner,
@@ -151,9 +150,9 @@ pub fn decision_of(write: &Write) -> Decision {
                         .and_then(Value::as_str)
                         .filter(|version| !version.is_empty())
                         .map(str::to_owned),
-                    fields: compared_fields(resource, &write.verb, &object),
+                    fields: compared_fields(catalog, resource, &write.verb, &object),
                 },
-                owner: controller_owner(&object),
+                owner: controller_owner(catalog, &object),
             },
             None => not_compared,
         },
@@ -167,66 +166,28 @@ pub fn decision_of(write: &Write) -> Decision {
     }
 }
 
-/// The status fields compared on a status write, by resource (conditions come on top).
-const STATUS_FIELDS: &[(&str, &[&str])] = &[
-    (
-        "replicasets",
-        &[
-            "status.replicas",
-            "status.fullyLabeledReplicas",
-            "status.readyReplicas",
-            "status.availableReplicas",
-            "status.terminatingReplicas",
-            "status.observedGeneration",
-        ],
-    ),
-    (
-        "deployments",
-        &[
-            "status.replicas",
-            "status.updatedReplicas",
-            "status.readyReplicas",
-            "status.availableReplicas",
-            "status.unavailableReplicas",
-            "status.terminatingReplicas",
-            "status.observedGeneration",
-            "status.collisionCount",
-        ],
-    ),
-    (
-        "statefulsets",
-        &[
-            "status.replicas",
-            "status.readyReplicas",
-            "status.currentReplicas",
-            "status.updatedReplicas",
-            "status.availableReplicas",
-            "status.currentRevision",
-            "status.updateRevision",
-            "status.observedGeneration",
-            "status.collisionCount",
-        ],
-    ),
-];
-
-/// The fields compared on a write of the whole object, by resource (`deployment.kubernetes.io/`
-/// annotations come on top).
-const OBJECT_FIELDS: &[(&str, &[&str])] = &[
-    ("replicasets", &["spec.replicas"]),
-    ("deployments", &["spec.template"]),
-    ("pods", &["metadata.labels"]),
-    ("controllerrevisions", &["revision"]),
-    ("persistentvolumeclaims", &["metadata.ownerReferences"]),
-];
-
-/// The fields of `object` a write with `verb` on `resource` is compared on.
-pub fn compared_fields(resource: &str, verb: &WriteVerb, object: &Value) -> Fields {
+/// The fields of `object` a write with `verb` on `resource` is compared on: those `catalog`
+/// names for the resource, conditions on status writes, and the annotations with the declared
+/// prefixes (on status writes only where declared so).
+pub fn compared_fields(
+    catalog: &Catalog,
+    resource: &str,
+    verb: &WriteVerb,
+    object: &Value,
+) -> Fields {
     let status = matches!(verb, WriteVerb::UpdateStatus);
-    let table = if status { STATUS_FIELDS } else { OBJECT_FIELDS };
-    let mut fields: Fields = table
+    let compared = catalog.get(resource);
+    let paths = compared
+        .map(|compared| {
+            if status {
+                compared.status_fields.as_slice()
+            } else {
+                compared.object_fields.as_slice()
+            }
+        })
+        .unwrap_or_default();
+    let mut fields: Fields = paths
         .iter()
-        .filter(|(listed, _)| *listed == resource)
-        .flat_map(|(_, paths)| paths.iter())
         .map(|path| {
             let pointer = format!("/{}", path.replace('.', "/"));
             ((*path).to_owned(), canonical(object.pointer(&pointer)))
@@ -246,20 +207,21 @@ pub fn compared_fields(resource: &str, verb: &WriteVerb, object: &Value) -> Fiel
             );
         }
     }
-    if !status || resource == "deployments" {
-        // The Deployment controller persists its revision annotation through /status too.
-        for (key, value) in object
-            .pointer("/metadata/annotations")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .filter(|(key, _)| key.starts_with("deployment.kubernetes.io/"))
-        {
-            fields.insert(
-                format!("metadata.annotations[{key}]"),
-                canonical(Some(value)),
-            );
-        }
+    let prefixes = compared
+        .filter(|compared| !status || compared.annotations_on_status)
+        .map(|compared| compared.annotation_prefixes.as_slice())
+        .unwrap_or_default();
+    for (key, value) in object
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| prefixes.iter().any(|prefix| key.starts_with(prefix)))
+    {
+        fields.insert(
+            format!("metadata.annotations[{key}]"),
+            canonical(Some(value)),
+        );
     }
     fields
 }
@@ -543,6 +505,7 @@ pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::of_every_controller;
     use kube::core::ApiResource;
     use serde_json::json;
 
@@ -573,6 +536,7 @@ mod tests {
 
     #[test]
     fn decisions_of_writes() {
+        let catalog = of_every_controller();
         let owned = json!({"metadata": {"name": "web-0", "ownerReferences": [
             {"kind": "StatefulSet", "name": "web", "controller": true, "uid": "u", "apiVersion": "apps/v1"}]}});
         let set = OwnerName {
@@ -685,7 +649,7 @@ mod tests {
         ];
         for (name, write, expectation, owner) in cases {
             assert_eq!(
-                decision_of(&write),
+                decision_of(&catalog, &write),
                 Decision { expectation, owner },
                 "{name}"
             );
@@ -697,7 +661,12 @@ mod tests {
         let object = json!({"status": {"replicas": 3, "readyReplicas": 0, "observedGeneration": 2,
             "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
                             "lastUpdateTime": "2026-01-01T00:00:00Z", "message": "ignored"}]}});
-        let got = compared_fields("deployments", &WriteVerb::UpdateStatus, &object);
+        let got = compared_fields(
+            &of_every_controller(),
+            "deployments",
+            &WriteVerb::UpdateStatus,
+            &object,
+        );
         assert_eq!(got["status.replicas"], "3");
         assert_eq!(got["status.readyReplicas"], "0");
         assert_eq!(got["status.availableReplicas"], "");

@@ -3,12 +3,14 @@
 //! server.
 //!
 //! A created object is matched by identity, not by name, wherever the name is not part of the
-//! decision ([`Identity`]):
+//! decision ([`Identity`]), as the owner's controller declares it in its descriptor
+//! ([`DependentsMatch`], merged into the [`Catalog`]):
 //!
-//! * a Deployment's ReplicaSet by owner and pod template, ignoring the pod-template-hash label
-//!   as finding the new ReplicaSet does: upstream's hash (of Go's printed struct) differs from
-//!   kcm-rs's by design, so the name does; the replicas it was created with are then compared;
-//! * a ReplicaSet's pods by owner and count: their names are generated;
+//! * by owner and pod template, with the controller's own template equality: a Deployment's
+//!   ReplicaSet, ignoring the pod-template-hash label as finding the new ReplicaSet does
+//!   (upstream's hash, of Go's printed struct, differs from kcm-rs's by design, so the name
+//!   does); the replicas it was created with are then compared;
+//! * by owner and count, for generated names: a ReplicaSet's pods;
 //! * everything else (a StatefulSet's pods and claims, ControllerRevisions) by name: the
 //!   controller decides it.
 //!
@@ -19,12 +21,15 @@
 
 use std::{sync::Arc, time::Instant};
 
-use deployment::template::equal_ignore_hash;
+use controller_toolkit::shadow_view::{DependentsMatch, Snapshot};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::compare::{FieldDiff, OwnerName, canonical, same};
+use crate::{
+    catalog::{Catalog, TemplatesEqual},
+    compare::{FieldDiff, OwnerName, canonical, same},
+};
 
 /// The rule by which a recorded write was matched with the cluster (reported with each
 /// divergence and counted per match on `/shadow`).
@@ -64,10 +69,11 @@ impl Rule {
 pub enum Identity {
     /// By name: the controller decides it.
     Name,
-    /// A Deployment's ReplicaSet: by owner and template (ignoring the pod-template-hash label);
-    /// the replicas it was created with are then compared.
+    /// By owner and template, as the owner's controller compares templates (a Deployment's
+    /// ReplicaSet, ignoring the pod-template-hash label); the replicas it was created with are
+    /// then compared.
     Template {
-        /// The ReplicaSet kcm-rs would have created, as the write's JSON (shared with the write,
+        /// The object kcm-rs would have created, as the write's JSON (shared with the write,
         /// read only once the cluster created a candidate).
         created: Arc<[u8]>,
         /// Its `spec.replicas` as compared text.
@@ -88,9 +94,12 @@ impl Identity {
     }
 }
 
-/// How the object `created` (a create's body, `body` as sent) written for `owner` is
-/// recognized; `None` when it cannot be (a generated name without a followed owner).
+/// How the object `created` (a create's body, `body` as sent) of `resource` written for
+/// `owner` is recognized: by template when the owner's kind matches `resource` so in `catalog`,
+/// else by name when it has one, else by owner and count; `None` when it cannot be (a generated
+/// name without a followed owner).
 pub fn identity_of(
+    catalog: &Catalog,
     resource: &str,
     created: &Value,
     body: &Arc<[u8]>,
@@ -100,54 +109,25 @@ pub fn identity_of(
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .is_some_and(|name| !name.is_empty());
+    let by_template = owner.is_some_and(|owner| {
+        matches!(
+            catalog.dependents_of(&owner.resource),
+            Some(DependentsMatch::Template { resource: matched, .. }) if matched == resource
+        )
+    });
     match owner {
-        Some(owner) if resource == "replicasets" && owner.resource == "deployments" => {
-            Some(Identity::Template {
-                created: body.clone(),
-                replicas: canonical(created.pointer("/spec/replicas")),
-            })
-        }
+        Some(_) if by_template => Some(Identity::Template {
+            created: body.clone(),
+            replicas: canonical(created.pointer("/spec/replicas")),
+        }),
         _ if named => Some(Identity::Name),
         Some(_) => Some(Identity::Count),
         None => None,
     }
 }
 
-/// An object as the watch stream delivered it, turned into JSON only when a create is matched
-/// by its content.
-///
-/// Why: it holds the cached object itself (shared with the cache while unchanged), not its JSON,
-/// which for a ReplicaSet is ten times the size and would be built for every creation while
-/// only a create kcm-rs decided on reads it.
-#[derive(Clone)]
-pub struct Snapshot(Arc<dyn Fn() -> Value + Send + Sync>);
-
-impl Snapshot {
-    /// `object`, read as JSON by `to_json` when needed.
-    pub fn of<K: Send + Sync + 'static>(object: Arc<K>, to_json: fn(&K) -> Value) -> Self {
-        Self(Arc::new(move || to_json(&object)))
-    }
-
-    /// The object as JSON.
-    pub fn json(&self) -> Value {
-        (self.0)()
-    }
-}
-
-impl std::fmt::Debug for Snapshot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Snapshot")
-    }
-}
-
-impl PartialEq for Snapshot {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
 /// An object the watch stream saw created (added after the caches' first list).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Creation {
     /// Its name.
     pub name: String,
@@ -155,10 +135,23 @@ pub struct Creation {
     pub uid: String,
     /// When the watch delivered it.
     pub at: Instant,
-    /// The object as created, for kinds matched by content (ReplicaSets).
+    /// The object as created, for kinds matched by template (ReplicaSets): read as JSON only
+    /// when a create is matched by its content.
     pub object: Option<Snapshot>,
     /// Whether a create decided on was matched with it by count.
     pub claimed: bool,
+}
+
+impl std::fmt::Debug for Creation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Creation")
+            .field("name", &self.name)
+            .field("uid", &self.uid)
+            .field("at", &self.at)
+            .field("kept_whole", &self.object.is_some())
+            .field("claimed", &self.claimed)
+            .finish()
+    }
 }
 
 /// An object the watch stream saw deleted (or start being deleted).
@@ -199,9 +192,10 @@ pub fn found_by_name(
 }
 
 /// By owner and template: of the owner's objects created at or after `since` (oldest first),
-/// the first whose pod template equals that of `created` (the create's JSON) ignoring the
-/// pod-template-hash label, with its replicas at creation compared with `replicas`.
+/// the first whose pod template is `equal` to that of `created` (the create's JSON) as the
+/// owner's controller compares them, with its replicas at creation compared with `replicas`.
 pub fn found_by_template(
+    equal: TemplatesEqual,
     created: &[u8],
     replicas: &str,
     candidates: &[Creation],
@@ -214,9 +208,9 @@ pub fn found_by_template(
     candidates.peek()?;
     let wanted = template_of(created)?;
     candidates.find_map(|creation| {
-        let object = creation.object.as_ref()?.json();
+        let object = (creation.object.as_ref()?)();
         let theirs = decode_template(object.pointer("/spec/template")?)?;
-        equal_ignore_hash(&wanted, &theirs).then(|| {
+        equal(&wanted, &theirs).then(|| {
             let held = canonical(object.pointer("/spec/replicas"));
             let diffs = (!same(&held, replicas))
                 .then(|| FieldDiff {
@@ -235,20 +229,20 @@ pub fn found_by_template(
     })
 }
 
-/// The pod template of a ReplicaSet given as JSON.
-fn template_of(replica_set: &[u8]) -> Option<PodTemplateSpec> {
+/// The pod template (`spec.template`) of an object given as JSON (a ReplicaSet).
+fn template_of(created: &[u8]) -> Option<PodTemplateSpec> {
     #[derive(Deserialize)]
-    struct ReplicaSet {
+    struct Templated {
         spec: Spec,
     }
     #[derive(Deserialize)]
     struct Spec {
         template: PodTemplateSpec,
     }
-    match serde_json::from_slice::<ReplicaSet>(replica_set) {
-        Ok(replica_set) => Some(replica_set.spec.template),
+    match serde_json::from_slice::<Templated>(created) {
+        Ok(templated) => Some(templated.spec.template),
         Err(error) => {
-            tracing::debug!(%error, "shadow: a created ReplicaSet's template does not decode");
+            tracing::debug!(%error, "shadow: a created object's pod template does not decode");
             None
         }
     }
@@ -276,11 +270,14 @@ pub fn claimable(created: &[Creation], since: Instant) -> Option<usize> {
         .map(|(index, _)| index)
 }
 
-/// Whether the objects a controller of `owner_resource` creates are matched by owner rather
-/// than by name (a Deployment's ReplicaSets, a ReplicaSet's pods), so that their creations are
-/// never looked up by name.
-pub fn matched_by_owner(owner_resource: &str) -> bool {
-    matches!(owner_resource, "deployments" | "replicasets")
+/// Whether the objects created for an owner of `owner_resource` are matched by owner rather
+/// than by name, as `catalog` says (a Deployment's ReplicaSets by template, a ReplicaSet's pods
+/// by count), so that their creations are never looked up by name.
+pub fn matched_by_owner(catalog: &Catalog, owner_resource: &str) -> bool {
+    matches!(
+        catalog.dependents_of(owner_resource),
+        Some(DependentsMatch::Count | DependentsMatch::Template { .. })
+    )
 }
 
 /// Whether the object decided on (`name`, and `uid` when known) was seen deleted at or after
@@ -314,6 +311,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::catalog::of_every_controller;
 
     fn owner(resource: &str, name: &str) -> OwnerName {
         OwnerName {
@@ -338,6 +336,7 @@ mod tests {
 
     #[test]
     fn identities_of_creates() {
+        let catalog = of_every_controller();
         let deployment = owner("deployments", "web");
         let replica_set_owner = owner("replicasets", "web-1");
         let set = owner("statefulsets", "db");
@@ -389,7 +388,7 @@ mod tests {
         ];
         for (name, resource, object, owner, rule) in cases {
             assert_eq!(
-                identity_of(resource, &object, &body(&object), owner)
+                identity_of(&catalog, resource, &object, &body(&object), owner)
                     .map(|identity| identity.rule()),
                 rule,
                 "{name}"
@@ -400,7 +399,7 @@ mod tests {
         let Some(Identity::Template {
             replicas,
             created: kept,
-        }) = identity_of("replicasets", &created, &sent, Some(&deployment))
+        }) = identity_of(&catalog, "replicasets", &created, &sent, Some(&deployment))
         else {
             panic!("a template identity");
         };
@@ -413,13 +412,18 @@ mod tests {
             name: name.into(),
             uid: format!("uid-{name}"),
             at,
-            object: object.map(|object| Snapshot::of(Arc::new(object), Value::clone)),
+            object: object.map(|object| -> Snapshot { Arc::new(move || object.clone()) }),
             claimed: false,
         }
     }
 
     #[test]
     fn created_replica_sets_are_found_by_template_ignoring_the_hash() {
+        let Some(DependentsMatch::Template { equal, .. }) =
+            of_every_controller().dependents_of("deployments")
+        else {
+            panic!("a Deployment's ReplicaSets are matched by template");
+        };
         let t0 = Instant::now();
         let since = t0 + Duration::from_secs(1);
         let after = since + Duration::from_millis(10);
@@ -475,7 +479,7 @@ mod tests {
             ("nothing created", vec![], None),
         ];
         for (name, creations, expected) in cases {
-            let found = found_by_template(&wanted, "3", &creations, since);
+            let found = found_by_template(equal, &wanted, "3", &creations, since);
             let expected = expected.map(|(object, diffs)| Found {
                 name: object.into(),
                 rule: Rule::OwnerTemplate,
@@ -540,8 +544,11 @@ mod tests {
 
     #[test]
     fn objects_of_deployments_and_replica_sets_are_matched_by_owner() {
-        assert!(matched_by_owner("deployments") && matched_by_owner("replicasets"));
-        assert!(!matched_by_owner("statefulsets"));
+        let catalog = of_every_controller();
+        assert!(
+            matched_by_owner(&catalog, "deployments") && matched_by_owner(&catalog, "replicasets")
+        );
+        assert!(!matched_by_owner(&catalog, "statefulsets"));
     }
 
     #[test]

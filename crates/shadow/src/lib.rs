@@ -2,6 +2,11 @@
 //! cluster, send no write, and report every place the cluster settles differently from what
 //! kcm-rs would have done.
 //!
+//! Shadow mode knows the controllers only through their descriptors: each declares the kinds
+//! it writes as [`ComparedKind`]s (the fields compared, how the objects it creates are
+//! recognized, which cache holds them), merged by resource into one [`Catalog`]; it depends on
+//! no controller crate.
+//!
 //! The seam is the toolkit's write layer: every write a controller decides on is a
 //! [`Write`] value handed to an executor. [`Shadow::executor`] gives each controller one that
 //! records the write as an *intent* and answers as the server would have ([`answer`]), so the
@@ -14,6 +19,7 @@
 //! a [`compare::Kind`], which is counted, logged and kept for the `/shadow` page.
 
 pub mod answer;
+pub mod catalog;
 mod cluster;
 pub mod compare;
 pub mod identity;
@@ -28,13 +34,17 @@ use std::{
     time::{Duration, Instant},
 };
 
-use controller_toolkit::writes::{Write, WriteExecutor, WriteVerb};
+use controller_toolkit::{
+    shadow_view::{ComparedKind, DependentsMatch},
+    writes::{Write, WriteExecutor, WriteVerb},
+};
 use futures::future::BoxFuture;
 use k8s_openapi::jiff::Timestamp;
 use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 
-pub use cluster::{CachedObject, ClusterView, metadata_only, whole};
+pub use catalog::Catalog;
+pub use cluster::ClusterView;
 pub use report::{Divergence, Intent, KEPT, ShadowMetrics, ShadowReport};
 
 use crate::{
@@ -77,6 +87,8 @@ pub struct Shadow {
 struct State {
     settle: Duration,
     metrics: ShadowMetrics,
+    /// What is compared, and how created objects are recognized.
+    catalog: Catalog,
     view: RwLock<Option<Arc<ClusterView>>>,
     pending: Mutex<HashMap<PendingKey, Pending>>,
     /// Numbers the creates of generated names, each pending on its own.
@@ -169,12 +181,14 @@ struct Outcome {
 }
 
 impl Shadow {
-    /// Shadow mode judging intents once `settle` has passed, counting into `metrics`.
-    pub fn new(settle: Duration, metrics: ShadowMetrics) -> Self {
+    /// Shadow mode comparing the writes to `kinds` (the enabled controllers' declarations),
+    /// judging intents once `settle` has passed, counting into `metrics`.
+    pub fn new(settle: Duration, metrics: ShadowMetrics, kinds: &[ComparedKind]) -> Self {
         Self {
             state: Arc::new(State {
                 settle,
                 metrics,
+                catalog: Catalog::new(kinds),
                 view: RwLock::new(None),
                 pending: Mutex::new(HashMap::new()),
                 generated: AtomicU64::new(0),
@@ -294,7 +308,7 @@ impl State {
         });
 
         let view = self.view.read().clone();
-        let decision = compare::decision_of(write);
+        let decision = compare::decision_of(&self.catalog, write);
         let check = match (&decision.expectation, &write.verb) {
             (Expectation::NotCompared, _) => return,
             (Expectation::Fields { .. }, WriteVerb::UpdateStatus) => Check::Status,
@@ -306,7 +320,7 @@ impl State {
             Check::Gone => view
                 .as_ref()
                 .and_then(|view| view.meta(resource, &write.namespace, &write.name))
-                .and_then(|meta| compare::controller_owner_of(&meta)),
+                .and_then(|meta| compare::controller_owner_of(&self.catalog, &meta)),
             _ => decision.owner,
         };
         let at = Instant::now();
@@ -418,10 +432,12 @@ impl State {
         match &pending.expectation {
             Expectation::NotCompared => {}
             Expectation::Fields { .. } => {
-                observed = view.get(resource, namespace, name).map(|object| Observed {
-                    fields: compared_fields(resource, &pending.verb, &object.json),
-                    ..Observed::of(&object.meta)
-                });
+                observed = view
+                    .get(resource, namespace, name)
+                    .map(|(meta, json)| Observed {
+                        fields: compared_fields(&self.catalog, resource, &pending.verb, &json),
+                        ..Observed::of(&meta)
+                    });
                 facts.current = observed.as_ref();
                 facts.inputs_moved = view.changed_since(resource, namespace, name, pending.at);
             }
@@ -434,12 +450,18 @@ impl State {
                         since,
                     ),
                     (Identity::Template { created, replicas }, Some(owner)) => {
-                        identity::found_by_template(
-                            created,
-                            replicas,
-                            &view.created_by(resource, namespace, owner),
-                            since,
-                        )
+                        match self.catalog.dependents_of(&owner.resource) {
+                            Some(DependentsMatch::Template { equal, .. }) => {
+                                identity::found_by_template(
+                                    equal,
+                                    created,
+                                    replicas,
+                                    &view.created_by(resource, namespace, owner),
+                                    since,
+                                )
+                            }
+                            _ => None,
+                        }
                     }
                     (Identity::Count, Some(owner)) => view
                         .claim_created_by(
