@@ -303,7 +303,9 @@ impl ClusterView {
         let mut facts = None;
         self.caches
             .get(resource)?
-            .read_meta(namespace, name, &mut |meta| facts = Some(ObjectFacts::of(meta)));
+            .read_meta(namespace, name, &mut |meta| {
+                facts = Some(ObjectFacts::of(meta))
+            });
         facts
     }
 
