@@ -98,7 +98,31 @@ pub trait KindCache: Send + Sync {
 /// An object as the watch delivered it, read as JSON only when asked: it holds the cached
 /// object itself (shared with the cache while unchanged), not its JSON, which is built only
 /// for the rare create that is matched by content.
-pub type Snapshot = Arc<dyn Fn() -> Value + Send + Sync>;
+#[derive(Clone)]
+pub struct Snapshot(Arc<dyn Fn() -> Value + Send + Sync>);
+
+impl Snapshot {
+    /// `object`, read as JSON by `to_json` when asked.
+    pub fn of<K: Send + Sync + 'static>(object: Arc<K>, to_json: fn(&K) -> Value) -> Self {
+        Self(Arc::new(move || to_json(&object)))
+    }
+
+    /// A snapshot of JSON already built (tests, and kinds cached as JSON).
+    pub fn of_json(json: Value) -> Self {
+        Self(Arc::new(move || json.clone()))
+    }
+
+    /// The object as JSON.
+    pub fn json(&self) -> Value {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Snapshot")
+    }
+}
 
 /// What a [`KindCache`]'s watch delivers, by metadata.
 pub trait KindEvents: Send + Sync {
@@ -170,11 +194,7 @@ struct Following<K> {
 impl<K: InformerResource> EventHandler<K> for Following<K> {
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
         if !is_in_initial_list {
-            let to_json = self.to_json;
-            let snapshot = || -> Snapshot {
-                let object = obj.clone();
-                Arc::new(move || to_json(&object))
-            };
+            let snapshot = || Snapshot::of(obj.clone(), self.to_json);
             self.events.created(obj.meta(), &snapshot);
         }
     }

@@ -362,51 +362,22 @@ trait FlagValue {
     fn flag_value(&self) -> Value;
 }
 
-impl FlagValue for bool {
-    fn flag_value(&self) -> Value {
-        Value::Bool(*self)
-    }
+/// Flag types whose JSON is serde_json's own conversion.
+macro_rules! flag_value_from {
+    ($($ty:ty),*) => {$(
+        impl FlagValue for $ty {
+            fn flag_value(&self) -> Value {
+                Value::from(self.clone())
+            }
+        }
+    )*};
 }
 
-impl FlagValue for u8 {
-    fn flag_value(&self) -> Value {
-        Value::from(*self)
-    }
-}
-
-impl FlagValue for u16 {
-    fn flag_value(&self) -> Value {
-        Value::from(*self)
-    }
-}
-
-impl FlagValue for u32 {
-    fn flag_value(&self) -> Value {
-        Value::from(*self)
-    }
-}
-
-impl FlagValue for usize {
-    fn flag_value(&self) -> Value {
-        Value::from(*self)
-    }
-}
+flag_value_from!(bool, u8, u16, u32, usize, String, Vec<String>);
 
 impl FlagValue for f32 {
     fn flag_value(&self) -> Value {
         go_float32_value(*self)
-    }
-}
-
-impl FlagValue for String {
-    fn flag_value(&self) -> Value {
-        Value::String(self.clone())
-    }
-}
-
-impl FlagValue for Vec<String> {
-    fn flag_value(&self) -> Value {
-        Value::from(self.clone())
     }
 }
 

@@ -28,7 +28,7 @@ pub type CacheOf = fn(&SharedInformerFactory) -> Option<Arc<dyn KindCache>>;
 
 /// One resource as shadow mode compares it: the union of what every controller declaring it
 /// compares.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct ComparedResource {
     /// The kind as owner references name it (the first declaration's).
     pub kind: &'static str,
@@ -45,19 +45,6 @@ pub struct ComparedResource {
     pub dependents: Option<DependentsMatch>,
     /// Where it is read from (the first declaration's).
     pub cache: CacheOf,
-}
-
-impl std::fmt::Debug for ComparedResource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ComparedResource")
-            .field("kind", &self.kind)
-            .field("status_fields", &self.status_fields)
-            .field("object_fields", &self.object_fields)
-            .field("annotation_prefixes", &self.annotation_prefixes)
-            .field("annotations_on_status", &self.annotations_on_status)
-            .field("dependents", &self.dependents)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Every resource shadow mode compares, by resource (plural).

@@ -127,7 +127,7 @@ pub fn identity_of(
 }
 
 /// An object the watch stream saw created (added after the caches' first list).
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Creation {
     /// Its name.
     pub name: String,
@@ -140,18 +140,6 @@ pub struct Creation {
     pub object: Option<Snapshot>,
     /// Whether a create decided on was matched with it by count.
     pub claimed: bool,
-}
-
-impl std::fmt::Debug for Creation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Creation")
-            .field("name", &self.name)
-            .field("uid", &self.uid)
-            .field("at", &self.at)
-            .field("kept_whole", &self.object.is_some())
-            .field("claimed", &self.claimed)
-            .finish()
-    }
 }
 
 /// An object the watch stream saw deleted (or start being deleted).
@@ -208,7 +196,7 @@ pub fn found_by_template(
     candidates.peek()?;
     let wanted = template_of(created)?;
     candidates.find_map(|creation| {
-        let object = (creation.object.as_ref()?)();
+        let object = creation.object.as_ref()?.json();
         let theirs = decode_template(object.pointer("/spec/template")?)?;
         equal(&wanted, &theirs).then(|| {
             let held = canonical(object.pointer("/spec/replicas"));
@@ -412,7 +400,7 @@ mod tests {
             name: name.into(),
             uid: format!("uid-{name}"),
             at,
-            object: object.map(|object| -> Snapshot { Arc::new(move || object.clone()) }),
+            object: object.map(Snapshot::of_json),
             claimed: false,
         }
     }
