@@ -457,11 +457,7 @@ async fn adopts_a_matching_orphan_replica_set_as_its_new_one() {
     );
     assert_deployment_annotations(adopted, &[("revision", "1")]);
     assert_eq!(
-        harness.sim.accounting().count_for_agent(
-            support::DEPLOYMENT_AGENT,
-            "create",
-            "replicasets"
-        ),
+        harness.requests_by(support::DEPLOYMENT_AGENT, "create", "replicasets"),
         0
     );
     harness.stop().await;

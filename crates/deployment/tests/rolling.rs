@@ -296,13 +296,8 @@ async fn a_rollouts_counter_changes_share_status_writes() {
         .get_or_insert_with(Default::default)
         .insert(sim::READY_AFTER_MS.to_owned(), "300".to_owned());
     let harness = Harness::with_complete(&d).await;
-    let status_writes = || {
-        harness.sim.accounting().count_for_agent(
-            support::DEPLOYMENT_AGENT,
-            "update",
-            "deployments/status",
-        )
-    };
+    let status_writes =
+        || harness.requests_by(support::DEPLOYMENT_AGENT, "update", "deployments/status");
     let before = status_writes();
     harness.set_image(name, "nginx:1.27").await;
     let d = harness.wait_complete(name).await;

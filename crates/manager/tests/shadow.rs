@@ -709,12 +709,7 @@ async fn a_replica_set_named_with_another_hash_matches_by_owner_and_template() {
     let report = all_judged(&run.shadow).await;
     assert_eq!(report["divergences_total"], 0, "{report:#}");
     // The shadow did decide creates under its own names, which the cluster does not have.
-    let cluster_names: Vec<String> = test
-        .list::<ReplicaSet>()
-        .await
-        .into_iter()
-        .filter_map(|rs| rs.metadata.name)
-        .collect();
+    let cluster_names = test.names::<ReplicaSet>().await;
     let decided: Vec<String> = report["intents"]
         .as_array()
         .into_iter()

@@ -43,10 +43,7 @@ async fn slow_start_stops_after_the_first_failed_batch() {
         (retries() >= 5).then_some(())
     })
     .await;
-    let creates = harness
-        .sim
-        .accounting()
-        .count_for_agent(CONTROLLER_AGENT, "create", "pods");
+    let creates = harness.requests_by(CONTROLLER_AGENT, "create", "pods");
     let syncs = retries();
     // One create per failed sync (a batch of 1); without slow start each sync would try 10.
     // The sync in flight when we looked may have created before its retry was counted, and a

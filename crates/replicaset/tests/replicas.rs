@@ -144,10 +144,7 @@ async fn adopts_orphans_instead_of_creating() {
         assert_eq!(owner.block_owner_deletion, Some(true));
     }
     assert_eq!(
-        harness
-            .sim
-            .accounting()
-            .count_for_agent(support::CONTROLLER_AGENT, "create", "pods"),
+        harness.requests_by(support::CONTROLLER_AGENT, "create", "pods"),
         0
     );
     harness.stop().await;
@@ -279,10 +276,7 @@ async fn pods_naming_its_uid_from_another_namespace_name_or_kind_are_not_its_own
         );
     }
     assert_eq!(
-        harness
-            .sim
-            .accounting()
-            .count_for_agent(support::CONTROLLER_AGENT, "patch", "pods"),
+        harness.requests_by(support::CONTROLLER_AGENT, "patch", "pods"),
         0,
         "no pod was adopted or released"
     );

@@ -112,10 +112,7 @@ impl StatusHistory {
 }
 
 fn status_writes(harness: &Harness) -> u64 {
-    harness
-        .sim
-        .accounting()
-        .count_for_agent(CONTROLLER_AGENT, "update", "replicasets/status")
+    harness.requests_by(CONTROLLER_AGENT, "update", "replicasets/status")
 }
 
 fn counter(registry: &Registry, name: &str) -> u64 {
@@ -216,10 +213,7 @@ async fn an_unobserved_create_never_holds_the_write_past_the_limit() {
 
     wait_for_observed(&harness, 1, 0).await;
     assert_eq!(
-        harness
-            .sim
-            .accounting()
-            .count_for_agent(CONTROLLER_AGENT, "create", "pods"),
+        harness.requests_by(CONTROLLER_AGENT, "create", "pods"),
         2,
         "the creates went out and were not repeated"
     );
@@ -249,10 +243,7 @@ async fn a_failed_create_writes_replica_failure_at_once() {
     .await;
     assert_eq!(failure.reason.as_deref(), Some("FailedCreate"));
     assert_eq!(
-        harness
-            .sim
-            .accounting()
-            .count_for_agent(CONTROLLER_AGENT, "create", "pods"),
+        harness.requests_by(CONTROLLER_AGENT, "create", "pods"),
         3,
         "slow start: a batch of 1, then a batch of 2 of which the quota refused one"
     );

@@ -160,13 +160,10 @@ async fn assert_takeover_without_restart(
             "{verb} {resource}"
         );
     }
-    let names: Vec<String> = harness
-        .list::<ControllerRevision>()
-        .await
-        .into_iter()
-        .filter_map(|r| r.metadata.name)
-        .collect();
-    assert_eq!(names, vec![revision_name.to_owned()]);
+    assert_eq!(
+        harness.names::<ControllerRevision>().await,
+        vec![revision_name.to_owned()]
+    );
     assert_eq!(pod_uids_before, pod_uids(harness.list().await));
     harness.stop().await;
 }
@@ -290,10 +287,7 @@ async fn a_real_template_change_after_takeover_creates_one_revision() {
         .unwrap();
     assert_ne!(status.update_revision.as_deref(), Some("test-c77f6d978"));
     assert_eq!(
-        harness
-            .sim
-            .accounting()
-            .count_for_agent(CONTROLLER_AGENT, "create", "controllerrevisions"),
+        harness.requests_by(CONTROLLER_AGENT, "create", "controllerrevisions"),
         1
     );
     harness.stop().await;

@@ -181,10 +181,7 @@ async fn gate_off_max_unavailable_two_still_updates_one_pod_at_a_time() {
     let (harness, _, max_down) = roll_with_max_unavailable_two(3, FeatureGates::default()).await;
     assert_eq!(max_down, 1, "never two pods down for update at once");
     assert_eq!(
-        harness
-            .sim
-            .accounting()
-            .count_for_agent(support::CONTROLLER_AGENT, "delete", "pods"),
+        harness.requests_by(support::CONTROLLER_AGENT, "delete", "pods"),
         3,
         "each pod replaced once"
     );
@@ -239,10 +236,7 @@ async fn on_delete_only_replaces_pods_the_user_deletes() {
             .all(|pod| label(pod, REVISION).as_deref() == Some(old.as_str()))
     );
     assert_eq!(
-        harness
-            .sim
-            .accounting()
-            .count_for_agent(support::CONTROLLER_AGENT, "delete", "pods"),
+        harness.requests_by(support::CONTROLLER_AGENT, "delete", "pods"),
         0
     );
 

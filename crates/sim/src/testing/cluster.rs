@@ -123,6 +123,28 @@ impl TestCluster {
             .items
     }
 
+    /// The names of every `K` in [`NAMESPACE`], in the list's order.
+    ///
+    /// # Panics
+    /// When the list fails.
+    pub async fn names<K>(&self) -> Vec<String>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Clone + Debug + DeserializeOwned,
+        K::DynamicType: Default,
+    {
+        self.list::<K>()
+            .await
+            .into_iter()
+            .filter_map(|object| object.meta().name.clone())
+            .collect()
+    }
+
+    /// How many `verb` requests on `resource` the clients whose user agent starts with `agent`
+    /// sent (the sim's accounting).
+    pub fn requests_by(&self, agent: &str, verb: &str, resource: &str) -> u64 {
+        self.sim.accounting().count_for_agent(agent, verb, resource)
+    }
+
     /// The `K`s labelled `app=<app>`, sorted by name.
     ///
     /// # Panics
