@@ -17,7 +17,7 @@ use controller_toolkit::{
 };
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, LabelMatcher, Lister, POD_CONTROLLER_UID_INDEX,
-    SharedInformerFactory, owner_index_key, split_key,
+    SharedInformerFactory, owner_index_key,
 };
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
@@ -187,9 +187,7 @@ impl Reconciler for DeploymentSync {
     /// upstream `syncDeployment`.
     async fn sync(&self, key: &str) -> Result<(), SyncError> {
         // 1. Get the Deployment from the cache and work on a copy.
-        let (namespace, name) = split_key(key);
-        let namespace = namespace.unwrap_or_default();
-        let Some(cached) = self.deployments.get(namespace, name) else {
+        let Some(cached) = self.deployments.get_by_key(key) else {
             tracing::debug!(key, "deployment has been deleted");
             self.writes.forget_deployment(key);
             self.status_holds.release(key);

@@ -21,7 +21,7 @@ use controller_toolkit::{
     writes::{RetryOn, StatusRetry, Writer},
 };
 use expectations::UidTrackingExpectations;
-use informer::{CachedPod, CachedReplicaSet, Lister, SharedInformerFactory, split_key};
+use informer::{CachedPod, CachedReplicaSet, Lister, SharedInformerFactory};
 use k8s_openapi::{api::apps::v1::ReplicaSetStatus, jiff::Timestamp};
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
@@ -193,9 +193,7 @@ impl Reconciler for ReplicaSetSync {
     /// upstream `syncReplicaSet`.
     async fn sync(&self, key: &str) -> Result<(), SyncError> {
         // 1-2. Get the ReplicaSet from the cache; gone means nothing is expected any more.
-        let (namespace, name) = split_key(key);
-        let namespace = namespace.unwrap_or_default();
-        let Some(replica_set) = self.replica_sets.get(namespace, name) else {
+        let Some(replica_set) = self.replica_sets.get_by_key(key) else {
             tracing::debug!(key, "ReplicaSet has been deleted");
             self.written.forget(key);
             self.expectations.delete_expectations(key);

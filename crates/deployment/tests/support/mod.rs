@@ -6,7 +6,6 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    ops::Deref,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -190,20 +189,10 @@ impl Harness {
         )
         .await
     }
-
-    pub async fn stop(self) {
-        self.cluster.stop().await;
-    }
 }
 
-/// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
-impl Deref for Harness {
-    type Target = TestCluster;
-
-    fn deref(&self) -> &TestCluster {
-        &self.cluster
-    }
-}
+// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
+sim::cluster_harness!(Harness);
 
 /// Whether the stored status says the rollout completed (counts, generation, condition).
 pub fn is_complete(d: &Deployment) -> bool {

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
-use std::{ops::Deref, time::Duration};
+use std::time::Duration;
 
 use controller_toolkit::stale_reads::StaleSyncSkips;
 use k8s_openapi::api::{
@@ -105,20 +105,10 @@ impl Harness {
         pods.retain(is_active);
         pods
     }
-
-    pub async fn stop(self) {
-        self.cluster.stop().await;
-    }
 }
 
-/// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
-impl Deref for Harness {
-    type Target = TestCluster;
-
-    fn deref(&self) -> &TestCluster {
-        &self.cluster
-    }
-}
+// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
+sim::cluster_harness!(Harness);
 
 /// Limits the `default` namespace to `pods` unfinished pods (the sim's quota admission).
 pub async fn set_pod_quota(harness: &Harness, pods: u32) {

@@ -22,6 +22,29 @@ pub use objects::{controller_uid, is_active, is_ready, is_serving, workload};
 
 use crate::{FaultConfig, KubeletConfig, SimConfig};
 
+/// Makes a crate's test harness (a struct with a `cluster: TestCluster` field and the crate's
+/// controllers) a [`TestCluster`]: `Deref` to it, so the cluster's helpers apply, and `stop`,
+/// which stops the controllers and the sim.
+#[macro_export]
+macro_rules! cluster_harness {
+    ($harness:ty) => {
+        impl std::ops::Deref for $harness {
+            type Target = $crate::testing::TestCluster;
+
+            fn deref(&self) -> &Self::Target {
+                &self.cluster
+            }
+        }
+
+        impl $harness {
+            /// Stops the controllers, then the sim.
+            pub async fn stop(self) {
+                self.cluster.stop().await;
+            }
+        }
+    };
+}
+
 /// The namespace the harness's helpers work in (one of the sim's initial namespaces).
 pub const NAMESPACE: &str = "default";
 

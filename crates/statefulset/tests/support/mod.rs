@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
-use std::{ops::Deref, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus},
@@ -128,20 +128,10 @@ impl Harness {
     pub async fn patch_set(&self, name: &str, patch: Value) {
         self.merge_patch::<StatefulSet>(name, patch).await;
     }
-
-    pub async fn stop(self) {
-        self.cluster.stop().await;
-    }
 }
 
-/// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
-impl Deref for Harness {
-    type Target = TestCluster;
-
-    fn deref(&self) -> &TestCluster {
-        &self.cluster
-    }
-}
+// The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
+sim::cluster_harness!(Harness);
 
 /// A StatefulSet selecting `app=<name>`; `extra_spec` is merged into the spec and
 /// `annotations` onto the pod template.
