@@ -120,35 +120,30 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
         },
     ],
     rbac: &[
-        PolicyRule {
-            api_group: "apps",
-            resources: &["statefulsets"],
-            verbs: &["get", "list", "watch", "update", "patch"],
-        },
-        PolicyRule {
-            api_group: "apps",
-            resources: &["statefulsets/status", "statefulsets/finalizers"],
-            verbs: &["update"],
-        },
-        PolicyRule {
-            api_group: "",
-            resources: &["pods"],
-            verbs: &["get", "list", "watch", "create", "delete", "patch"],
-        },
-        PolicyRule {
-            api_group: "",
-            resources: &["persistentvolumeclaims"],
-            verbs: &[
+        PolicyRule::apps(
+            &["statefulsets"],
+            &["get", "list", "watch", "update", "patch"],
+        ),
+        PolicyRule::apps(
+            &["statefulsets/status", "statefulsets/finalizers"],
+            &["update"],
+        ),
+        PolicyRule::core(
+            &["pods"],
+            &["get", "list", "watch", "create", "delete", "patch"],
+        ),
+        PolicyRule::core(
+            &["persistentvolumeclaims"],
+            &[
                 "get", "list", "watch", "create", "update", "patch", "delete",
             ],
-        },
-        PolicyRule {
-            api_group: "apps",
-            resources: &["controllerrevisions"],
-            verbs: &[
+        ),
+        PolicyRule::apps(
+            &["controllerrevisions"],
+            &[
                 "get", "list", "watch", "create", "update", "patch", "delete",
             ],
-        },
+        ),
         EVENTS_RULE,
     ],
     init,
