@@ -2,9 +2,10 @@
 //! rings of recent watch events.
 //!
 //! Objects are kept as their serialized JSON bytes plus the few parsed fields that lists,
-//! selectors and the garbage collector need, so 100,000 pods stay small. Each write
-//! serializes its watch event once; the stored object is a slice of that same buffer and
-//! every watcher shares it.
+//! selectors, the garbage collector and the scheduler (a pod's node) need, so 100,000 pods
+//! stay small. Each write serializes its watch event once; the stored object is a slice of
+//! that same buffer and every watcher shares it. Writes of nodes and bound pods keep the
+//! scheduler's node index current and tell the kubelet of node changes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
