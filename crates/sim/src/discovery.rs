@@ -147,7 +147,9 @@ mod tests {
                 "pods",
                 "pods/status",
                 "persistentvolumeclaims",
-                "events"
+                "events",
+                "nodes",
+                "nodes/status"
             ]
         );
         let apps = resource_list("apps", "v1").unwrap();

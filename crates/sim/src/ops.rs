@@ -15,7 +15,7 @@ use crate::object::{
 };
 use crate::resources::{NAMESPACES, PODS, RESOURCES};
 use crate::status::{ApiError, Cause};
-use crate::store::{ObjectKey, ObjectRef, PodChange, State};
+use crate::store::{KubeletEvent, ObjectKey, ObjectRef, State};
 use crate::{defaults, validation};
 
 /// The alphabet upstream draws generated-name suffixes from (no vowels, no look-alikes).
@@ -191,7 +191,7 @@ impl State {
         let uid = meta_str(&obj, "uid").to_string();
         let bytes = self.put(res, key.clone(), obj);
         if res == PODS {
-            self.tell_kubelet(PodChange::Created {
+            self.tell_kubelet(KubeletEvent::Created {
                 key: key.clone(),
                 uid,
             });
@@ -415,7 +415,7 @@ impl State {
         let value = canonicalize(value, info.kind, &info.api_version());
         let terminating = self.put(res, key.clone(), value);
         if res == PODS && grace > 0 {
-            self.tell_kubelet(PodChange::Terminating {
+            self.tell_kubelet(KubeletEvent::Terminating {
                 key: key.clone(),
                 uid: uid.clone(),
             });

@@ -94,6 +94,10 @@ const fn workload(
 pub(crate) const NAMESPACES: usize = 0;
 /// Index of pods in [`RESOURCES`].
 pub(crate) const PODS: usize = 1;
+/// Index of coordination.k8s.io leases in [`RESOURCES`].
+pub(crate) const LEASES: usize = 9;
+/// Index of nodes in [`RESOURCES`].
+pub(crate) const NODES: usize = 10;
 
 /// Every resource served, in discovery order. Indexes are stable and used as table ids.
 pub(crate) static RESOURCES: &[ResourceInfo] = &[
@@ -127,6 +131,10 @@ pub(crate) static RESOURCES: &[ResourceInfo] = &[
     ),
     resource("events.k8s.io", "events", "event", "Event", true, &["ev"]),
     resource("coordination.k8s.io", "leases", "lease", "Lease", true, &[]),
+    ResourceInfo {
+        status: true,
+        ..resource("", "nodes", "node", "Node", false, &["no"])
+    },
 ];
 
 /// The resource `plural` of `group`/`version`, if served.
@@ -170,6 +178,9 @@ mod tests {
         }
         assert_eq!(RESOURCES[NAMESPACES].plural, "namespaces");
         assert_eq!(RESOURCES[PODS].plural, "pods");
+        assert_eq!(RESOURCES[LEASES].plural, "leases");
+        assert_eq!(RESOURCES[NODES].plural, "nodes");
+        assert!(!RESOURCES[NODES].namespaced);
     }
 
     #[test]
