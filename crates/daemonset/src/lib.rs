@@ -1,0 +1,7 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod decide;
+mod features;
+
+pub use features::FeatureGates;
