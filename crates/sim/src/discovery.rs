@@ -87,7 +87,7 @@ fn resource_entry(r: &ResourceInfo) -> Value {
         }
         if matches!(
             r.plural,
-            "pods" | "deployments" | "replicasets" | "statefulsets"
+            "pods" | "deployments" | "replicasets" | "statefulsets" | "daemonsets"
         ) {
             map.insert("categories".into(), json!(["all"]));
         }

@@ -13,7 +13,7 @@ use crate::object::{
     canonicalize, finalizers_of, meta, meta_mut, meta_str, now_timestamp, set_finalizers,
     timestamp_in,
 };
-use crate::resources::{NAMESPACES, PODS, RESOURCES};
+use crate::resources::{DAEMONSETS, NAMESPACES, PODS, RESOURCES};
 use crate::status::{ApiError, Cause};
 use crate::store::{KubeletEvent, ObjectKey, ObjectRef, State};
 use crate::{defaults, validation};
@@ -164,6 +164,9 @@ impl State {
             }
         }
         defaults::apply(info.plural, &mut obj);
+        if res == DAEMONSETS {
+            defaults::daemon_set_template_generation(&mut obj, None);
+        }
         if res == NAMESPACES
             && let Some(map) = obj.as_object_mut()
         {
@@ -318,6 +321,9 @@ impl State {
             }
         }
         defaults::apply(info.plural, &mut new);
+        if res == DAEMONSETS {
+            defaults::daemon_set_template_generation(&mut new, Some(old));
+        }
         let causes = validation::validate(info.plural, &new, Some(old));
         if !causes.is_empty() {
             return Err(ApiError::invalid(info, &key.1, causes));

@@ -98,6 +98,8 @@ pub(crate) const PODS: usize = 1;
 pub(crate) const LEASES: usize = 9;
 /// Index of nodes in [`RESOURCES`].
 pub(crate) const NODES: usize = 10;
+/// Index of apps/v1 daemonsets in [`RESOURCES`].
+pub(crate) const DAEMONSETS: usize = 11;
 
 /// Every resource served, in discovery order. Indexes are stable and used as table ids.
 pub(crate) static RESOURCES: &[ResourceInfo] = &[
@@ -134,6 +136,11 @@ pub(crate) static RESOURCES: &[ResourceInfo] = &[
     ResourceInfo {
         status: true,
         ..resource("", "nodes", "node", "Node", false, &["no"])
+    },
+    // A workload without a scale subresource.
+    ResourceInfo {
+        scale: false,
+        ..workload("daemonsets", "daemonset", "DaemonSet", &["ds"])
     },
 ];
 

@@ -124,6 +124,16 @@ fn columns(plural: &str) -> Vec<Value> {
             ("Ready", "string", 0),
             ("Age", "string", 0),
         ],
+        "daemonsets" => &[
+            ("Name", "string", 0),
+            ("Desired", "integer", 0),
+            ("Current", "integer", 0),
+            ("Ready", "integer", 0),
+            ("Up-to-date", "integer", 0),
+            ("Available", "integer", 0),
+            ("Node Selector", "string", 0),
+            ("Age", "string", 0),
+        ],
         "namespaces" | "persistentvolumeclaims" => &[
             ("Name", "string", 0),
             ("Status", "string", 0),
@@ -247,6 +257,30 @@ fn cells(plural: &str, obj: &Value) -> Vec<Value> {
             )),
             age,
         ],
+        "daemonsets" => {
+            let selector = obj
+                .pointer("/spec/template/spec/nodeSelector")
+                .and_then(Value::as_object)
+                .map(|selector| {
+                    selector
+                        .iter()
+                        .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or("")))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .filter(|selector| !selector.is_empty())
+                .unwrap_or_else(|| "<none>".into());
+            vec![
+                name,
+                json!(int_at(obj, "/status/desiredNumberScheduled")),
+                json!(int_at(obj, "/status/currentNumberScheduled")),
+                json!(int_at(obj, "/status/numberReady")),
+                json!(int_at(obj, "/status/updatedNumberScheduled")),
+                json!(int_at(obj, "/status/numberAvailable")),
+                json!(selector),
+                age,
+            ]
+        }
         "namespaces" | "persistentvolumeclaims" => {
             vec![name, json!(str_at(obj, "/status/phase")), age]
         }
@@ -509,6 +543,7 @@ mod tests {
             "deployments",
             "replicasets",
             "statefulsets",
+            "daemonsets",
             "namespaces",
             "persistentvolumeclaims",
             "controllerrevisions",
