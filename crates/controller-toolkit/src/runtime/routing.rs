@@ -17,7 +17,7 @@ use informer::{
     Labeled, Lister, RawObject, object_key,
 };
 use k8s_openapi::{
-    api::apps::v1::{DaemonSet, StatefulSet},
+    api::apps::v1::{ControllerRevision, DaemonSet, StatefulSet},
     apimachinery::pkg::apis::meta::v1::LabelSelector,
 };
 use kube::{Resource, ResourceExt};
@@ -72,6 +72,8 @@ impl Dependent for CachedPod {
 }
 
 impl Dependent for CachedReplicaSet {}
+
+impl Dependent for ControllerRevision {}
 
 impl Owner for CachedReplicaSet {
     fn label_selector(&self) -> Option<LabelSelector> {
@@ -214,6 +216,7 @@ pub struct OwnerRouting<O, E = ()> {
     queue: RateLimitingQueue<String>,
     events: E,
     graceful_delete: GracefulDelete,
+    quiet_owned_adds: bool,
     _owner: PhantomData<fn() -> O>,
 }
 
@@ -225,6 +228,7 @@ impl<O: Owner> OwnerRouting<O, ()> {
             queue: queue.clone(),
             events: (),
             graceful_delete: GracefulDelete::Update,
+            quiet_owned_adds: false,
             _owner: PhantomData,
         }
     }
@@ -238,6 +242,7 @@ impl<O: Owner, E> OwnerRouting<O, E> {
             queue: self.queue,
             events,
             graceful_delete: self.graceful_delete,
+            quiet_owned_adds: self.quiet_owned_adds,
             _owner: PhantomData,
         }
     }
@@ -255,6 +260,14 @@ impl<O: Owner, E> OwnerRouting<O, E> {
     /// (upstream's DaemonSet controller `updatePod`).
     pub fn graceful_delete_of_new_is_delete(mut self) -> Self {
         self.graceful_delete = GracefulDelete::DeleteNew;
+        self
+    }
+
+    /// An added dependent whose controller reference resolves enqueues nothing (upstream's
+    /// DaemonSet controller for its ControllerRevisions, which it creates itself); orphans,
+    /// updates and deletes are routed as usual.
+    pub fn quiet_owned_adds(mut self) -> Self {
+        self.quiet_owned_adds = true;
         self
     }
 
@@ -328,7 +341,9 @@ where
             if let Some(owner) = self.resolve(dependent.as_ref()) {
                 let key = object_key(owner.as_ref());
                 self.events.created(&key, dependent);
-                self.queue.add(key);
+                if !self.quiet_owned_adds {
+                    self.queue.add(key);
+                }
             }
             return;
         }

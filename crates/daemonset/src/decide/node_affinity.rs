@@ -5,10 +5,9 @@
 //! API machinery cannot parse must only disqualify its own term (a lazily reported parse
 //! error), so the matching is spelled out here with apimachinery's syntax rules.
 
-use std::collections::BTreeMap;
-
+use informer::{CachedNode, LabelLookup};
 use k8s_openapi::api::core::v1::{
-    Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
+    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
 };
 
 /// The only node field a `matchFields` requirement can read (`metav1.ObjectNameField`).
@@ -32,17 +31,12 @@ const MAX_SUBDOMAIN_LENGTH: usize = 253;
 /// `GetRequiredNodeAffinity(pod).Match(node)` (a parse error counts as no match, as the
 /// DaemonSet controller ignores it): every `nodeSelector` pair must be a label of the node,
 /// and then, if the pod has a required node affinity, one of its terms must match.
-pub fn matches_required_node_affinity(spec: &PodSpec, node: &Node) -> bool {
-    let labels = node.metadata.labels.as_ref();
-    let label = |key: &str| {
-        labels
-            .and_then(|labels| labels.get(key))
-            .map(String::as_str)
-    };
+pub fn matches_required_node_affinity(spec: &PodSpec, node: &CachedNode) -> bool {
+    let labels = &node.metadata.labels;
     if let Some(selector) = spec.node_selector.as_ref()
         && !selector
             .iter()
-            .all(|(key, value)| label(key) == Some(value.as_str()))
+            .all(|(key, value)| labels.label(key) == Some(value.as_str()))
     {
         return false;
     }
@@ -61,7 +55,7 @@ pub fn matches_required_node_affinity(spec: &PodSpec, node: &Node) -> bool {
     }
 }
 
-fn node_name(node: &Node) -> &str {
+fn node_name(node: &CachedNode) -> &str {
     node.metadata.name.as_deref().unwrap_or_default()
 }
 
@@ -70,7 +64,7 @@ fn node_name(node: &Node) -> &str {
 /// match.
 pub fn matches_node_selector(
     selector: &NodeSelector,
-    labels: Option<&BTreeMap<String, String>>,
+    labels: &impl LabelLookup,
     node_name: &str,
 ) -> bool {
     selector
@@ -94,7 +88,7 @@ fn is_empty_term(term: &NodeSelectorTerm) -> bool {
 /// is empty); `None` when a requirement does not parse.
 fn term_matches(
     term: &NodeSelectorTerm,
-    labels: Option<&BTreeMap<String, String>>,
+    labels: &impl LabelLookup,
     node_name: &str,
 ) -> Option<bool> {
     let expressions = requirements(term.match_expressions.as_ref());
@@ -153,10 +147,11 @@ impl<'a> LabelRequirement<'a> {
     }
 
     /// `Requirement.Matches`.
-    fn matches(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        let label = |key: &str| labels.and_then(|labels| labels.get(key));
-        let contains =
-            |values: &[String], key: &str| label(key).is_some_and(|value| values.contains(value));
+    fn matches(&self, labels: &impl LabelLookup) -> bool {
+        let label = |key: &str| labels.label(key);
+        let contains = |values: &[String], key: &str| {
+            label(key).is_some_and(|value| values.iter().any(|wanted| wanted == value))
+        };
         let integer = |key: &str| label(key).and_then(|value| value.parse::<i64>().ok());
         match *self {
             Self::In(key, values) => contains(values, key),

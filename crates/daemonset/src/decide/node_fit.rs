@@ -10,10 +10,9 @@
 //! status); it depends only on the DaemonSet, so [`DaemonPodProbe`] builds it once and
 //! [`node_fits`] evaluates the whole node list once per sync.
 
-use std::collections::BTreeMap;
-
+use informer::CachedNode;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, PodSpec, Taint};
+use k8s_openapi::api::core::v1::{PodSpec, Taint};
 
 use super::node_affinity::matches_required_node_affinity;
 use super::spec::pod_template;
@@ -59,7 +58,7 @@ impl DaemonPodProbe {
     }
 
     /// `NodeShouldRunDaemonPod` for `node`.
-    pub fn evaluate(&self, node: &Node, gates: FeatureGates) -> NodeFit {
+    pub fn evaluate(&self, node: &CachedNode, gates: FeatureGates) -> NodeFit {
         let name = node.metadata.name.as_deref().unwrap_or_default();
         let (should_run, should_continue_running) = self.should_run(node, name, gates);
         NodeFit {
@@ -69,7 +68,7 @@ impl DaemonPodProbe {
         }
     }
 
-    fn should_run(&self, node: &Node, name: &str, gates: FeatureGates) -> (bool, bool) {
+    fn should_run(&self, node: &CachedNode, name: &str, gates: FeatureGates) -> (bool, bool) {
         // A template pinned to another node fits nowhere else.
         if !self.template_node_name.is_empty() && self.template_node_name != name {
             return (false, false);
@@ -77,7 +76,7 @@ impl DaemonPodProbe {
         if !matches_required_node_affinity(&self.spec, node) {
             return (false, false);
         }
-        let taints = node_taints(node);
+        let taints = node.taints();
         let tolerations = self.spec.tolerations.as_deref().unwrap_or_default();
         let comparison = gates.taint_toleration_comparison_operators;
         let blocks_scheduling =
@@ -95,7 +94,7 @@ impl DaemonPodProbe {
 
 /// `NodeShouldRunDaemonPod(node, ds)` for one node.
 pub fn node_should_run_daemon_pod(
-    node: &Node,
+    node: &CachedNode,
     daemon_set: &DaemonSet,
     gates: FeatureGates,
 ) -> NodeFit {
@@ -105,7 +104,7 @@ pub fn node_should_run_daemon_pod(
 /// `NodeShouldRunDaemonPod` for every node, in the order given (one probe pod for all).
 pub fn node_fits<'a>(
     daemon_set: &DaemonSet,
-    nodes: impl IntoIterator<Item = &'a Node>,
+    nodes: impl IntoIterator<Item = &'a CachedNode>,
     gates: FeatureGates,
 ) -> Vec<NodeFit> {
     let probe = DaemonPodProbe::new(daemon_set);
@@ -129,20 +128,6 @@ pub fn node_update_concerns(fit: &NodeFit, scheduled: bool, number_misscheduled:
 
 /// `shouldIgnoreNodeUpdate`: a node update matters only if its labels or taints changed
 /// (absent and empty are the same, as Go's semantic equality has it).
-pub fn node_update_is_ignored(old: &Node, new: &Node) -> bool {
-    node_labels(old) == node_labels(new) && node_taints(old) == node_taints(new)
-}
-
-fn node_labels(node: &Node) -> Option<&BTreeMap<String, String>> {
-    node.metadata
-        .labels
-        .as_ref()
-        .filter(|labels| !labels.is_empty())
-}
-
-fn node_taints(node: &Node) -> &[Taint] {
-    node.spec
-        .as_ref()
-        .and_then(|spec| spec.taints.as_deref())
-        .unwrap_or_default()
+pub fn node_update_is_ignored(old: &CachedNode, new: &CachedNode) -> bool {
+    old.metadata.labels.iter().eq(new.metadata.labels.iter()) && old.taints() == new.taints()
 }

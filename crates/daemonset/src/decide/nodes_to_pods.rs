@@ -6,8 +6,8 @@
 //! A daemon pod is created unbound, pinned to its node by a required node affinity, and
 //! counts for that node before the scheduler binds it; otherwise every sync would create
 //! another one. Its node is therefore `spec.nodeName` or the pinning term, which the informer's
-//! [`CachedPod`] does not keep: [`nodes_to_daemon_pods`] takes the node of each pod from the
-//! caller ([`target_node_name`] reads it from a full pod's spec).
+//! [`CachedPod`] keeps for this (`CachedPod::target_node_name`, upstream's
+//! `util.GetTargetNodeName`).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -15,12 +15,10 @@ use std::time::Duration;
 
 use controller_toolkit::{pod_key, pod_predicates::is_pod_available, pod_predicates::is_pod_ready};
 use informer::CachedPod;
-use k8s_openapi::api::core::v1::PodSpec;
 
 use super::backoff::{FailedPodBackoff, failed_pods_backoff_key};
 use super::budget::allows_surge;
 use super::events::{Event, failed_daemon_pod, succeeded_daemon_pod};
-use super::node_affinity::{NODE_NAME_FIELD, OPERATOR_IN};
 use super::node_fit::NodeFit;
 use super::spec::min_ready_seconds;
 use super::template::DAEMONSET_REVISION_HASH_LABEL;
@@ -28,58 +26,6 @@ use super::{NodesToPods, SyncInput};
 
 const PHASE_FAILED: &str = "Failed";
 const PHASE_SUCCEEDED: &str = "Succeeded";
-
-/// Why a pod has no node it is for (`GetTargetNodeName`); such a pod is neither counted nor
-/// deleted anywhere.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TargetNodeError {
-    /// Unbound, and no required node affinity.
-    #[error("no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")]
-    NoRequiredNodeAffinity,
-    /// Unbound, and the required node affinity has no terms.
-    #[error("no nodeSelectorTerms in requiredDuringSchedulingIgnoredDuringExecution")]
-    NoNodeSelectorTerms,
-    /// The first `metadata.name In` requirement names more (or fewer) than one node.
-    #[error("the matchFields value of 'metadata.name' is not unique")]
-    NodeNameNotUnique,
-    /// Unbound, and no term names a node.
-    #[error("no node name found")]
-    NoNodeName,
-}
-
-/// `util.GetTargetNodeName`: `spec.nodeName` when set; otherwise the value of the first
-/// `matchFields` requirement `metadata.name In [<node>]` among the required node affinity's
-/// terms (an error if that requirement has more than one value).
-pub fn target_node_name(spec: &PodSpec) -> Result<String, TargetNodeError> {
-    if let Some(node) = spec.node_name.as_deref().filter(|node| !node.is_empty()) {
-        return Ok(node.to_owned());
-    }
-    let terms = &spec
-        .affinity
-        .as_ref()
-        .and_then(|affinity| affinity.node_affinity.as_ref())
-        .and_then(|affinity| {
-            affinity
-                .required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .ok_or(TargetNodeError::NoRequiredNodeAffinity)?
-        .node_selector_terms;
-    if terms.is_empty() {
-        return Err(TargetNodeError::NoNodeSelectorTerms);
-    }
-    let pinning = terms
-        .iter()
-        .flat_map(|term| term.match_fields.iter().flatten())
-        .find(|requirement| {
-            requirement.key == NODE_NAME_FIELD && requirement.operator == OPERATOR_IN
-        })
-        .ok_or(TargetNodeError::NoNodeName)?;
-    match pinning.values.as_deref() {
-        Some([node]) => Ok(node.clone()),
-        _ => Err(TargetNodeError::NodeNameNotUnique),
-    }
-}
 
 fn is_terminal(pod: &CachedPod) -> bool {
     matches!(pod.phase(), Some(PHASE_FAILED | PHASE_SUCCEEDED))
@@ -89,14 +35,13 @@ fn is_deleting(pod: &CachedPod) -> bool {
     pod.metadata.deletion_timestamp.is_some()
 }
 
-/// `getNodesToDaemonPods`: the claimed `pods` grouped by the node each is for, as
-/// `target_node` says (`None`: the pod has none and is left out, as upstream skips a pod
+/// `getNodesToDaemonPods`: the claimed `pods` grouped by the node each is for
+/// (`CachedPod::target_node_name`; a pod for no node is left out, as upstream skips a pod
 /// whose `GetTargetNodeName` fails). Pods both terminal (`Failed`/`Succeeded`) and being
 /// deleted are left out too, unless `include_deleted_terminal` (only history cleanup counts
 /// them); terminating pods still running stay.
 pub fn nodes_to_daemon_pods(
     pods: &[Arc<CachedPod>],
-    target_node: impl Fn(&CachedPod) -> Option<String>,
     include_deleted_terminal: bool,
 ) -> NodesToPods {
     let mut nodes_to_pods = NodesToPods::new();
@@ -104,8 +49,11 @@ pub fn nodes_to_daemon_pods(
         if !include_deleted_terminal && is_terminal(pod) && is_deleting(pod) {
             continue;
         }
-        if let Some(node) = target_node(pod) {
-            nodes_to_pods.entry(node).or_default().push(pod.clone());
+        if let Some(node) = pod.target_node_name() {
+            nodes_to_pods
+                .entry(node.to_owned())
+                .or_default()
+                .push(pod.clone());
         }
     }
     nodes_to_pods

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use informer::CachedNode;
 use informer::CachedPod;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -70,7 +70,7 @@ pub(super) fn rolling(params: Value) -> Value {
 }
 
 /// A node with `labels` and `taints` (JSON arrays of taints).
-pub(super) fn node(name: &str, labels: Value, taints: Value) -> Node {
+pub(super) fn node(name: &str, labels: Value, taints: Value) -> CachedNode {
     serde_json::from_value(json!({
         "metadata": {"name": name, "labels": labels},
         "spec": {"taints": taints}
@@ -79,7 +79,7 @@ pub(super) fn node(name: &str, labels: Value, taints: Value) -> Node {
 }
 
 /// A plain node without labels or taints.
-pub(super) fn plain_node(name: &str) -> Node {
+pub(super) fn plain_node(name: &str) -> CachedNode {
     node(name, json!({}), json!([]))
 }
 
@@ -121,6 +121,15 @@ impl PodBuilder {
     /// Bound to `node`.
     pub(super) fn on(self, node: &str) -> Self {
         self.patch(json!({"spec": {"nodeName": node}}))
+    }
+
+    /// Not bound, pinned to `node` by the required node affinity the controller gives it.
+    pub(super) fn pinned_to(self, node: &str) -> Self {
+        self.patch(json!({"spec": {"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+            ]}
+        }}}}))
     }
 
     /// In `phase`.

@@ -1,7 +1,8 @@
 //! `GetRequiredNodeAffinity(pod).Match(node)`: nodeSelector AND any of the terms, each term
 //! all its expressions and fields; unparsable terms skipped.
 
-use k8s_openapi::api::core::v1::{Node, PodSpec};
+use informer::CachedNode;
+use k8s_openapi::api::core::v1::PodSpec;
 use serde_json::{Value, json};
 
 use super::node;
@@ -21,7 +22,7 @@ fn expressions(expressions: Value) -> PodSpec {
     required(json!([{"matchExpressions": expressions}]))
 }
 
-fn labelled() -> Node {
+fn labelled() -> CachedNode {
     node(
         "node-1",
         json!({"zone": "a", "type": "production", "cores": "8", "empty": ""}),
@@ -237,7 +238,7 @@ fn required_node_affinity_cases() {
 
 #[test]
 fn fields_are_not_checked_against_a_node_without_a_name() {
-    let nameless: Node = serde_json::from_value(json!({"metadata": {}})).expect("a node");
+    let nameless: CachedNode = serde_json::from_value(json!({"metadata": {}})).expect("a node");
     let pinned = required(json!([{"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": ["node-1"]}
     ]}]));

@@ -2,6 +2,7 @@
 //! strategies) and the taint tests of daemon_controller_test.go, then the node-update worker's
 //! tests (`TestUpdateNode`, `shouldIgnoreNodeUpdate`).
 
+use informer::CachedNode;
 use serde_json::{Value, json};
 
 use super::{daemon_set, node, plain_node};
@@ -110,8 +111,12 @@ fn upstream_node_should_run_daemon_pod_table() {
                 &json!({"spec": {"updateStrategy": {"type": strategy}}}),
             );
             let ds = daemon_set(patch);
-            let mut test_node = node("test-node", simple_label.clone(), json!([]));
-            test_node.spec.get_or_insert_default().unschedulable = Some(unschedulable);
+            // `spec.unschedulable` is not even kept in the cache: it never decides.
+            let test_node: CachedNode = serde_json::from_value(json!({
+                "metadata": {"name": "test-node", "labels": simple_label.clone()},
+                "spec": {"unschedulable": unschedulable, "taints": []}
+            }))
+            .expect("a node");
             let fit = node_should_run_daemon_pod(&test_node, &ds, FeatureGates::default());
             assert_eq!(
                 (fit.should_run, fit.should_continue_running),
@@ -349,11 +354,16 @@ fn node_update_worker_enqueues_when_the_node_concerns_the_daemon_set() {
 #[test]
 fn only_label_and_taint_changes_reach_the_node_update_worker() {
     let base = node("node1", json!({"a": "b"}), json!([]));
-    let mut status_only = base.clone();
-    status_only.status = Some(
-        serde_json::from_value(json!({"allocatable": {"cpu": "200m", "memory": "200M"}}))
-            .expect("a node status"),
-    );
+    // What the cache keeps of a node whose status (and version) changed: its status is not
+    // kept, so it reads as the same node.
+    let status_only: CachedNode = serde_json::from_value(json!({
+        "metadata": {"name": "node1", "labels": {"a": "b"}, "resourceVersion": "2"},
+        "spec": {"taints": []},
+        "status": {"allocatable": {"cpu": "200m", "memory": "200M"},
+                   "conditions": [{"type": "Ready", "status": "True",
+                                   "lastHeartbeatTime": "2026-11-23T10:00:10Z"}]}
+    }))
+    .expect("a node");
     let relabelled = node("node1", json!({"a": "c"}), json!([]));
     let tainted = node(
         "node1",
