@@ -4,10 +4,14 @@
 //! node-update worker in `nodes.rs`. Every decision is the `decide` layer's; this file reads
 //! the caches, carries the plans out and writes the status.
 
-use std::{collections::HashMap, sync::Arc, time::Instant};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Instant,
+};
 
 use controller_toolkit::{
-    controller_ref::{ClaimErrors, ControllerRefManager},
+    controller_ref::{ClaimErrors, ControllerRefManager, controller_of},
     events::EventRecorder,
     pod_control::{PodControl, PodControlError},
     runtime::{
@@ -307,13 +311,18 @@ impl Reconciler for DaemonSetSync {
             return Ok(());
         }
 
-        // 6. The revisions: the current one's hash labels the pods to create.
-        let history = self.construct_history(key, &ds, selector).await?;
+        // 6. The revisions: the current one's hash labels the pods to create. (A selector
+        // that does not parse fails here, as upstream's `controlledHistories`.)
+        let selector = LabelMatcher::try_from(selector).map_err(|error| {
+            SyncError::ConstructHistory(RevisionError::Selector(error.to_string()))
+        })?;
+        let claims = Claims::new(self, &ds, selector);
+        let history = self.construct_history(key, &ds, &claims).await?;
         let fits = node_fits(&ds.object, nodes.iter().map(AsRef::as_ref), self.gates);
         let context = SyncContext {
             key,
             ds: &ds,
-            selector: &history.selector,
+            claims: &claims,
             fits: &fits,
             hash: &history.hash,
         };
@@ -346,11 +355,39 @@ impl Reconciler for DaemonSetSync {
     }
 }
 
+/// How one sync claims the DaemonSet's pods and revisions: one claim manager (so the live
+/// re-read of the DaemonSet before an adoption happens once per sync), and the pods adopted
+/// so far in this sync.
+///
+/// Why remember adoptions: upstream claims the pods again at every step (`manage`, the
+/// rolling update, the history cleanup, the status), each time from the cache, which has not
+/// seen the adoption yet, and so patches the same orphan up to four times. Here a pod adopted
+/// earlier in the sync counts as claimed without another patch.
+pub(crate) struct Claims {
+    pub(crate) selector: LabelMatcher,
+    pub(crate) manager: ControllerRefManager,
+    adopted: Mutex<HashSet<String>>,
+}
+
+impl Claims {
+    fn new(sync: &DaemonSetSync, ds: &RawDaemonSet, selector: LabelMatcher) -> Self {
+        Self {
+            manager: ControllerRefManager::for_owner(
+                sync.writer.clone(),
+                &ds.object,
+                selector.clone(),
+            ),
+            selector,
+            adopted: Mutex::new(HashSet::new()),
+        }
+    }
+}
+
 /// What the steps after `constructHistory` share.
 pub(crate) struct SyncContext<'a> {
     pub(crate) key: &'a str,
     pub(crate) ds: &'a RawDaemonSet,
-    pub(crate) selector: &'a LabelMatcher,
+    pub(crate) claims: &'a Claims,
     /// `NodeShouldRunDaemonPod` of every node, in the node list's order.
     pub(crate) fits: &'a [NodeFit],
     /// The current revision's hash.
@@ -383,17 +420,35 @@ impl DaemonSetSync {
     }
 
     /// upstream `getDaemonPods`: the DaemonSet's pods and the namespace's orphans, claimed
-    /// (matching orphans adopted, owned pods that stopped matching released).
+    /// (matching orphans adopted, owned pods that stopped matching released); an orphan
+    /// adopted earlier in this sync is not patched again.
     pub(crate) async fn daemon_pods(
         &self,
         ds: &RawDaemonSet,
-        selector: &LabelMatcher,
+        claims: &Claims,
     ) -> Result<Vec<Arc<CachedPod>>, ClaimErrors> {
-        let candidates = self.pods.controlled_by_or_orphaned(&ds.object);
-        ControllerRefManager::for_owner(self.writer.clone(), &ds.object, selector.clone())
-            .claim(&candidates)
-            .await
-            .into_result()
+        let is_orphan = |pod: &CachedPod| controller_of(&pod.metadata).is_none();
+        let uid = |pod: &CachedPod| pod.metadata.uid.clone().unwrap_or_default();
+        let (adopted, candidates): (Vec<_>, Vec<_>) = {
+            let adopted = claims.adopted.lock();
+            self.pods
+                .controlled_by_or_orphaned(&ds.object)
+                .into_iter()
+                .partition(|pod| {
+                    is_orphan(pod)
+                        && adopted.contains(&uid(pod))
+                        && claims.selector.selects(pod.as_ref())
+                })
+        };
+        let mut claimed = claims.manager.claim(&candidates).await.into_result()?;
+        claims.adopted.lock().extend(
+            claimed
+                .iter()
+                .filter(|pod| is_orphan(pod))
+                .map(|pod| uid(pod)),
+        );
+        claimed.extend(adopted);
+        Ok(claimed)
     }
 
     /// upstream `getNodesToDaemonPods`: the claimed pods by the node each is for, deleted
@@ -404,7 +459,7 @@ impl DaemonSetSync {
         include_deleted_terminal: bool,
     ) -> Result<NodesToPods, SyncError> {
         let pods = self
-            .daemon_pods(context.ds, context.selector)
+            .daemon_pods(context.ds, context.claims)
             .await
             .map_err(|source| SyncError::DaemonPods {
                 name: crate::decide::spec::name(&context.ds.object).to_owned(),

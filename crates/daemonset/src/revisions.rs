@@ -8,12 +8,8 @@
 
 use std::sync::Arc;
 
-use controller_toolkit::{
-    api_errors::is_already_exists,
-    controller_ref::{ClaimErrors, ControllerRefManager},
-};
+use controller_toolkit::{api_errors::is_already_exists, controller_ref::ClaimErrors};
 use history::create_request_body;
-use informer::LabelMatcher;
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, DaemonSet},
     core::v1::Pod,
@@ -21,7 +17,7 @@ use k8s_openapi::api::{
 use kube::Api;
 
 use crate::{
-    controller::{DaemonSetSync, RawDaemonSet, SyncContext, SyncError},
+    controller::{Claims, DaemonSetSync, RawDaemonSet, SyncContext, SyncError},
     decide::{
         revision::{
             CurrentRevision, choose_current, matches, new_revision, next_revision_number,
@@ -64,8 +60,6 @@ pub enum RevisionError {
 
 /// What `constructHistory` hands to the rest of the sync.
 pub(crate) struct History {
-    /// The DaemonSet's selector, parsed.
-    pub(crate) selector: LabelMatcher,
     /// The current revision's `controller-revision-hash` label.
     pub(crate) hash: String,
     /// The other revisions of the DaemonSet.
@@ -86,7 +80,7 @@ impl DaemonSetSync {
         &self,
         key: &str,
         ds: &RawDaemonSet,
-        selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+        claims: &Claims,
     ) -> Result<History, SyncError> {
         let candidates = self.revisions.controlled_by_or_orphaned(&ds.object);
         // kcm-rs: a revision we created and the cache lacks would be POSTed again only to
@@ -95,7 +89,7 @@ impl DaemonSetSync {
             self.revisions_created
                 .check(key, candidates.iter().map(|revision| &revision.metadata)),
         )?;
-        self.current_and_old(ds, selector, &candidates)
+        self.current_and_old(ds, claims, &candidates)
             .await
             .map_err(SyncError::ConstructHistory)
     }
@@ -103,17 +97,11 @@ impl DaemonSetSync {
     async fn current_and_old(
         &self,
         ds: &RawDaemonSet,
-        selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+        claims: &Claims,
         candidates: &[Arc<ControllerRevision>],
     ) -> Result<History, RevisionError> {
-        let selector = LabelMatcher::try_from(selector)
-            .map_err(|error| RevisionError::Selector(error.to_string()))?;
         // upstream `controlledHistories`.
-        let claimed =
-            ControllerRefManager::for_owner(self.writer.clone(), &ds.object, selector.clone())
-                .claim(candidates)
-                .await
-                .into_result()?;
+        let claimed = claims.manager.claim(candidates).await.into_result()?;
         let mut revisions = Vec::with_capacity(claimed.len());
         for revision in claimed {
             match with_legacy_hash_label(&revision) {
@@ -141,7 +129,7 @@ impl DaemonSetSync {
             } => {
                 let kept = Arc::clone(&current[keep]);
                 for duplicate in duplicates {
-                    self.remove_duplicate(ds, &selector, &kept, &current[duplicate])
+                    self.remove_duplicate(ds, claims, &kept, &current[duplicate])
                         .await?;
                 }
                 if let Some(number) = renumber_to {
@@ -153,7 +141,6 @@ impl DaemonSetSync {
             }
         };
         Ok(History {
-            selector,
             hash: revision_hash_label(&current).to_owned(),
             old,
         })
@@ -165,12 +152,12 @@ impl DaemonSetSync {
     async fn remove_duplicate(
         &self,
         ds: &RawDaemonSet,
-        selector: &LabelMatcher,
+        claims: &Claims,
         kept: &ControllerRevision,
         duplicate: &ControllerRevision,
     ) -> Result<(), RevisionError> {
         let hash = revision_hash_label(kept);
-        let pods = self.daemon_pods(ds, selector).await?;
+        let pods = self.daemon_pods(ds, claims).await?;
         for pod_key in pods_to_relabel(&pods, hash) {
             let pod_name = pod_key.rsplit('/').next().unwrap_or_default();
             self.writer

@@ -58,11 +58,11 @@ fn toleration_keys(pod: &Pod) -> Vec<(String, String)> {
 async fn creates_one_pinned_pod_per_node_with_the_default_tolerations() {
     let harness = Harness::start(nodes(3)).await;
     harness.create_ds(daemon_set("agent", json!({}))).await;
-    let pods = harness
+    harness
         .wait_for_pods_on("agent", &["sim-node-0", "sim-node-1", "sim-node-2"])
         .await;
     harness.wait_for_settled("agent", 3).await;
-    for pod in &pods {
+    for pod in &harness.live_pods("agent").await {
         let spec = pod.spec.as_ref().expect("spec");
         let node = spec.node_name.clone().expect("bound by the scheduler");
         // Not bound by the controller: pinned by the one term the scheduler reads.
@@ -268,7 +268,8 @@ async fn relabelling_a_node_creates_and_deletes_its_pod() {
     harness.stop().await;
 }
 
-/// A NoSchedule taint keeps the running pod (counted misscheduled); a NoExecute one removes it.
+/// A NoSchedule taint keeps the running pod (counted misscheduled at the next sync); a
+/// NoExecute one removes it.
 #[tokio::test]
 async fn tainting_a_node_keeps_or_evicts_its_pod_by_effect() {
     let harness = Harness::start(nodes(2)).await;
@@ -283,6 +284,18 @@ async fn tainting_a_node_keeps_or_evicts_its_pod_by_effect() {
             "sim-node-0",
             json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}}),
         )
+        .await;
+    // The taint concerns the DaemonSet only if its pod there had to go (upstream's
+    // `syncNodeUpdate`): none does, so nothing syncs it.
+    harness.wait_until_idle().await;
+    assert_eq!(
+        support::uids(&harness.live_pods("agent").await),
+        support::uids(&before),
+        "a NoSchedule taint removes no pod"
+    );
+    // Any sync of it counts the pod misscheduled.
+    harness
+        .patch_ds("agent", json!({"metadata": {"labels": {"touched": "yes"}}}))
         .await;
     let status = harness
         .wait_for_status("agent", "a misscheduled pod", |status| {

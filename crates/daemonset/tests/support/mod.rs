@@ -198,6 +198,23 @@ impl Harness {
             .map_or(0.0, |metric| metric.get_counter().value())
     }
 
+    /// Waits until neither queue got a key for half a second, and returns the adds of the
+    /// DaemonSet queue and of the node-update queue then.
+    pub async fn wait_until_idle(&self) -> (f64, f64) {
+        sim::testing::eventually("the controller idle", WAIT, || async {
+            let adds = || {
+                (
+                    self.queue_adds(daemonset::QUEUE_NAME),
+                    self.queue_adds(daemonset::NODE_QUEUE_NAME),
+                )
+            };
+            let before = adds();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            (before == adds()).then(adds)
+        })
+        .await
+    }
+
     /// The number of syncs of the DaemonSet queue (`controller_sync_duration_seconds`).
     pub fn syncs(&self) -> u64 {
         self.registry
