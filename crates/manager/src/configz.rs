@@ -497,6 +497,7 @@ mod tests {
                     },
                     "Controllers": ["*"]
                 },
+                "DaemonSetController": {"ConcurrentDaemonSetSyncs": 2},
                 "DeploymentController": {"ConcurrentDeploymentSyncs": 5},
                 "StatefulSetController": {"ConcurrentStatefulSetSyncs": 5},
                 "ReplicaSetController": {"ConcurrentRSSyncs": 5}

@@ -377,8 +377,20 @@ mod tests {
     fn defaults_are_upstreams() {
         let options = parse(&[]);
         assert_eq!(options.controllers, vec!["*"]);
+        // Upstream v1.36's defaults (DaemonSets: 2, kubernetes#128444).
+        let upstream = std::collections::BTreeMap::from([
+            ("concurrent-replicaset-syncs", 5),
+            ("concurrent-deployment-syncs", 5),
+            ("concurrent-statefulset-syncs", 5),
+            ("concurrent-daemonset-syncs", 2),
+        ]);
         for (workers, value) in options.controller_flags.all_workers() {
-            assert_eq!(*value, 5, "--{}", workers.flag);
+            assert_eq!(
+                Some(value),
+                upstream.get(workers.flag),
+                "--{}",
+                workers.flag
+            );
         }
         assert_eq!(options.kube_api_qps, 20.0);
         assert_eq!(options.kube_api_burst, 30);

@@ -650,7 +650,7 @@ async fn configz_serves_a_service_account_allowed_to_get_it() {
             "--min-resync-period=90m",
             "--statefulset-recover-grace=45s",
             // The controllers' flags come with their descriptors; none of them runs here.
-            "--controllers=-replicaset,-deployment,-statefulset",
+            "--controllers=-replicaset,-deployment,-statefulset,-daemonset",
         ]
         .map(String::from),
     );
