@@ -238,3 +238,59 @@ async fn a_revision_of_a_newer_serialization_restarts_nothing() {
     assert_eq!(numbered[1].1, 2);
     harness.stop().await;
 }
+
+/// Two revisions hold the current data (one named after upstream's hash, one after another):
+/// the higher-numbered is kept, every pod relabelled with its hash by a JSON merge patch, the
+/// other deleted (`dedupCurHistories`); no pod restarts.
+#[tokio::test]
+async fn duplicate_current_revisions_are_merged_into_the_newest() {
+    let mut harness = Harness::without_controller(nodes(2)).await;
+    let before = build_scene(&harness, EXAMPLE_A, false).await;
+    let owner = harness
+        .daemon_sets()
+        .get("test")
+        .await
+        .expect("ds")
+        .metadata
+        .uid
+        .expect("uid");
+    let duplicate_hash = "5f9c8d7b6";
+    let duplicate = format!(
+        r#"{{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{{"name":"test-{duplicate_hash}","labels":{{"app":"foo","controller-revision-hash":"{duplicate_hash}"}},"ownerReferences":{}}},"data":{EXAMPLE_A},"revision":2}}"#,
+        owned_by(&owner)
+    );
+    post_raw(
+        &harness,
+        "/apis/apps/v1/namespaces/default/controllerrevisions",
+        &duplicate,
+    )
+    .await;
+    harness.start_controller();
+    harness.wait_for_settled("test", 2).await;
+    let revisions = sim::testing::eventually("one revision left", support::WAIT, || async {
+        let revisions = harness.revisions_of("test").await;
+        (revisions.len() == 1).then_some(revisions)
+    })
+    .await;
+    assert_eq!(
+        revisions[0].metadata.name.as_deref(),
+        Some(format!("test-{duplicate_hash}").as_str())
+    );
+    let pods = harness.pods_labelled("foo").await;
+    assert_eq!(uids(&pods), before, "no pod restarted");
+    for pod in &pods {
+        assert_eq!(
+            support::label(pod, "controller-revision-hash").as_deref(),
+            Some(duplicate_hash),
+            "relabelled"
+        );
+    }
+    let requests =
+        |verb: &str, resource: &str| harness.requests_by(CONTROLLER_AGENT, verb, resource);
+    // One merge patch per pod and one delete; a sync that runs before the deletion's watch
+    // event may repeat them, as upstream's would.
+    assert!(requests("patch", "pods") >= 2, "a merge patch per pod");
+    assert!(requests("delete", "controllerrevisions") >= 1);
+    assert_eq!(requests("create", "pods") + requests("delete", "pods"), 0);
+    harness.stop().await;
+}
