@@ -181,7 +181,7 @@ async fn a_disabled_controller_opens_no_watch() {
         "disabled",
         &[
             "--leader-elect=false",
-            "--controllers=*,-replicaset,-deployment,-statefulset",
+            "--controllers=*,-replicaset,-deployment,-statefulset,-daemonset",
         ],
     );
     wait_until("readyz", Duration::from_secs(20), || {

@@ -76,7 +76,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             resource: "controllerrevisions",
             kind: "ControllerRevision",
             status_fields: &[],
-            object_fields: &["revision", "metadata.labels"],
+            object_fields: &["revision"],
             annotation_prefixes: &[],
             annotations_on_status: false,
             dependents: None,

@@ -1,8 +1,8 @@
 //! The pure heart of the DaemonSet controller: given the DaemonSet, the nodes, the claimed
 //! pods and the revisions, which pods to create (by node) and delete (by key), which events to
 //! record, which revision writes to make, and the status that results. Nothing here does I/O;
-//! every function takes plain data (k8s-openapi objects, the informer's [`CachedPod`]s,
-//! slices, an explicit `now`) and returns plain data, so one executor can carry the plans out
+//! every function takes plain data (k8s-openapi objects, the informer's [`CachedPod`]s and
+//! `CachedNode`s, slices, an explicit `now`) and returns plain data, so one executor can carry the plans out
 //! and every rule is table-tested without a server.
 //!
 //! The modules follow upstream's files and functions, one job each:
