@@ -15,7 +15,7 @@ use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::PersistentVolumeC
 
 use crate::{
     BrokenRolloutRecovery, CONTROLLER_NAME, FeatureGates, QUEUE_NAME, StatefulSetController,
-    StatefulSetMetrics, StatefulSetOptions, raw::RawStatefulSet,
+    StatefulSetMetrics, StatefulSetOptions, controller::RawStatefulSet,
 };
 
 /// `--statefulset-recover-broken-rollout` (kcm-rs only).
