@@ -144,6 +144,14 @@ impl PolicyRule {
 /// Events, as every controller records them (core/v1 Events, aggregated by patch).
 pub const EVENTS_RULE: PolicyRule = PolicyRule::core(&["events"], &["create", "patch", "update"]);
 
+/// ControllerRevisions, as the controllers that keep their history in them use them.
+pub const CONTROLLER_REVISIONS_RULE: PolicyRule = PolicyRule::apps(
+    &["controllerrevisions"],
+    &[
+        "get", "list", "watch", "create", "update", "patch", "delete",
+    ],
+);
+
 /// Builds a controller: `Ok(None)` when it chose not to run (logged and skipped, as upstream).
 pub type InitFn = fn(InitContext<'_>) -> Result<Option<Box<dyn Runnable>>, InitError>;
 

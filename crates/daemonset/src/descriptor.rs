@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use controller_toolkit::{
     descriptor::{
-        ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext, InitError, PolicyRule,
-        Runnable, WorkersFlag,
+        CONTROLLER_REVISIONS_RULE, ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext,
+        InitError, PolicyRule, Runnable, WorkersFlag,
     },
-    shadow_view::{ComparedKind, DependentsMatch, KindCache, PODS, cache_of, whole},
+    shadow_view::{CONTROLLER_REVISIONS, ComparedKind, DependentsMatch, KindCache, PODS, cache_of},
 };
 use informer::SharedInformerFactory;
-use k8s_openapi::api::apps::v1::ControllerRevision;
 
 use crate::{
     CONTROLLER_NAME, DaemonSetController, DaemonSetOptions, FeatureGates, QUEUE_NAME,
@@ -72,28 +71,14 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             cache: daemon_set_cache,
         },
         PODS,
-        ComparedKind {
-            resource: "controllerrevisions",
-            kind: "ControllerRevision",
-            status_fields: &[],
-            object_fields: &["revision"],
-            annotation_prefixes: &[],
-            annotations_on_status: false,
-            dependents: None,
-            cache: revision_cache,
-        },
+        CONTROLLER_REVISIONS,
     ],
     rbac: &[
         PolicyRule::apps(&["daemonsets"], &["get", "list", "watch"]),
         PolicyRule::apps(&["daemonsets/status", "daemonsets/finalizers"], &["update"]),
         PolicyRule::core(&["nodes"], &["list", "watch"]),
         PolicyRule::core(&["pods"], &["list", "watch", "create", "delete", "patch"]),
-        PolicyRule::apps(
-            &["controllerrevisions"],
-            &[
-                "get", "list", "watch", "create", "delete", "update", "patch",
-            ],
-        ),
+        CONTROLLER_REVISIONS_RULE,
         EVENTS_RULE,
     ],
     init,
@@ -102,10 +87,6 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
 /// The DaemonSet's JSON is the object as the server sent it.
 fn daemon_set_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
     cache_of::<RawDaemonSet>(factory, |ds| ds.raw.clone())
-}
-
-fn revision_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
-    cache_of::<ControllerRevision>(factory, whole)
 }
 
 fn init(context: InitContext<'_>) -> Result<Option<Box<dyn Runnable>>, InitError> {
