@@ -14,13 +14,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use kube::{
     Api,
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
-use sim::{SimCluster, SimConfig, testing::workload};
+use sim::{NodesConfig, SimCluster, SimConfig, testing::workload};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kube-controller-manager");
 
@@ -468,10 +468,16 @@ async fn dashboard_and_alerts_query_only_series_the_manager_exports() {
         queries.push((format!("alert {name}"), expr.to_owned()));
     }
 
-    // The manager, leading, syncs a Deployment and a StatefulSet, scaled back and forth until
-    // every family the assets name has appeared (labelled families appear with their first
-    // sample: stale-sync skips, for one, need the controllers to outrun their caches).
-    let sim = SimCluster::start(SimConfig::default()).await.expect("sim");
+    // The manager, leading, syncs a Deployment and a StatefulSet, scaled back and forth, and a
+    // DaemonSet on three nodes, its template changed each round, until every family the assets
+    // name has appeared (labelled families appear with their first sample: stale-sync skips,
+    // for one, need the controllers to outrun their caches).
+    let sim = SimCluster::start(SimConfig {
+        nodes: NodesConfig::with_count(3),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim");
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
@@ -498,6 +504,7 @@ async fn dashboard_and_alerts_query_only_series_the_manager_exports() {
     };
     let deployments: Api<Deployment> = Api::namespaced(sim.client(), "default");
     let stateful_sets: Api<StatefulSet> = Api::namespaced(sim.client(), "default");
+    let daemon_sets: Api<DaemonSet> = Api::namespaced(sim.client(), "default");
     deployments
         .create(
             &PostParams::default(),
@@ -512,6 +519,17 @@ async fn dashboard_and_alerts_query_only_series_the_manager_exports() {
         )
         .await
         .expect("create StatefulSet");
+    let mut daemon_set = workload("DaemonSet", "agent", 0);
+    if let Some(spec) = daemon_set["spec"].as_object_mut() {
+        spec.remove("replicas");
+    }
+    daemon_sets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(daemon_set).expect("DaemonSet"),
+        )
+        .await
+        .expect("create DaemonSet");
 
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut round = 0;
@@ -534,6 +552,14 @@ async fn dashboard_and_alerts_query_only_series_the_manager_exports() {
         let replicas = if round % 2 == 0 { 2 } else { 6 };
         scale(&deployments, "web", replicas).await;
         scale(&stateful_sets, "db", replicas).await;
+        daemon_sets
+            .patch(
+                "agent",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"template": {"metadata": {"annotations": {"round": round.to_string()}}}}})),
+            )
+            .await
+            .expect("roll the DaemonSet");
     };
     assert!(
         problems.is_empty(),
@@ -569,6 +595,8 @@ async fn dashboard_and_alerts_query_only_series_the_manager_exports() {
         "leader_election_master_status",
         "replicaset_controller_stale_sync_skips_total",
         "statefulset_controller_stale_sync_skips_total",
+        "deployment_controller_stale_sync_skips_total",
+        "daemonset_controller_stale_sync_skips_total",
         "process_cpu_seconds_total",
         "process_resident_memory_bytes",
         "up",
