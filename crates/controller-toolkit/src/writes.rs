@@ -264,18 +264,9 @@ impl Writer {
     where
         K: Resource<DynamicType = ()> + DeserializeOwned,
     {
-        self.send(Write {
-            verb: WriteVerb::StrategicPatch,
-            resource: ApiResource::erase::<K>(&()),
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            uid: None,
-            body: serde_json::to_vec(&patch)
-                .map_err(kube::Error::SerdeError)?
-                .into(),
-            reason,
-        })
-        .await
+        let body = serde_json::to_vec(&patch).map_err(kube::Error::SerdeError)?;
+        self.send_patch(WriteVerb::StrategicPatch, namespace, name, body, reason)
+            .await
     }
 
     /// PATCHes the `K` named `name` in `namespace` with the JSON merge patch `patch`, sent as
@@ -290,13 +281,30 @@ impl Writer {
     where
         K: Resource<DynamicType = ()> + DeserializeOwned,
     {
+        self.send_patch(WriteVerb::MergePatch, namespace, name, patch, reason)
+            .await
+    }
+
+    /// The PATCH of the `K` named `name` in `namespace` with `body` (one write for both patch
+    /// types: a patch names its target, with no UID precondition).
+    async fn send_patch<K>(
+        &self,
+        verb: WriteVerb,
+        namespace: &str,
+        name: &str,
+        body: Vec<u8>,
+        reason: &'static str,
+    ) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
         self.send(Write {
-            verb: WriteVerb::MergePatch,
+            verb,
             resource: ApiResource::erase::<K>(&()),
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             uid: None,
-            body: patch.into(),
+            body: body.into(),
             reason,
         })
         .await

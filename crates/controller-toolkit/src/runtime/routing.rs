@@ -75,52 +75,54 @@ impl Dependent for CachedReplicaSet {}
 
 impl Dependent for ControllerRevision {}
 
-impl Owner for CachedReplicaSet {
-    fn label_selector(&self) -> Option<LabelSelector> {
-        self.spec.as_ref().map(|spec| spec.selector.decode())
-    }
+/// Implements [`Owner`] for a kind whose `spec` has `selector` and `minReadySeconds`: the
+/// selector as `$selector` reads it from the spec, the minimum readiness `0` when unset. One
+/// body for the ReplicaSet, StatefulSet and DaemonSet, which differ only in how the selector
+/// is stored (compact JSON in the cache or typed) and in the ready requeue slack.
+macro_rules! owner_with_min_ready_seconds {
+    ($(#[$doc:meta])* $kind:ty, |$spec:ident| $selector:expr $(, slack: $slack:expr)?) => {
+        $(#[$doc])*
+        impl Owner for $kind {
+            $(const READY_REQUEUE_SLACK: Duration = $slack;)?
 
-    fn min_ready_seconds(&self) -> i32 {
-        self.spec
-            .as_ref()
-            .and_then(|spec| spec.min_ready_seconds)
-            .unwrap_or(0)
-    }
+            fn label_selector(&self) -> Option<LabelSelector> {
+                self.spec.as_ref().map(|$spec| $selector)
+            }
+
+            fn min_ready_seconds(&self) -> i32 {
+                self.spec
+                    .as_ref()
+                    .and_then(|spec| spec.min_ready_seconds)
+                    .unwrap_or(0)
+            }
+        }
+    };
 }
 
+owner_with_min_ready_seconds!(
+    /// A ReplicaSet owns its pods (upstream `getPodReplicaSets`, `resolveControllerRef`).
+    CachedReplicaSet,
+    |spec| spec.selector.decode()
+);
+
+owner_with_min_ready_seconds!(
+    /// A StatefulSet owns its pods (upstream `getPodStatefulSets`, `resolveControllerRef`).
+    StatefulSet,
+    |spec| spec.selector.clone()
+);
+
+owner_with_min_ready_seconds!(
+    /// A DaemonSet owns its pods (upstream `getDaemonSetsForPod`, `resolveControllerRef`).
+    DaemonSet,
+    |spec| spec.selector.clone(),
+    slack: Duration::from_secs(1)
+);
+
+/// A Deployment owns its ReplicaSets (upstream `getDeploymentsForReplicaSet`); a ReplicaSet
+/// never turns ready ([`Dependent::became_ready`]), so no ready requeue needs its minimum.
 impl Owner for CachedDeployment {
     fn label_selector(&self) -> Option<LabelSelector> {
         self.spec.as_ref().map(|spec| spec.selector.decode())
-    }
-}
-
-/// A StatefulSet owns its pods (upstream `getPodStatefulSets`, `resolveControllerRef`).
-impl Owner for StatefulSet {
-    fn label_selector(&self) -> Option<LabelSelector> {
-        self.spec.as_ref().map(|spec| spec.selector.clone())
-    }
-
-    fn min_ready_seconds(&self) -> i32 {
-        self.spec
-            .as_ref()
-            .and_then(|spec| spec.min_ready_seconds)
-            .unwrap_or(0)
-    }
-}
-
-/// A DaemonSet owns its pods (upstream `getDaemonSetsForPod`, `resolveControllerRef`).
-impl Owner for DaemonSet {
-    const READY_REQUEUE_SLACK: Duration = Duration::from_secs(1);
-
-    fn label_selector(&self) -> Option<LabelSelector> {
-        self.spec.as_ref().map(|spec| spec.selector.clone())
-    }
-
-    fn min_ready_seconds(&self) -> i32 {
-        self.spec
-            .as_ref()
-            .and_then(|spec| spec.min_ready_seconds)
-            .unwrap_or(0)
     }
 }
 
