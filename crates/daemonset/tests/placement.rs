@@ -8,6 +8,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use daemonset::decide::node_affinity::required_node_selector;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 use serde_json::json;
 use sim::{KubeletConfig, NodeOverrides, NodeTaint, NodesConfig, SimConfig};
@@ -66,15 +67,7 @@ async fn creates_one_pinned_pod_per_node_with_the_default_tolerations() {
         let spec = pod.spec.as_ref().expect("spec");
         let node = spec.node_name.clone().expect("bound by the scheduler");
         // Not bound by the controller: pinned by the one term the scheduler reads.
-        let terms = &spec
-            .affinity
-            .as_ref()
-            .and_then(|affinity| affinity.node_affinity.as_ref())
-            .and_then(|affinity| {
-                affinity
-                    .required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
+        let terms = &required_node_selector(spec)
             .expect("required node affinity")
             .node_selector_terms;
         assert_eq!(
@@ -145,13 +138,7 @@ async fn node_selector_and_required_affinity_choose_the_nodes() {
         let terms = pod
             .spec
             .as_ref()
-            .and_then(|spec| spec.affinity.as_ref())
-            .and_then(|affinity| affinity.node_affinity.as_ref())
-            .and_then(|affinity| {
-                affinity
-                    .required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
+            .and_then(required_node_selector)
             .map(|required| required.node_selector_terms.len());
         assert_eq!(terms, Some(1));
     }

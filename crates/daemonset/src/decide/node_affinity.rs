@@ -40,19 +40,22 @@ pub fn matches_required_node_affinity(spec: &PodSpec, node: &CachedNode) -> bool
     {
         return false;
     }
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|affinity| affinity.node_affinity.as_ref())
-        .and_then(|affinity| {
-            affinity
-                .required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    match required {
+    match required_node_selector(spec) {
         Some(selector) => matches_node_selector(selector, labels, node_name(node)),
         None => true,
     }
+}
+
+/// The pod's required node affinity (`affinity.nodeAffinity.
+/// requiredDuringSchedulingIgnoredDuringExecution`), if it has one: what decides eligibility,
+/// and where the controller pins a daemon pod to its node.
+pub fn required_node_selector(spec: &PodSpec) -> Option<&NodeSelector> {
+    spec.affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()
 }
 
 fn node_name(node: &CachedNode) -> &str {

@@ -7,6 +7,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use controller_toolkit::stale_reads::StaleSyncSkips;
+use daemonset::decide::node_affinity::required_node_selector;
 use daemonset::{ControllerMetrics, DaemonSetController, DaemonSetOptions, RuntimeOptions};
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus},
@@ -290,24 +291,8 @@ pub fn daemon_set(name: &str, patch: Value) -> Value {
             }
         }
     });
-    merge(&mut object, &patch);
+    json_patch::merge(&mut object, &patch);
     object
-}
-
-/// JSON merge patch (RFC 7386): objects merge, `null` removes, anything else replaces.
-pub fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(target), Value::Object(patch)) => {
-            for (key, value) in patch {
-                if value.is_null() {
-                    target.remove(key);
-                } else {
-                    merge(target.entry(key.clone()).or_insert(Value::Null), value);
-                }
-            }
-        }
-        (target, patch) => *target = patch.clone(),
-    }
 }
 
 /// The node a pod is for: bound, else the one its affinity pins it to.
@@ -316,12 +301,7 @@ pub fn target_node(pod: &Pod) -> Option<String> {
     if let Some(node) = spec.node_name.clone().filter(|node| !node.is_empty()) {
         return Some(node);
     }
-    spec.affinity
-        .as_ref()?
-        .node_affinity
-        .as_ref()?
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()?
+    required_node_selector(spec)?
         .node_selector_terms
         .iter()
         .flat_map(|term| term.match_fields.iter().flatten())

@@ -9,7 +9,8 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::NodesToPods;
+use super::node_fit::NodeFit;
+use super::{NodesToPods, SyncInput};
 
 mod backoff;
 mod budget;
@@ -41,26 +42,10 @@ pub(super) fn daemon_set_json() -> Value {
     })
 }
 
-/// JSON merge patch (RFC 7386): objects merge, `null` removes, anything else replaces.
-pub(super) fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(target), Value::Object(patch)) => {
-            for (key, value) in patch {
-                if value.is_null() {
-                    target.remove(key);
-                } else {
-                    merge(target.entry(key.clone()).or_insert(Value::Null), value);
-                }
-            }
-        }
-        (target, patch) => *target = patch.clone(),
-    }
-}
-
-/// [`daemon_set_json`] with `patch` merged in.
+/// [`daemon_set_json`] with `patch` merged in (a JSON merge patch, RFC 7386).
 pub(super) fn daemon_set(patch: Value) -> DaemonSet {
     let mut object = daemon_set_json();
-    merge(&mut object, &patch);
+    json_patch::merge(&mut object, &patch);
     serde_json::from_value(object).expect("a valid DaemonSet")
 }
 
@@ -114,7 +99,7 @@ pub(super) fn pod(name: &str) -> PodBuilder {
 
 impl PodBuilder {
     fn patch(mut self, patch: Value) -> Self {
-        merge(&mut self.0, &patch);
+        json_patch::merge(&mut self.0, &patch);
         self
     }
 
@@ -194,4 +179,31 @@ pub(super) fn nodes_to_pods(entries: Vec<(&str, Vec<PodBuilder>)>) -> NodesToPod
 /// `default/<name>` for each name.
 pub(super) fn keys(names: &[&str]) -> Vec<String> {
     names.iter().map(|name| format!("default/{name}")).collect()
+}
+
+/// What the node checks answered for `node`.
+pub(super) fn fit(node: &str, should_run: bool, should_continue_running: bool) -> NodeFit {
+    NodeFit {
+        node: node.to_owned(),
+        should_run,
+        should_continue_running,
+    }
+}
+
+/// The input of one sync of `daemon_set` over `fits` and `nodes_to_pods`, at the revision
+/// `hash` and the time `now`.
+pub(super) fn sync_input<'a>(
+    daemon_set: &'a DaemonSet,
+    fits: &'a [NodeFit],
+    nodes_to_pods: &'a NodesToPods,
+    hash: &'a str,
+    now: Timestamp,
+) -> SyncInput<'a> {
+    SyncInput {
+        daemon_set,
+        fits,
+        nodes_to_pods,
+        hash,
+        now,
+    }
 }

@@ -106,7 +106,7 @@ fn upstream_node_should_run_daemon_pod_table() {
     for strategy in ["OnDelete", "RollingUpdate"] {
         for (name, spec, unschedulable, should_run, should_continue_running) in cases.clone() {
             let mut patch = template_spec(spec);
-            super::merge(
+            json_patch::merge(
                 &mut patch,
                 &json!({"spec": {"updateStrategy": {"type": strategy}}}),
             );

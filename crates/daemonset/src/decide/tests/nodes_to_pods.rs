@@ -8,8 +8,7 @@ use controller_toolkit::EventType;
 use informer::CachedPod;
 use serde_json::{Value, json};
 
-use super::{PodBuilder, at, daemon_set, keys, nodes_to_pods, now, pod, rolling};
-use crate::decide::SyncInput;
+use super::{PodBuilder, at, daemon_set, fit, keys, nodes_to_pods, now, pod, rolling, sync_input};
 use crate::decide::backoff::FailedPodBackoff;
 use crate::decide::node_fit::NodeFit;
 use crate::decide::nodes_to_pods::{
@@ -141,14 +140,6 @@ fn creation_order_puts_bound_then_older_then_smaller_names_first() {
         names(&pods),
         vec!["no-timestamp", "oldest", "a", "b", "unbound-oldest"]
     );
-}
-
-fn fit(node: &str, should_run: bool, should_continue_running: bool) -> NodeFit {
-    NodeFit {
-        node: node.to_owned(),
-        should_run,
-        should_continue_running,
-    }
 }
 
 fn plan(creates: &[&str], deletes: &[&str]) -> ManagePlan {
@@ -315,13 +306,7 @@ fn pods_should_be_on_node_cases() {
         let ds = daemon_set(patch);
         let map = nodes_to_pods(pods.map(|pods| vec![("node-1", pods)]).unwrap_or_default());
         let fits = [fit.clone()];
-        let input = SyncInput {
-            daemon_set: &ds,
-            fits: &fits,
-            nodes_to_pods: &map,
-            hash: "h1",
-            now: now(),
-        };
+        let input = sync_input(&ds, &fits, &map, "h1", now());
         let mut backoff = FailedPodBackoff::default();
         assert_eq!(
             pods_should_be_on_node(&input, &fit, &mut backoff),
@@ -341,13 +326,7 @@ fn failed_pods_are_deleted_once_per_backoff_window() {
     )]);
     let mut backoff = FailedPodBackoff::default();
     let sync_at = |seconds: i64, backoff: &mut FailedPodBackoff| {
-        let input = SyncInput {
-            daemon_set: &ds,
-            fits: &fits,
-            nodes_to_pods: &map,
-            hash: "h1",
-            now: at(seconds),
-        };
+        let input = sync_input(&ds, &fits, &map, "h1", at(seconds));
         manage(&input, backoff)
     };
     // TestDaemonKillFailedPods: the first sighting deletes it with a warning.
@@ -390,13 +369,7 @@ fn manage_walks_the_node_list_then_unbound_pods_of_vanished_nodes() {
             vec![pod("bound-gone").on("node-gone"), pod("unbound-gone")],
         ),
     ]);
-    let input = SyncInput {
-        daemon_set: &ds,
-        fits: &fits,
-        nodes_to_pods: &map,
-        hash: "h1",
-        now: now(),
-    };
+    let input = sync_input(&ds, &fits, &map, "h1", now());
     let managed = manage(&input, &mut FailedPodBackoff::default());
     assert_eq!(managed, plan(&["node-2"], &["misplaced", "unbound-gone"]));
     assert_eq!(

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{PodBuilder, daemon_set, keys, nodes_to_pods, now, pod, rolling};
+use super::{PodBuilder, daemon_set, fit, keys, nodes_to_pods, now, pod, rolling, sync_input};
 use crate::decide::node_fit::NodeFit;
 use crate::decide::rolling_update::{
     DesiredNodeCounts, RollingUpdateError, RollingUpdatePlan, find_updated_pods_on_node,
@@ -111,32 +111,19 @@ fn upstream_is_pod_updated_cases() {
     }
 }
 
-fn fit(node: &str, should_run: bool) -> NodeFit {
-    NodeFit {
-        node: node.to_owned(),
-        should_run,
-        should_continue_running: should_run,
-    }
-}
-
 fn fits(count: usize) -> Vec<NodeFit> {
     (0..count)
-        .map(|index| fit(&format!("node-{index}"), true))
+        .map(|index| fit(&format!("node-{index}"), true, true))
         .collect()
 }
 
+/// The input of a sync at the revision `new`, at [`now`].
 fn input<'a>(
     daemon_set: &'a k8s_openapi::api::apps::v1::DaemonSet,
     fits: &'a [NodeFit],
     nodes_to_pods: &'a NodesToPods,
 ) -> SyncInput<'a> {
-    SyncInput {
-        daemon_set,
-        fits,
-        nodes_to_pods,
-        hash: "new",
-        now: now(),
-    }
+    sync_input(daemon_set, fits, nodes_to_pods, "new", now())
 }
 
 fn surge(value: Value) -> Value {
@@ -437,11 +424,7 @@ fn rolling_update_with_surge() {
     let all_old = || on_nodes((0..5).map(|i| (i, vec![old_ready(i)])).collect());
     let node_0_tainted = || {
         let mut node_fits = fits(5);
-        node_fits[0] = NodeFit {
-            node: "node-0".to_owned(),
-            should_run: false,
-            should_continue_running: true,
-        };
+        node_fits[0] = fit("node-0", false, true);
         node_fits
     };
     // (case, maxSurge, fits, node-to-pods, plan)

@@ -6,20 +6,10 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::DaemonSetStatus;
 use serde_json::json;
 
-use super::{daemon_set, nodes_to_pods, now, pod};
-use crate::decide::SyncInput;
-use crate::decide::node_fit::NodeFit;
+use super::{daemon_set, fit, nodes_to_pods, now, pod, sync_input};
 use crate::decide::status::{
     StatusCounts, availability_requeue, count_status, status_needs_write, status_to_write,
 };
-
-fn fit(node: &str, should_run: bool, should_continue_running: bool) -> NodeFit {
-    NodeFit {
-        node: node.to_owned(),
-        should_run,
-        should_continue_running,
-    }
-}
 
 #[test]
 fn counters_over_the_node_list() {
@@ -64,13 +54,7 @@ fn counters_over_the_node_list() {
         ),
         ("vanished", vec![pod("g").on("vanished").hash("h1").ready()]),
     ]);
-    let input = SyncInput {
-        daemon_set: &ds,
-        fits: &fits,
-        nodes_to_pods: &map,
-        hash: "h1",
-        now: now(),
-    };
+    let input = sync_input(&ds, &fits, &map, "h1", now());
     assert_eq!(
         count_status(&input),
         StatusCounts {
