@@ -15,22 +15,14 @@ use support::{Harness, WAIT, daemon_set, name, nodes, uid};
 
 #[tokio::test]
 async fn failed_pods_are_deleted_under_the_backoff_with_a_warning() {
-    let harness = Harness::start(nodes(1)).await;
     // Every pod of this template fails 100 ms after it starts.
-    harness
-        .create_ds(daemon_set(
-            "crashy",
-            json!({"spec": {"template": {"metadata": {"annotations": {FAIL_AFTER_MS: "100"}}}}}),
-        ))
-        .await;
-    let warning = sim::testing::eventually("a FailedDaemonPod warning", WAIT, || async {
-        harness
-            .events_with_reason("crashy", "FailedDaemonPod")
-            .await
-            .into_iter()
-            .next()
-    })
+    let harness = Harness::with_ds(
+        nodes(1),
+        "crashy",
+        json!({"spec": {"template": {"metadata": {"annotations": {FAIL_AFTER_MS: "100"}}}}}),
+    )
     .await;
+    let warning = harness.wait_for_event("crashy", "FailedDaemonPod").await;
     assert_eq!(warning.type_.as_deref(), Some("Warning"));
     let message = warning.message.unwrap_or_default();
     assert!(
@@ -49,21 +41,15 @@ async fn failed_pods_are_deleted_under_the_backoff_with_a_warning() {
 
 #[tokio::test]
 async fn succeeded_pods_are_deleted_and_replaced() {
-    let harness = Harness::start(nodes(1)).await;
-    harness
-        .create_ds(daemon_set(
-            "oneshot",
-            json!({"spec": {"template": {"metadata": {"annotations": {SUCCEED_AFTER_MS: "200"}}}}}),
-        ))
-        .await;
-    let event = sim::testing::eventually("a SucceededDaemonPod event", WAIT, || async {
-        harness
-            .events_with_reason("oneshot", "SucceededDaemonPod")
-            .await
-            .into_iter()
-            .next()
-    })
+    let harness = Harness::with_ds(
+        nodes(1),
+        "oneshot",
+        json!({"spec": {"template": {"metadata": {"annotations": {SUCCEED_AFTER_MS: "200"}}}}}),
+    )
     .await;
+    let event = harness
+        .wait_for_event("oneshot", "SucceededDaemonPod")
+        .await;
     assert_eq!(event.type_.as_deref(), Some("Normal"));
     sim::testing::eventually("a replacement pod", WAIT, || async {
         (harness.controller_requests("create", "pods") >= 2).then_some(())
@@ -130,13 +116,12 @@ async fn status_counts_nodes_and_observes_the_generation() {
         },
         ..SimConfig::default()
     };
-    let harness = Harness::start(config).await;
-    harness
-        .create_ds(daemon_set(
-            "edge",
-            json!({"spec": {"template": {"spec": {"nodeSelector": {"role": "edge"}}}}}),
-        ))
-        .await;
+    let harness = Harness::with_ds(
+        config,
+        "edge",
+        json!({"spec": {"template": {"spec": {"nodeSelector": {"role": "edge"}}}}}),
+    )
+    .await;
     let status = harness.wait_for_settled("edge", 1).await;
     assert_eq!(status.observed_generation, Some(1));
     assert_eq!(status.number_unavailable, Some(0));
@@ -165,10 +150,8 @@ async fn status_counts_nodes_and_observes_the_generation() {
 /// by itself (the pod handler's and the status's requeues), with nothing else happening.
 #[tokio::test]
 async fn pods_turn_available_after_min_ready_seconds() {
-    let harness = Harness::start(nodes(2)).await;
-    harness
-        .create_ds(daemon_set("agent", json!({"spec": {"minReadySeconds": 2}})))
-        .await;
+    let harness =
+        Harness::with_ds(nodes(2), "agent", json!({"spec": {"minReadySeconds": 2}})).await;
     let early = harness
         .wait_for_status("agent", "ready, not yet available", |status| {
             status.number_ready == 2
@@ -192,8 +175,7 @@ async fn node_heartbeats_sync_nothing() {
         },
         ..SimConfig::default()
     };
-    let harness = Harness::start(config).await;
-    harness.create_ds(daemon_set("agent", json!({}))).await;
+    let harness = Harness::with_ds(config, "agent", json!({})).await;
     harness.wait_for_settled("agent", 3).await;
     // Quiet: nothing added to either queue for a while.
     let quiet = harness.wait_until_idle().await;
@@ -235,8 +217,7 @@ async fn node_heartbeats_sync_nothing() {
 /// once its pod is gone (here at once: the sim's pod garbage collection has no delay).
 #[tokio::test]
 async fn a_deleted_node_leaves_the_status() {
-    let harness = Harness::start(nodes(3)).await;
-    harness.create_ds(daemon_set("agent", json!({}))).await;
+    let harness = Harness::with_ds(nodes(3), "agent", json!({})).await;
     harness.wait_for_settled("agent", 3).await;
     harness
         .nodes()
@@ -262,8 +243,7 @@ async fn a_deleted_nodes_unbound_pod_is_deleted() {
         },
         ..nodes(2)
     };
-    let harness = Harness::start(config).await;
-    harness.create_ds(daemon_set("agent", json!({}))).await;
+    let harness = Harness::with_ds(config, "agent", json!({})).await;
     harness
         .wait_for_pods_on("agent", &["sim-node-0", "sim-node-1"])
         .await;

@@ -57,8 +57,7 @@ fn toleration_keys(pod: &Pod) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn creates_one_pinned_pod_per_node_with_the_default_tolerations() {
-    let harness = Harness::start(nodes(3)).await;
-    harness.create_ds(daemon_set("agent", json!({}))).await;
+    let harness = Harness::with_ds(nodes(3), "agent", json!({})).await;
     harness
         .wait_for_pods_on("agent", &["sim-node-0", "sim-node-1", "sim-node-2"])
         .await;
@@ -108,17 +107,12 @@ async fn creates_one_pinned_pod_per_node_with_the_default_tolerations() {
 
 #[tokio::test]
 async fn node_selector_and_required_affinity_choose_the_nodes() {
-    let harness = Harness::start(three_nodes([
-        labelled("disk", "ssd"),
-        labelled("zone", "b"),
-    ]))
+    let harness = Harness::with_ds(
+        three_nodes([labelled("disk", "ssd"), labelled("zone", "b")]),
+        "ssd",
+        json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "ssd"}}}}}),
+    )
     .await;
-    harness
-        .create_ds(daemon_set(
-            "ssd",
-            json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "ssd"}}}}}),
-        ))
-        .await;
     harness
         .create_ds(daemon_set(
             "zoned",
@@ -150,12 +144,15 @@ async fn node_selector_and_required_affinity_choose_the_nodes() {
 
 #[tokio::test]
 async fn taints_keep_pods_off_unless_tolerated() {
-    let harness = Harness::start(three_nodes([
-        tainted("dedicated=gpu:NoSchedule"),
-        tainted("maintenance:NoExecute"),
-    ]))
+    let harness = Harness::with_ds(
+        three_nodes([
+            tainted("dedicated=gpu:NoSchedule"),
+            tainted("maintenance:NoExecute"),
+        ]),
+        "plain",
+        json!({}),
+    )
     .await;
-    harness.create_ds(daemon_set("plain", json!({}))).await;
     harness
         .create_ds(daemon_set(
             "gpu",
@@ -204,8 +201,7 @@ async fn cordoned_and_not_ready_nodes_still_get_daemon_pods() {
 
 #[tokio::test]
 async fn a_node_added_later_gets_a_pod() {
-    let harness = Harness::start(nodes(2)).await;
-    harness.create_ds(daemon_set("agent", json!({}))).await;
+    let harness = Harness::with_ds(nodes(2), "agent", json!({})).await;
     harness.wait_for_settled("agent", 2).await;
     harness.create_node("late-node", json!({})).await;
     harness
@@ -217,13 +213,12 @@ async fn a_node_added_later_gets_a_pod() {
 
 #[tokio::test]
 async fn relabelling_a_node_creates_and_deletes_its_pod() {
-    let harness = Harness::start(nodes(3)).await;
-    harness
-        .create_ds(daemon_set(
-            "ssd",
-            json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "ssd"}}}}}),
-        ))
-        .await;
+    let harness = Harness::with_ds(
+        nodes(3),
+        "ssd",
+        json!({"spec": {"template": {"spec": {"nodeSelector": {"disk": "ssd"}}}}}),
+    )
+    .await;
     harness
         .wait_for_status("ssd", "no node to run on", |status| {
             status.desired_number_scheduled == 0
@@ -259,8 +254,7 @@ async fn relabelling_a_node_creates_and_deletes_its_pod() {
 /// NoExecute one removes it.
 #[tokio::test]
 async fn tainting_a_node_keeps_or_evicts_its_pod_by_effect() {
-    let harness = Harness::start(nodes(2)).await;
-    harness.create_ds(daemon_set("agent", json!({}))).await;
+    let harness = Harness::with_ds(nodes(2), "agent", json!({})).await;
     let before = harness
         .wait_for_pods_on("agent", &["sim-node-0", "sim-node-1"])
         .await;
@@ -319,8 +313,7 @@ async fn an_unbound_pinned_pod_counts_for_its_node() {
         },
         ..nodes(2)
     };
-    let harness = Harness::start(config).await;
-    harness.create_ds(daemon_set("agent", json!({}))).await;
+    let harness = Harness::with_ds(config, "agent", json!({})).await;
     let pods = harness
         .wait_for_pods_on("agent", &["sim-node-0", "sim-node-1"])
         .await;

@@ -14,8 +14,9 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::DaemonSetStatus;
 use serde_json::{Value, json};
-use support::{CONTROLLER_AGENT, Harness, nodes, uids};
+use support::{Harness, nodes, uids};
 
 /// The revision data upstream writes for the template below against a server that renders
 /// `"creationTimestamp":null` (docs/spec/daemonset.md section 9, history's example A).
@@ -142,21 +143,28 @@ async fn build_scene(harness: &Harness, data: &str, orphans: bool) -> BTreeMap<S
     uids(&pods)
 }
 
-/// Starts the controller on the scene and checks that it settles with no pod or revision
-/// written but the adoptions of the orphans.
-async fn take_over(orphans: bool) {
+/// Builds the scene with the revision `data` ([`build_scene`]), starts the controller on it
+/// and waits until it settles with every pod it found still running (none restarted); returns
+/// the harness and the settled status.
+async fn settle_on_scene(data: &str, orphans: bool) -> (Harness, DaemonSetStatus) {
     let mut harness = Harness::without_controller(nodes(2)).await;
-    let before = build_scene(&harness, EXAMPLE_A, orphans).await;
+    let before = build_scene(&harness, data, orphans).await;
     harness.start_controller();
     let status = harness.wait_for_settled("test", 2).await;
-    assert_eq!(status.observed_generation, Some(1));
     assert_eq!(
         uids(&harness.pods_labelled("foo").await),
         before,
         "no pod restarted"
     );
-    let requests =
-        |verb: &str, resource: &str| harness.requests_by(CONTROLLER_AGENT, verb, resource);
+    (harness, status)
+}
+
+/// Starts the controller on the scene and checks that it settles with no pod or revision
+/// written but the adoptions of the orphans.
+async fn take_over(orphans: bool) {
+    let (harness, status) = settle_on_scene(EXAMPLE_A, orphans).await;
+    assert_eq!(status.observed_generation, Some(1));
+    let requests = |verb: &str, resource: &str| harness.controller_requests(verb, resource);
     assert_eq!(requests("create", "pods"), 0);
     assert_eq!(requests("delete", "pods"), 0);
     assert_eq!(requests("create", "controllerrevisions"), 0);
@@ -203,22 +211,13 @@ async fn adopts_orphaned_revision_and_pods_without_restarting() {
 
 #[tokio::test]
 async fn a_revision_of_a_newer_serialization_restarts_nothing() {
-    let mut harness = Harness::without_controller(nodes(2)).await;
-    let before = build_scene(&harness, EXAMPLE_B, false).await;
-    harness.start_controller();
-    let status = harness.wait_for_settled("test", 2).await;
+    let (harness, status) = settle_on_scene(EXAMPLE_B, false).await;
     assert_eq!(
         status.updated_number_scheduled,
         Some(2),
         "updated by generation"
     );
-    assert_eq!(
-        uids(&harness.pods_labelled("foo").await),
-        before,
-        "no pod restarted"
-    );
-    let requests =
-        |verb: &str, resource: &str| harness.requests_by(CONTROLLER_AGENT, verb, resource);
+    let requests = |verb: &str, resource: &str| harness.controller_requests(verb, resource);
     assert_eq!(requests("create", "controllerrevisions"), 1);
     assert_eq!(
         requests("create", "pods") + requests("delete", "pods") + requests("patch", "pods"),
@@ -285,8 +284,7 @@ async fn duplicate_current_revisions_are_merged_into_the_newest() {
             "relabelled"
         );
     }
-    let requests =
-        |verb: &str, resource: &str| harness.requests_by(CONTROLLER_AGENT, verb, resource);
+    let requests = |verb: &str, resource: &str| harness.controller_requests(verb, resource);
     // One merge patch per pod and one delete; a sync that runs before the deletion's watch
     // event may repeat them, as upstream's would.
     assert!(requests("patch", "pods") >= 2, "a merge patch per pod");

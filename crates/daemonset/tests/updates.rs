@@ -8,10 +8,10 @@ mod support;
 use std::{collections::BTreeSet, time::Duration};
 
 use daemonset::decide::revision::revision_data_bytes_of;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::{apps::v1::DaemonSetStatus, core::v1::Pod};
 use serde_json::{Value, json};
 use sim::READY_AFTER_MS;
-use support::{Harness, WAIT, daemon_set, is_ready, label, nodes, target_node, uids};
+use support::{Harness, WAIT, is_ready, label, nodes, target_node, uids};
 
 /// What was seen while a rollout ran.
 #[derive(Debug, Default)]
@@ -75,99 +75,69 @@ async fn roll(harness: &Harness, name: &str, node_count: usize) -> Peaks {
     }
 }
 
-/// A RollingUpdate DaemonSet with the given `rollingUpdate` parameters.
-fn rolling(name: &str, params: Value) -> Value {
-    daemon_set(
-        name,
-        json!({"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": params}}}),
-    )
+/// A `RollingUpdate` strategy with the given `rollingUpdate` parameters, as a DaemonSet patch.
+fn rolling(params: Value) -> Value {
+    json!({"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": params}}})
+}
+
+/// Rolls the DaemonSet `agent` (the API's defaults with `patch` merged in) on `node_count`
+/// nodes from settled to settled: the peaks seen on the way, and the settled status.
+async fn rollout_peaks(node_count: usize, patch: Value) -> (Peaks, DaemonSetStatus) {
+    let count = i32::try_from(node_count).expect("a small node count");
+    let harness = Harness::with_ds(nodes(node_count), "agent", patch).await;
+    harness.wait_for_settled("agent", count).await;
+    let peaks = roll(&harness, "agent", node_count).await;
+    let status = harness.wait_for_settled("agent", count).await;
+    harness.stop().await;
+    (peaks, status)
 }
 
 #[tokio::test]
 async fn max_unavailable_one_replaces_one_node_at_a_time() {
-    let harness = Harness::start(nodes(3)).await;
     // The API's defaults: RollingUpdate, maxUnavailable 1, maxSurge 0.
-    harness.create_ds(daemon_set("agent", json!({}))).await;
-    harness.wait_for_settled("agent", 3).await;
-    let peaks = roll(&harness, "agent", 3).await;
+    let (peaks, status) = rollout_peaks(3, json!({})).await;
     assert_eq!(peaks.unavailable_nodes, 1, "{peaks:?}");
     assert_eq!(peaks.pods, 3, "no surge: {peaks:?}");
-    let status = harness.wait_for_settled("agent", 3).await;
     assert_eq!(status.observed_generation, Some(2));
-    harness.stop().await;
 }
 
 #[tokio::test]
 async fn max_unavailable_percent_rounds_up_over_the_nodes() {
-    let harness = Harness::start(nodes(4)).await;
-    harness
-        .create_ds(rolling(
-            "agent",
-            json!({"maxUnavailable": "50%", "maxSurge": 0}),
-        ))
-        .await;
-    harness.wait_for_settled("agent", 4).await;
-    let peaks = roll(&harness, "agent", 4).await;
+    let (peaks, _) =
+        rollout_peaks(4, rolling(json!({"maxUnavailable": "50%", "maxSurge": 0}))).await;
     assert_eq!(peaks.unavailable_nodes, 2, "50% of 4 nodes: {peaks:?}");
     assert_eq!(peaks.pods, 4, "{peaks:?}");
-    harness.wait_for_settled("agent", 4).await;
-    harness.stop().await;
 }
 
 #[tokio::test]
 async fn max_surge_one_starts_a_new_pod_beside_the_old_one() {
-    let harness = Harness::start(nodes(3)).await;
-    harness
-        .create_ds(rolling(
-            "agent",
-            json!({"maxUnavailable": 0, "maxSurge": 1}),
-        ))
-        .await;
-    harness.wait_for_settled("agent", 3).await;
-    let peaks = roll(&harness, "agent", 3).await;
+    let (peaks, _) = rollout_peaks(3, rolling(json!({"maxUnavailable": 0, "maxSurge": 1}))).await;
     assert_eq!(peaks.pods, 4, "one surge pod at a time: {peaks:?}");
     assert_eq!(
         peaks.unavailable_nodes, 0,
         "old pods stay until replaced: {peaks:?}"
     );
-    harness.wait_for_settled("agent", 3).await;
-    harness.stop().await;
 }
 
 #[tokio::test]
 async fn max_surge_percent_rounds_up_over_the_nodes() {
-    let harness = Harness::start(nodes(4)).await;
-    harness
-        .create_ds(rolling(
-            "agent",
-            json!({"maxUnavailable": 0, "maxSurge": "50%"}),
-        ))
-        .await;
-    harness.wait_for_settled("agent", 4).await;
-    let peaks = roll(&harness, "agent", 4).await;
+    let (peaks, _) =
+        rollout_peaks(4, rolling(json!({"maxUnavailable": 0, "maxSurge": "50%"}))).await;
     assert_eq!(peaks.pods, 6, "50% of 4 nodes surge: {peaks:?}");
     assert_eq!(peaks.unavailable_nodes, 0, "{peaks:?}");
-    harness.wait_for_settled("agent", 4).await;
-    harness.stop().await;
 }
 
 #[tokio::test]
 async fn on_delete_replaces_only_deleted_pods() {
-    let harness = Harness::start(nodes(2)).await;
-    harness
-        .create_ds(daemon_set(
-            "agent",
-            json!({"spec": {"updateStrategy": {"type": "OnDelete"}}}),
-        ))
-        .await;
+    let harness = Harness::with_ds(
+        nodes(2),
+        "agent",
+        json!({"spec": {"updateStrategy": {"type": "OnDelete"}}}),
+    )
+    .await;
     harness.wait_for_settled("agent", 2).await;
     let before = harness.live_pods("agent").await;
-    harness
-        .patch_ds(
-            "agent",
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}}),
-        )
-        .await;
+    harness.set_image("agent", "nginx:1.26").await;
     let status = harness
         .wait_for_status(
             "agent",
@@ -210,13 +180,12 @@ async fn raw_daemon_set(harness: &Harness, name: &str) -> Value {
 
 #[tokio::test]
 async fn revisions_name_data_labels_and_rollback() {
-    let harness = Harness::start(nodes(2)).await;
-    harness
-        .create_ds(daemon_set(
-            "agent",
-            json!({"spec": {"template": {"metadata": {"labels": {"tier": "node"}}}}}),
-        ))
-        .await;
+    let harness = Harness::with_ds(
+        nodes(2),
+        "agent",
+        json!({"spec": {"template": {"metadata": {"labels": {"tier": "node"}}}}}),
+    )
+    .await;
     harness.wait_for_settled("agent", 2).await;
 
     let revisions = harness.revisions_of("agent").await;
@@ -267,12 +236,7 @@ async fn revisions_name_data_labels_and_rollback() {
     }
 
     // A new template: a second revision, and pods at generation 2.
-    harness
-        .patch_ds(
-            "agent",
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}}),
-        )
-        .await;
+    harness.set_image("agent", "nginx:1.26").await;
     harness.wait_for_settled("agent", 2).await;
     let revisions = harness.revisions_of("agent").await;
     assert_eq!(revisions.len(), 2);
@@ -290,12 +254,7 @@ async fn revisions_name_data_labels_and_rollback() {
 
     // Back to the first template: its revision is reused, renumbered 3; none is created.
     let creates = harness.controller_requests("create", "controllerrevisions");
-    harness
-        .patch_ds(
-            "agent",
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}),
-        )
-        .await;
+    harness.set_image("agent", "nginx:1.25").await;
     harness.wait_for_settled("agent", 2).await;
     harness
         .wait_for(
@@ -323,22 +282,16 @@ async fn revisions_name_data_labels_and_rollback() {
 
 #[tokio::test]
 async fn revision_history_limit_removes_the_oldest_unused_revisions() {
-    let harness = Harness::start(nodes(1)).await;
-    harness
-        .create_ds(daemon_set(
-            "agent",
-            json!({"spec": {"revisionHistoryLimit": 1}}),
-        ))
-        .await;
+    let harness = Harness::with_ds(
+        nodes(1),
+        "agent",
+        json!({"spec": {"revisionHistoryLimit": 1}}),
+    )
+    .await;
     harness.wait_for_settled("agent", 1).await;
     let mut names = Vec::new();
     for image in ["nginx:1.26", "nginx:1.27", "nginx:1.28"] {
-        harness
-            .patch_ds(
-                "agent",
-                json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}),
-            )
-            .await;
+        harness.set_image("agent", image).await;
         harness.wait_for_settled("agent", 1).await;
         names.push(
             harness

@@ -11,7 +11,7 @@ use daemonset::decide::node_affinity::required_node_selector;
 use daemonset::{ControllerMetrics, DaemonSetController, DaemonSetOptions, RuntimeOptions};
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus},
-    core::v1::{Node, Pod},
+    core::v1::{Event, Node, Pod},
 };
 use kube::{
     Api,
@@ -48,6 +48,14 @@ impl Harness {
     pub async fn start(config: SimConfig) -> Self {
         let mut harness = Self::without_controller(config).await;
         harness.start_controller();
+        harness
+    }
+
+    /// A sim cluster started with `config`, the controller, and the DaemonSet `name` created
+    /// (a [`daemon_set`] with `patch`): how most tests begin.
+    pub async fn with_ds(config: SimConfig, name: &str, patch: Value) -> Self {
+        let harness = Self::start(config).await;
+        harness.create_ds(daemon_set(name, patch)).await;
         harness
     }
 
@@ -99,6 +107,15 @@ impl Harness {
     /// Applies a JSON merge patch to the DaemonSet `name`.
     pub async fn patch_ds(&self, name: &str, patch: Value) -> DaemonSet {
         self.merge_patch::<DaemonSet>(name, patch).await
+    }
+
+    /// Changes the image of the DaemonSet `name`'s single container `c` (a new template).
+    pub async fn set_image(&self, name: &str, image: &str) -> DaemonSet {
+        self.patch_ds(
+            name,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}),
+        )
+        .await
     }
 
     /// Applies a JSON merge patch to the node `name`.
@@ -233,16 +250,24 @@ impl Harness {
     }
 
     /// The events about the DaemonSet `name` with `reason`.
-    pub async fn events_with_reason(
-        &self,
-        name: &str,
-        reason: &str,
-    ) -> Vec<k8s_openapi::api::core::v1::Event> {
+    pub async fn events_with_reason(&self, name: &str, reason: &str) -> Vec<Event> {
         self.events_about("DaemonSet", name)
             .await
             .into_iter()
             .filter(|event| event.reason.as_deref() == Some(reason))
             .collect()
+    }
+
+    /// Waits for an event about the DaemonSet `name` with `reason`, and returns the first.
+    pub async fn wait_for_event(&self, name: &str, reason: &str) -> Event {
+        let what = format!("a {reason} event");
+        sim::testing::eventually(&what, WAIT, || async {
+            self.events_with_reason(name, reason)
+                .await
+                .into_iter()
+                .next()
+        })
+        .await
     }
 
     /// The DaemonSet's revisions, by revision number.
