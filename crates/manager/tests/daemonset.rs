@@ -13,30 +13,19 @@ use sim::{
     NodesConfig, SimConfig,
     testing::{TestCluster, eventually},
 };
-use support::{plain_get, start_manager};
+use support::{Cluster, plain_get, plain_http_flags, requests_with_agent};
 
 /// The sim with `nodes` nodes, and a kubeconfig for in-process managers.
-async fn cluster(nodes: usize) -> (TestCluster, tempfile::TempDir, std::path::PathBuf) {
-    let test = TestCluster::start(SimConfig {
+async fn cluster(nodes: usize) -> Cluster {
+    Cluster::start(SimConfig {
         nodes: NodesConfig::with_count(nodes),
         ..SimConfig::default()
     })
-    .await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    test.sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    (test, dir, kubeconfig)
+    .await
 }
 
 fn flags(extra: &[&str]) -> Vec<String> {
-    [
-        "--plain-http",
-        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/shadow,/configz",
-    ]
-    .iter()
-    .chain(extra)
-    .map(|flag| (*flag).to_owned())
-    .collect()
+    plain_http_flags("/healthz,/readyz,/livez,/metrics,/shadow,/configz", extra)
 }
 
 fn daemon_set(name: &str) -> DaemonSet {
@@ -71,25 +60,17 @@ async fn settled(test: &TestCluster, name: &str, count: i32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controllers_daemonset_runs_the_daemonset_controller_alone() {
-    let (test, _dir, kubeconfig) = cluster(2).await;
-    let manager = start_manager(
-        &kubeconfig,
-        manager::default_registry().expect("registry"),
-        &flags(&["--controllers=daemonset", "--concurrent-daemonset-syncs=3"]),
-    )
-    .await;
+    let cluster = cluster(2).await;
+    let test = &cluster.test;
+    let manager = cluster
+        .start_manager(&flags(&[
+            "--controllers=daemonset",
+            "--concurrent-daemonset-syncs=3",
+        ]))
+        .await;
     test.create(&daemon_set("agent")).await;
-    settled(&test, "agent", 2).await;
-    let creates: u64 = test
-        .sim
-        .accounting()
-        .entries()
-        .into_iter()
-        .filter(|((verb, resource, agent), _)| {
-            verb == "create" && resource == "pods" && agent.contains("kcm-rs/daemonset-controller")
-        })
-        .map(|(_, count)| count)
-        .sum();
+    settled(test, "agent", 2).await;
+    let creates = requests_with_agent(&test.sim, "kcm-rs/daemonset-controller", "create", "pods");
     assert_eq!(
         creates, 2,
         "one pod per node, by the DaemonSet controller's client"
@@ -114,29 +95,24 @@ async fn controllers_daemonset_runs_the_daemonset_controller_alone() {
         3
     );
     drop(manager);
-    test.stop().await;
+    cluster.test.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
-    let (test, _dir, kubeconfig) = cluster(3).await;
-    let _normal = start_manager(
-        &kubeconfig,
-        manager::default_registry().expect("registry"),
-        &flags(&["--leader-elect=true", "--controllers=daemonset"]),
-    )
-    .await;
-    let shadow = start_manager(
-        &kubeconfig,
-        manager::default_registry().expect("registry"),
-        &flags(&[
+    let cluster = cluster(3).await;
+    let test = &cluster.test;
+    let _normal = cluster
+        .start_manager(&flags(&["--leader-elect=true", "--controllers=daemonset"]))
+        .await;
+    let shadow = cluster
+        .start_manager(&flags(&[
             "--leader-elect=true",
             "--controllers=daemonset",
             "--shadow",
             "--shadow-settle=2s",
-        ]),
-    )
-    .await;
+        ]))
+        .await;
     eventually("the shadow ready", Duration::from_secs(30), || async {
         let (code, _) = plain_get(shadow.addr, "/readyz").await.ok()?;
         (code == 200).then_some(())
@@ -144,13 +120,13 @@ async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
     .await;
 
     test.create(&daemon_set("agent")).await;
-    settled(&test, "agent", 3).await;
+    settled(test, "agent", 3).await;
     test.merge_patch::<DaemonSet>(
         "agent",
         json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}}),
     )
     .await;
-    settled(&test, "agent", 3).await;
+    settled(test, "agent", 3).await;
 
     tokio::time::sleep(Duration::from_secs(2)).await;
     let report = eventually("every intent judged", Duration::from_secs(60), || async {
@@ -177,5 +153,5 @@ async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
         .map(|(_, count)| count)
         .sum();
     assert_eq!(shadow_writes, 0, "the shadow wrote nothing");
-    test.stop().await;
+    cluster.test.stop().await;
 }

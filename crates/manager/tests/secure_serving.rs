@@ -568,36 +568,39 @@ async fn plain_http_applies_tokens_and_reviews() {
     assert_eq!(code, 200);
 }
 
-/// The `message` of a 403 for `user` on `/configz`.
-fn configz_forbidden(user: &str) -> String {
-    format!(r#"forbidden: User "{user}" cannot get path "/configz""#)
+/// Asserts that `code` and `body` are the 403 upstream answers `user` on `/configz`.
+fn assert_configz_forbidden(code: u16, body: &str, user: &str) {
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        status_message(body),
+        format!(r#"forbidden: User "{user}" cannot get path "/configz""#)
+    );
 }
 
-#[tokio::test]
-async fn configz_forbids_anonymous_requests() {
+/// What a fresh secure manager answers to `GET /configz` with `credentials`: the status code
+/// and body, and the fixture, for the reviews the request cost.
+async fn configz_as(credentials: Credentials<'static>) -> (Fixture, u16, String) {
     let (fixture, manager) = Fixture::with_secure_manager().await;
     let (code, body) = answer(
         manager.addr,
         Some(&fixture.server_ca),
         "/configz",
-        &Credentials::default(),
+        &credentials,
     )
     .await;
-    assert_eq!(code, 403, "{body}");
-    assert_eq!(status_message(&body), configz_forbidden("system:anonymous"));
+    (fixture, code, body)
+}
+
+#[tokio::test]
+async fn configz_forbids_anonymous_requests() {
+    let (fixture, code, body) = configz_as(Credentials::default()).await;
+    assert_configz_forbidden(code, &body, "system:anonymous");
     assert_eq!(reviews(fixture.sim()), (0, 1));
 }
 
 #[tokio::test]
 async fn configz_rejects_a_bad_token() {
-    let (fixture, manager) = Fixture::with_secure_manager().await;
-    let (code, body) = answer(
-        manager.addr,
-        Some(&fixture.server_ca),
-        "/configz",
-        &bearer("garbage"),
-    )
-    .await;
+    let (fixture, code, body) = configz_as(bearer("garbage")).await;
     assert_eq!(code, 401, "{body}");
     assert_eq!(status_message(&body), "Unauthorized");
     assert_eq!(
@@ -609,19 +612,8 @@ async fn configz_rejects_a_bad_token() {
 
 #[tokio::test]
 async fn configz_forbids_a_service_account_without_a_binding() {
-    let (fixture, manager) = Fixture::with_secure_manager().await;
-    let (code, body) = answer(
-        manager.addr,
-        Some(&fixture.server_ca),
-        "/configz",
-        &bearer(UNBOUND_SA.0),
-    )
-    .await;
-    assert_eq!(code, 403, "{body}");
-    assert_eq!(
-        status_message(&body),
-        configz_forbidden(&service_account_user(UNBOUND_SA))
-    );
+    let (_fixture, code, body) = configz_as(bearer(UNBOUND_SA.0)).await;
+    assert_configz_forbidden(code, &body, &service_account_user(UNBOUND_SA));
 }
 
 #[tokio::test]
@@ -632,11 +624,7 @@ async fn configz_is_not_in_the_metrics_reader_role() {
     let (code, body) = answer(manager.addr, ca, "/metrics", &reader).await;
     assert_eq!(code, 200, "the role's own path: {body}");
     let (code, body) = answer(manager.addr, ca, "/configz", &reader).await;
-    assert_eq!(code, 403, "{body}");
-    assert_eq!(
-        status_message(&body),
-        configz_forbidden(&service_account_user(METRICS_READER_SA))
-    );
+    assert_configz_forbidden(code, &body, &service_account_user(METRICS_READER_SA));
 }
 
 #[tokio::test]

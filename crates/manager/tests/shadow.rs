@@ -11,7 +11,6 @@ mod support;
 
 use std::{
     collections::BTreeSet,
-    path::PathBuf,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -39,7 +38,9 @@ use sim::{
     testing::{TestCluster, eventually, workload},
 };
 use statefulset::{StatefulSetController, StatefulSetOptions};
-use support::{RunningManager, plain_get, start_manager};
+use support::{
+    Cluster, RunningManager, plain_get, plain_http_flags, requests_with_agent, start_manager,
+};
 use tokio_util::sync::CancellationToken;
 
 /// The settle window the tests run the shadow with.
@@ -50,56 +51,30 @@ const SHADOW_AGENT: &str = "kcm-rs-shadow/";
 const ALLOWED_WRITES: &[&str] = &["leases", "tokenreviews", "subjectaccessreviews"];
 const NS: &str = "default";
 
-/// The sim (with the test's client) and a kubeconfig for in-process managers.
-struct Cluster {
-    test: TestCluster,
-    _dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
 async fn cluster() -> Cluster {
-    cluster_with(SimConfig::default()).await
-}
-
-async fn cluster_with(config: SimConfig) -> Cluster {
-    let test = TestCluster::start(config).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    test.sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    Cluster {
-        test,
-        _dir: dir,
-        kubeconfig,
-    }
+    Cluster::start(SimConfig::default()).await
 }
 
 fn flags(extra: &[&str]) -> Vec<String> {
-    [
-        "--plain-http",
-        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/shadow",
-    ]
-    .iter()
-    .chain(extra)
-    .map(|flag| (*flag).to_owned())
-    .collect()
+    plain_http_flags("/healthz,/readyz,/livez,/metrics,/shadow", extra)
 }
 
 /// Starts a shadow; returns once its caches are synced (it sees what happens from then on).
 async fn start_shadow(cluster: &Cluster, extra: &[&str]) -> RunningManager {
     let mut shadow = vec!["--shadow", "--shadow-settle=2s"];
     shadow.extend(extra);
-    let running = start_manager(
-        &cluster.kubeconfig,
-        manager::default_registry().expect("registry"),
-        &flags(&shadow),
-    )
-    .await;
+    let running = cluster.start_manager(&flags(&shadow)).await;
     eventually("the shadow ready", Duration::from_secs(30), || async {
         let (code, _) = plain_get(running.addr, "/readyz").await.ok()?;
         (code == 200).then_some(())
     })
     .await;
     running
+}
+
+/// The intents (the writes the shadow decided) of a `/shadow` report.
+fn intents(report: &Value) -> impl Iterator<Item = &Value> {
+    report["intents"].as_array().into_iter().flatten()
 }
 
 async fn shadow_page(shadow: &RunningManager) -> Value {
@@ -202,12 +177,9 @@ async fn beside_a_normal_manager_the_shadow_writes_nothing_and_finds_no_divergen
     let cluster = cluster().await;
     let test = &cluster.test;
     let sim = &test.sim;
-    let _normal = start_manager(
-        &cluster.kubeconfig,
-        manager::default_registry().expect("registry"),
-        &flags(&["--leader-elect=true"]),
-    )
-    .await;
+    let _normal = cluster
+        .start_manager(&flags(&["--leader-elect=true"]))
+        .await;
     let shadow = start_shadow(&cluster, &["--leader-elect=true"]).await;
 
     // Create, roll out and scale a Deployment; create and update a StatefulSet; delete both.
@@ -256,15 +228,7 @@ async fn beside_a_normal_manager_the_shadow_writes_nothing_and_finds_no_divergen
         .await
         .expect("the shadow leads with its own Lease");
     assert!(lease.spec.and_then(|spec| spec.holder_identity).is_some());
-    let normal_pod_creates: u64 = sim
-        .accounting()
-        .entries()
-        .into_iter()
-        .filter(|((verb, resource, agent), _)| {
-            verb == "create" && resource == "pods" && agent.contains("kcm-rs/")
-        })
-        .map(|(_, n)| n)
-        .sum();
+    let normal_pod_creates = requests_with_agent(sim, "kcm-rs/", "create", "pods");
     assert!(normal_pod_creates >= 8, "the normal manager did the work");
 }
 
@@ -449,7 +413,7 @@ impl Drop for Differing {
 }
 
 async fn differing(config: SimConfig) -> Differing {
-    let cluster = cluster_with(config).await;
+    let cluster = Cluster::start(config).await;
     let stop = CancellationToken::new();
     start_differing_upstream(&cluster.test.sim, &stop);
     let shadow = start_shadow(&cluster, &[]).await;
@@ -710,10 +674,7 @@ async fn a_replica_set_named_with_another_hash_matches_by_owner_and_template() {
     assert_eq!(report["divergences_total"], 0, "{report:#}");
     // The shadow did decide creates under its own names, which the cluster does not have.
     let cluster_names = test.names::<ReplicaSet>().await;
-    let decided: Vec<String> = report["intents"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let decided: Vec<String> = intents(&report)
         .filter(|intent| intent["verb"] == "create" && intent["resource"] == "replicasets")
         .filter_map(|intent| intent["name"].as_str().map(str::to_owned))
         .collect();
@@ -736,10 +697,7 @@ async fn a_replica_set_named_with_another_hash_matches_by_owner_and_template() {
 async fn a_claim_created_then_deleted_before_the_settle_time_was_created() {
     let run = differing(SimConfig::default()).await;
     let test = &run.cluster.test;
-    let mut set = workload("StatefulSet", "claimed", 2);
-    set["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]);
-    test.create::<StatefulSet>(&typed(set)).await;
+    test.create(&set_with_claims(NS, "claimed")).await;
     stateful_set_complete(&test.sim, "claimed", 2).await;
 
     let report = all_judged(&run.shadow).await;
@@ -747,10 +705,7 @@ async fn a_claim_created_then_deleted_before_the_settle_time_was_created() {
         test.list::<PersistentVolumeClaim>().await.is_empty(),
         "the claims were deleted"
     );
-    let decided_claims = report["intents"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let decided_claims = intents(&report)
         .filter(|intent| {
             intent["verb"] == "create" && intent["resource"] == "persistentvolumeclaims"
         })
@@ -793,10 +748,7 @@ async fn nothing_in_a_namespace_being_deleted_is_compared() {
         Duration::from_secs(30),
         || async {
             let report = shadow_page(&shadow).await;
-            report["intents"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            intents(&report)
                 .any(|intent| {
                     intent["resource"] == "persistentvolumeclaims"
                         && intent["namespace"] == "doomed"
@@ -867,18 +819,14 @@ async fn alone_the_shadow_creates_nothing_and_shows_what_it_would_have_done() {
         .await;
 
     let intended = |report: &Value, controller: &str, resource: &str, prefix: &str| {
-        report["intents"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|intent| {
-                intent["controller"] == controller
-                    && intent["verb"] == "create"
-                    && intent["resource"] == resource
-                    && intent["name"]
-                        .as_str()
-                        .is_some_and(|name| name.starts_with(prefix))
-            })
+        intents(report).any(|intent| {
+            intent["controller"] == controller
+                && intent["verb"] == "create"
+                && intent["resource"] == resource
+                && intent["name"]
+                    .as_str()
+                    .is_some_and(|name| name.starts_with(prefix))
+        })
     };
     let report = eventually(
         "the creates it would have made",

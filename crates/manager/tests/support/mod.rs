@@ -1,11 +1,12 @@
-//! What the manager's integration tests share: a manager running in this process (from real
-//! flags, against the sim) and a plain HTTP/1.1 exchange with its endpoints.
+//! What the manager's integration tests share: the sim with a kubeconfig, a manager running in
+//! this process (from real flags, against the sim) and a plain HTTP/1.1 exchange with its
+//! endpoints.
 
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::{
     net::{SocketAddr, TcpListener},
-    path::Path,
+    path::{Path, PathBuf},
     time::Duration,
 };
 
@@ -13,7 +14,63 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use manager::{ControllerRegistry, Options, run::RunHooks};
+use sim::{SimCluster, SimConfig, testing::TestCluster};
 use tokio_util::sync::CancellationToken;
+
+/// The sim (with the test's client) and a kubeconfig for in-process managers.
+pub struct Cluster {
+    pub test: TestCluster,
+    /// Holds the kubeconfig; removed when the cluster is dropped.
+    _dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+impl Cluster {
+    /// Starts the sim with `config` and writes its kubeconfig into a directory of its own.
+    pub async fn start(config: SimConfig) -> Self {
+        let test = TestCluster::start(config).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        test.sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        Self {
+            test,
+            _dir: dir,
+            kubeconfig,
+        }
+    }
+}
+
+impl Cluster {
+    /// Runs a manager with the default registry (every controller) and `flags` against this
+    /// cluster ([`start_manager`]).
+    pub async fn start_manager(&self, flags: &[String]) -> RunningManager {
+        let registry = manager::default_registry().expect("registry");
+        start_manager(&self.kubeconfig, registry, flags).await
+    }
+}
+
+/// How many `verb` requests on `resource` the clients whose user agent contains `agent` sent
+/// (the sim's accounting).
+pub fn requests_with_agent(sim: &SimCluster, agent: &str, verb: &str, resource: &str) -> u64 {
+    sim.accounting()
+        .entries()
+        .into_iter()
+        .filter(|((v, r, a), _)| v == verb && r == resource && a.contains(agent))
+        .map(|(_, count)| count)
+        .sum()
+}
+
+/// The manager's flags for plain-HTTP endpoints that serve `always_allow` (comma-separated
+/// paths) without authorization, followed by `extra`.
+pub fn plain_http_flags(always_allow: &str, extra: &[&str]) -> Vec<String> {
+    [
+        "--plain-http".to_owned(),
+        format!("--authorization-always-allow-paths={always_allow}"),
+    ]
+    .into_iter()
+    .chain(extra.iter().map(|flag| (*flag).to_owned()))
+    .collect()
+}
 
 /// A manager running in this process until dropped.
 pub struct RunningManager {
