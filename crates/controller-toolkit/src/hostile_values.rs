@@ -17,3 +17,19 @@ pub fn int_or_string() -> impl Strategy<Value = IntOrString> {
         1 => "[a-z0-9%.+-]{0,6}".prop_map(IntOrString::String),
     ]
 }
+
+/// A string field with a fixed set of values (a strategy or policy type) as a user can write
+/// it: one of the two `values`, each with its weight, unset (weight 1), or garbage matching the
+/// regex `garbage` (weight 1).
+pub fn one_of_two_or_garbage(
+    values: [(u32, &'static str); 2],
+    garbage: &'static str,
+) -> impl Strategy<Value = Option<String>> {
+    let [(first_weight, first), (second_weight, second)] = values;
+    prop_oneof![
+        first_weight => Just(Some(first.to_owned())),
+        second_weight => Just(Some(second.to_owned())),
+        1 => Just(None),
+        1 => garbage.prop_map(Some),
+    ]
+}

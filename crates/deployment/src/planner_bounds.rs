@@ -7,7 +7,7 @@
 //! made proportional scaling ask for two billion pods), so the bound is checked over arbitrary
 //! input rather than over the cases someone thought of.
 
-use controller_toolkit::hostile_values::int_or_string;
+use controller_toolkit::hostile_values::{int_or_string, one_of_two_or_garbage};
 use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::api::apps::v1::{DeploymentStatus, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -46,13 +46,9 @@ fn replicas_annotation() -> impl Strategy<Value = Option<String>> {
     ]
 }
 
+/// `strategy.type`: the two values, unset, or garbage.
 fn strategy_type() -> impl Strategy<Value = Option<String>> {
-    prop_oneof![
-        4 => Just(Some("RollingUpdate".to_owned())),
-        2 => Just(Some("Recreate".to_owned())),
-        1 => Just(None),
-        1 => "[A-Za-z]{0,6}".prop_map(Some),
-    ]
+    one_of_two_or_garbage([(4, "RollingUpdate"), (2, "Recreate")], "[A-Za-z]{0,6}")
 }
 
 prop_compose! {

@@ -24,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use controller_toolkit::hostile_values::int_or_string;
+use controller_toolkit::hostile_values::{int_or_string, one_of_two_or_garbage};
 use informer::CachedPod;
 use k8s_openapi::{
     api::{apps::v1::StatefulSet, core::v1::PersistentVolumeClaim},
@@ -100,22 +100,12 @@ fn min_ready_seconds() -> impl Strategy<Value = Option<i32>> {
 
 /// `podManagementPolicy`: the two values, unset, or garbage.
 fn policy() -> impl Strategy<Value = Option<String>> {
-    prop_oneof![
-        3 => Just(Some("OrderedReady".to_owned())),
-        3 => Just(Some("Parallel".to_owned())),
-        1 => Just(None),
-        1 => "[A-Za-z]{0,8}".prop_map(Some),
-    ]
+    one_of_two_or_garbage([(3, "OrderedReady"), (3, "Parallel")], "[A-Za-z]{0,8}")
 }
 
 /// `updateStrategy.type`: the two values, unset, or garbage.
 fn strategy_type() -> impl Strategy<Value = Option<String>> {
-    prop_oneof![
-        4 => Just(Some("RollingUpdate".to_owned())),
-        2 => Just(Some("OnDelete".to_owned())),
-        1 => Just(None),
-        1 => "[A-Za-z]{0,8}".prop_map(Some),
-    ]
+    one_of_two_or_garbage([(4, "RollingUpdate"), (2, "OnDelete")], "[A-Za-z]{0,8}")
 }
 
 /// A pod name: an ordinal near `spec.ordinals.start` (resolved once the start is known, so
