@@ -159,13 +159,18 @@ mod tests {
     use crate::replica_set::test_support::{compact, rolling, rs, template};
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+    /// `t` with the label `key=value` added to the labels it has.
+    fn with_label(mut t: PodTemplateSpec, key: &str, value: &str) -> PodTemplateSpec {
+        if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
+            labels.insert(key.to_owned(), value.to_owned());
+        }
+        t
+    }
+
     #[test]
     fn the_pod_template_hash_ignores_the_hash_label() {
         let t = template("nginx:1.27");
-        let mut labelled = t.clone();
-        if let Some(labels) = labelled.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
-            labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), "zzz".to_owned());
-        }
+        let labelled = with_label(t.clone(), POD_TEMPLATE_HASH_LABEL, "zzz");
         assert_eq!(
             pod_template_hash(&t, None),
             pod_template_hash(&labelled, None)
@@ -178,10 +183,7 @@ mod tests {
     }
 
     fn with_template(mut r: CachedReplicaSet, image: &str, hash: &str) -> CachedReplicaSet {
-        let mut t = template(image);
-        if let Some(labels) = t.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
-            labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.to_owned());
-        }
+        let t = with_label(template(image), POD_TEMPLATE_HASH_LABEL, hash);
         if let Some(spec) = r.spec.as_mut() {
             spec.template = Some(compact(&t));
         }
@@ -191,18 +193,8 @@ mod tests {
     #[test]
     fn equal_ignore_hash_table() {
         let base = template("nginx:1");
-        let mut hashed = base.clone();
-        if let Some(labels) = hashed.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
-            labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), "abc".to_owned());
-        }
-        let mut other_label = base.clone();
-        if let Some(labels) = other_label
-            .metadata
-            .as_mut()
-            .and_then(|m| m.labels.as_mut())
-        {
-            labels.insert("tier".to_owned(), "x".to_owned());
-        }
+        let hashed = with_label(base.clone(), POD_TEMPLATE_HASH_LABEL, "abc");
+        let other_label = with_label(base.clone(), "tier", "x");
         let mut no_labels = base.clone();
         if let Some(m) = no_labels.metadata.as_mut() {
             m.labels = None;

@@ -414,6 +414,13 @@ async fn an_old_replica_set_with_a_stale_status_counts_its_running_pods_against_
                 .find(|rs| image_of(rs) == image)
         }
     };
+    // Waits until the ReplicaSet of `image` is scaled to `replicas`, and returns it.
+    let scaled = |what: &'static str, image: &'static str, replicas: i32| {
+        eventually(what, Duration::from_secs(20), move || async move {
+            let rs = rs_with(image)().await?;
+            (spec_replicas(&rs) == replicas).then_some(rs)
+        })
+    };
     let first = eventually(
         "the first ReplicaSet",
         Duration::from_secs(20),
@@ -427,24 +434,12 @@ async fn an_old_replica_set_with_a_stale_status_counts_its_running_pods_against_
     // A rollout whose new ReplicaSet gets its 2 surge pods from a controller that dies before
     // writing their status.
     harness.set_image(name, "nginx:1.27").await;
-    let second = eventually("the second ReplicaSet", Duration::from_secs(20), || async {
-        let rs = rs_with("nginx:1.27")().await?;
-        (spec_replicas(&rs) == 2).then_some(rs)
-    })
-    .await;
+    let second = scaled("the second ReplicaSet", "nginx:1.27", 2).await;
     create_pods_of(&harness, &second, 2).await;
 
     // The next rollout: the second ReplicaSet is old, its status says 0 of its 2 running pods.
     harness.set_image(name, "nginx:1.28").await;
-    eventually(
-        "the stale ReplicaSet cleaned up",
-        Duration::from_secs(20),
-        || async {
-            let second = rs_with("nginx:1.27")().await?;
-            (spec_replicas(&second) == 0).then_some(())
-        },
-    )
-    .await;
+    scaled("the stale ReplicaSet cleaned up", "nginx:1.27", 0).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let third = rs_with("nginx:1.28")()
         .await
@@ -467,14 +462,6 @@ async fn an_old_replica_set_with_a_stale_status_counts_its_running_pods_against_
             .expect("delete");
     }
     write_rs_status(&harness, &second, 0).await;
-    eventually(
-        "the new ReplicaSet grows",
-        Duration::from_secs(20),
-        || async {
-            let third = rs_with("nginx:1.28")().await?;
-            (spec_replicas(&third) == 2).then_some(())
-        },
-    )
-    .await;
+    scaled("the new ReplicaSet grows", "nginx:1.28", 2).await;
     harness.stop().await;
 }
