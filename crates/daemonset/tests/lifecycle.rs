@@ -9,19 +9,20 @@ mod support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::json;
+use serde_json::{Value, json};
 use sim::{FAIL_AFTER_MS, NodesConfig, SUCCEED_AFTER_MS, SimConfig};
 use support::{Harness, WAIT, daemon_set, name, nodes, uid};
+
+/// A DaemonSet patch that gives its pods the annotation `key: value` (the sim's kubelet reads
+/// how a pod ends from it).
+fn pod_annotation(key: &str, value: &str) -> Value {
+    json!({"spec": {"template": {"metadata": {"annotations": {key: value}}}}})
+}
 
 #[tokio::test]
 async fn failed_pods_are_deleted_under_the_backoff_with_a_warning() {
     // Every pod of this template fails 100 ms after it starts.
-    let harness = Harness::with_ds(
-        nodes(1),
-        "crashy",
-        json!({"spec": {"template": {"metadata": {"annotations": {FAIL_AFTER_MS: "100"}}}}}),
-    )
-    .await;
+    let harness = Harness::with_ds(nodes(1), "crashy", pod_annotation(FAIL_AFTER_MS, "100")).await;
     let warning = harness.wait_for_event("crashy", "FailedDaemonPod").await;
     assert_eq!(warning.type_.as_deref(), Some("Warning"));
     let message = warning.message.unwrap_or_default();
@@ -41,12 +42,8 @@ async fn failed_pods_are_deleted_under_the_backoff_with_a_warning() {
 
 #[tokio::test]
 async fn succeeded_pods_are_deleted_and_replaced() {
-    let harness = Harness::with_ds(
-        nodes(1),
-        "oneshot",
-        json!({"spec": {"template": {"metadata": {"annotations": {SUCCEED_AFTER_MS: "200"}}}}}),
-    )
-    .await;
+    let harness =
+        Harness::with_ds(nodes(1), "oneshot", pod_annotation(SUCCEED_AFTER_MS, "200")).await;
     let event = harness
         .wait_for_event("oneshot", "SucceededDaemonPod")
         .await;
