@@ -32,7 +32,7 @@ mod watch;
 pub use accounting::RequestAccounting;
 pub use cluster::SimCluster;
 pub use config::{
-    AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, SimConfig, SimUser,
+    AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, SimConfig, SimUser, WatchLag,
 };
 pub use error::SimError;
 pub use kubelet::{FAIL_AFTER_MS, NEVER_READY, READY_AFTER_MS, SUCCEED_AFTER_MS};
