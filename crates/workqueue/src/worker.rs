@@ -6,7 +6,14 @@
 //! handed to one worker at a time (the queue's processing set), every key taken is `done`
 //! after processing, and on shutdown workers stop taking new keys while in-flight ones finish.
 
-use std::{future::Future, sync::Arc, time::Instant};
+use std::{
+    future::Future,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Instant,
+};
 
 use prometheus::{HistogramOpts, HistogramVec, Registry};
 use tokio_util::sync::CancellationToken;
@@ -20,9 +27,26 @@ const SYNC_DURATION_BUCKETS: &[f64] = &[
 
 /// kcm-rs's per-controller sync duration histogram (`controller_sync_duration_seconds`,
 /// label `controller`). Upstream has none; `workqueue_work_duration_seconds` is the closest.
+/// It also tells when the first sync of any controller sharing it started
+/// ([`SyncMetrics::first_sync_started`]): the manager's time from winning the Lease to work.
 #[derive(Clone)]
 pub struct SyncMetrics {
     duration: HistogramVec,
+    first_sync: Arc<FirstSync>,
+}
+
+/// Whether a sync has started yet, and a way to wait for it.
+struct FirstSync {
+    started: AtomicBool,
+    signal: tokio::sync::watch::Sender<bool>,
+}
+
+impl FirstSync {
+    fn mark(&self) {
+        if !self.started.swap(true, Ordering::AcqRel) {
+            self.signal.send_replace(true);
+        }
+    }
 }
 
 impl SyncMetrics {
@@ -37,7 +61,21 @@ impl SyncMetrics {
             &["controller"],
         )?;
         registry.register(Box::new(duration.clone()))?;
-        Ok(Self { duration })
+        Ok(Self {
+            duration,
+            first_sync: Arc::new(FirstSync {
+                started: AtomicBool::new(false),
+                signal: tokio::sync::watch::Sender::new(false),
+            }),
+        })
+    }
+
+    /// Resolves once a worker of a controller using these metrics has taken its first key
+    /// (at once if one has already).
+    pub async fn first_sync_started(&self) {
+        let mut started = self.first_sync.signal.subscribe();
+        // The sender lives as long as `self`, so the wait cannot fail.
+        let _ = started.wait_for(|started| *started).await;
     }
 }
 
@@ -166,6 +204,10 @@ impl<T: WorkItem> WorkerPool<T> {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let process = Arc::new(process);
+        let first_sync = self
+            .metrics
+            .as_ref()
+            .map(|metrics| metrics.first_sync.clone());
         let histogram = self
             .metrics
             .map(|metrics| metrics.duration.with_label_values(&[self.controller]));
@@ -175,6 +217,7 @@ impl<T: WorkItem> WorkerPool<T> {
             let shutdown = shutdown.clone();
             let process = process.clone();
             let histogram = histogram.clone();
+            let first_sync = first_sync.clone();
             workers.spawn(async move {
                 loop {
                     // Biased: once shutdown is requested no new key is taken. The queue's `get`
@@ -185,6 +228,9 @@ impl<T: WorkItem> WorkerPool<T> {
                         item = queue.get() => item,
                     };
                     let Some(item) = item else { break };
+                    if let Some(first_sync) = &first_sync {
+                        first_sync.mark();
+                    }
                     let started = Instant::now();
                     process(item.clone()).await;
                     if let Some(histogram) = &histogram {
@@ -373,5 +419,32 @@ mod tests {
         run.await.unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 2);
         assert_eq!(max_concurrent.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_sync_is_signalled_when_a_worker_takes_its_first_key() {
+        let queue = RateLimitingQueue::new(QueueConfig::new("")).unwrap();
+        let metrics = SyncMetrics::register(&Registry::new()).unwrap();
+        let shutdown = CancellationToken::new();
+        let pool = WorkerPool {
+            metrics: Some(metrics.clone()),
+            ..test_pool(&queue, 2)
+        };
+        let run = tokio::spawn(pool.run(shutdown.clone(), |_key: String| async {}));
+        let waiting = metrics.clone();
+        let first = tokio::spawn(async move { waiting.first_sync_started().await });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!first.is_finished(), "no key, no sync");
+        queue.add("ns/a".to_string());
+        tokio::time::timeout(Duration::from_secs(1), first)
+            .await
+            .expect("signalled")
+            .unwrap();
+        // A late waiter learns at once.
+        tokio::time::timeout(Duration::from_millis(1), metrics.first_sync_started())
+            .await
+            .expect("already signalled");
+        shutdown.cancel();
+        run.await.unwrap();
     }
 }
