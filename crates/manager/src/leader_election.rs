@@ -350,6 +350,8 @@ impl LeaderElector {
             match self.try_acquire_or_renew().await {
                 Ok(()) => {
                     tracing::info!(identity = %self.config.identity, lease = %self.config.name, "successfully acquired lease");
+                    // The leader renews on its own schedule; the watch was for campaigning.
+                    self.lease_changes = None;
                     self.set_master(true);
                     self.record_transition("became leader");
                     return Campaign::Leading;
