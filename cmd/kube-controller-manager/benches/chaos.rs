@@ -34,8 +34,9 @@
 //!
 //! `KCM_CHAOS_ONLY=handover` (`hack/failover.sh`) times handovers instead: on 10,000
 //! Deployments × 5 (`--handover-deployments N`; 20 in the small variant), cold and warm
-//! standbys, each after a SIGTERM and a kill -9 of the leader in the middle of a rollout, the
-//! time from the signal to the successor's first write, with what the standby cost before it
+//! standbys (`--handover-start cold|warm` for one kind), each after a SIGTERM and a kill -9 of
+//! the leader with a rollout started at the signal (`--handover-repeat N` times), the time
+//! from the signal to the successor's first write, with what the standby cost before it
 //! (memory, CPU, lists and watches). Results: `bench-results/<out>-handover.md` and `.json`.
 
 use std::{
@@ -120,6 +121,10 @@ struct Settings {
     sizes: &'static Sizes,
     /// `--handover-deployments N`, else the sizes'.
     handover_deployments: usize,
+    /// `--handover-repeat N`: how many times each handover is timed (1).
+    handover_repeat: usize,
+    /// `--handover-start cold|warm`: time only those standbys (both by default).
+    handover_start: Option<String>,
     manager_binary: PathBuf,
     sim_binary: PathBuf,
     out: String,
@@ -137,6 +142,8 @@ impl Settings {
         let mut settings = Settings {
             sizes,
             handover_deployments: sizes.handover_deployments,
+            handover_repeat: 1,
+            handover_start: None,
             manager_binary: PathBuf::from(BINARY),
             sim_binary: Path::new(BINARY).with_file_name("kube-sim"),
             out: if benchmarking { "chaos" } else { "chaos-small" }.to_owned(),
@@ -149,6 +156,8 @@ impl Settings {
                 "--sim" => settings.sim_binary = PathBuf::from(value()?),
                 "--out" => settings.out = value()?.clone(),
                 "--handover-deployments" => settings.handover_deployments = value()?.parse()?,
+                "--handover-repeat" => settings.handover_repeat = value()?.parse()?,
+                "--handover-start" => settings.handover_start = Some(value()?.clone()),
                 _ => {}
             }
         }
@@ -1407,6 +1416,16 @@ async fn handover(settings: &Settings, dir: &Path) -> anyhow::Result<Vec<Handove
         (Election::Cold, "KILL"),
         (Election::Warm, "KILL"),
     ];
+    let rounds = rounds
+        .into_iter()
+        .filter(|(election, _)| {
+            settings
+                .handover_start
+                .as_deref()
+                .is_none_or(|start| start == election.label())
+        })
+        .collect::<Vec<_>>()
+        .repeat(settings.handover_repeat);
     for (round, (election, signal)) in rounds.into_iter().enumerate() {
         let known = manager_identities(&client).await?;
         let managers = [

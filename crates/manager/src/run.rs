@@ -268,8 +268,10 @@ pub async fn run_with_hooks(
     if let Some(sync) = plan.controller_metrics.sync.clone() {
         let (metrics, name) = (election_metrics.clone(), lease_name.clone());
         tokio::spawn(async move {
-            sync.first_sync_started().await;
-            let after = won.elapsed();
+            let after = sync
+                .first_sync_started()
+                .await
+                .saturating_duration_since(won);
             tracing::info!(?start, ?after, "first sync since winning the lease");
             metrics.observe_first_sync(&name, start, after);
         });

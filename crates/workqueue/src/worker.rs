@@ -35,16 +35,16 @@ pub struct SyncMetrics {
     first_sync: Arc<FirstSync>,
 }
 
-/// Whether a sync has started yet, and a way to wait for it.
+/// When the first sync started, and a way to wait for it.
 struct FirstSync {
     started: AtomicBool,
-    signal: tokio::sync::watch::Sender<bool>,
+    signal: tokio::sync::watch::Sender<Option<Instant>>,
 }
 
 impl FirstSync {
     fn mark(&self) {
         if !self.started.swap(true, Ordering::AcqRel) {
-            self.signal.send_replace(true);
+            self.signal.send_replace(Some(Instant::now()));
         }
     }
 }
@@ -65,17 +65,24 @@ impl SyncMetrics {
             duration,
             first_sync: Arc::new(FirstSync {
                 started: AtomicBool::new(false),
-                signal: tokio::sync::watch::Sender::new(false),
+                signal: tokio::sync::watch::Sender::new(None),
             }),
         })
     }
 
-    /// Resolves once a worker of a controller using these metrics has taken its first key
-    /// (at once if one has already).
-    pub async fn first_sync_started(&self) {
+    /// When a worker of a controller using these metrics took its first key: waits for it,
+    /// and answers at once if that happened already.
+    pub async fn first_sync_started(&self) -> Instant {
         let mut started = self.first_sync.signal.subscribe();
-        // The sender lives as long as `self`, so the wait cannot fail.
-        let _ = started.wait_for(|started| *started).await;
+        loop {
+            if let Some(at) = *started.borrow_and_update() {
+                return at;
+            }
+            // The sender lives as long as `self`, so `changed` cannot fail while we wait.
+            if started.changed().await.is_err() {
+                return Instant::now();
+            }
+        }
     }
 }
 
@@ -237,6 +244,11 @@ impl<T: WorkItem> WorkerPool<T> {
                         histogram.observe(started.elapsed().as_secs_f64());
                     }
                     queue.done(&item);
+                    // A full queue hands keys over without waiting, and a sync that changes
+                    // nothing writes nothing: without this a worker could keep its thread for
+                    // thousands of syncs (20,000 ReplicaSets after a takeover) while another
+                    // controller's start, or the lease renewal, waits to be polled.
+                    tokio::task::consume_budget().await;
                 }
             });
         }
@@ -435,15 +447,56 @@ mod tests {
         let first = tokio::spawn(async move { waiting.first_sync_started().await });
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert!(!first.is_finished(), "no key, no sync");
+        let added = Instant::now();
         queue.add("ns/a".to_string());
-        tokio::time::timeout(Duration::from_secs(1), first)
+        let started = tokio::time::timeout(Duration::from_secs(1), first)
             .await
             .expect("signalled")
             .unwrap();
-        // A late waiter learns at once.
-        tokio::time::timeout(Duration::from_millis(1), metrics.first_sync_started())
+        assert!(started >= added);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        // A late waiter learns at once, and when it was.
+        let late = tokio::time::timeout(Duration::from_millis(1), metrics.first_sync_started())
             .await
             .expect("already signalled");
+        assert_eq!(late, started);
+        shutdown.cancel();
+        run.await.unwrap();
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_worker_whose_syncs_never_wait_lets_other_tasks_run() {
+        let queue = RateLimitingQueue::new(QueueConfig::new("")).unwrap();
+        let keys = 10_000;
+        for key in 0..keys {
+            queue.add(format!("ns/{key}"));
+        }
+        let processed = Arc::new(AtomicUsize::new(0));
+        let shutdown = CancellationToken::new();
+        let (counted, other) = (processed.clone(), Arc::new(Mutex::new(None)));
+        let spawned = other.clone();
+        let run = tokio::spawn(
+            test_pool(&queue, 1).run(shutdown.clone(), move |_key: String| {
+                // From the first sync on, another task waits for the thread (there is one).
+                let seen = counted.clone();
+                spawned.lock().get_or_insert_with(|| {
+                    tokio::spawn(async move { seen.load(Ordering::SeqCst) })
+                });
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(())
+            }),
+        );
+        let other = loop {
+            if let Some(other) = other.lock().take() {
+                break other;
+            }
+            tokio::task::yield_now().await;
+        };
+        let when_the_other_ran = other.await.unwrap();
+        assert!(
+            when_the_other_ran < keys,
+            "the worker kept the thread for all {keys} syncs"
+        );
         shutdown.cancel();
         run.await.unwrap();
     }
