@@ -1,6 +1,7 @@
 //! `kube-sim`: runs the sim cluster standalone, writes a kubeconfig for kubectl and the
 //! controller manager, and serves until SIGINT/SIGTERM.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use sim::{
-    AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, SimCluster, SimConfig,
+    AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, NodeTaint, NodesConfig,
+    SimCluster, SimConfig,
 };
 
 /// Command-line flags.
@@ -34,9 +36,29 @@ struct Flags {
     /// Milliseconds a gracefully deleted pod lingers before it is gone.
     #[arg(long, default_value_t = 0)]
     deletion_delay_ms: u64,
-    /// Disable the simulated kubelet (pods stay Pending).
+    /// Disable the simulated kubelet (pods stay Pending, nodes send no heartbeats).
     #[arg(long)]
     no_kubelet: bool,
+    /// How many nodes the cluster starts with (one is named after the prefix alone, several
+    /// PREFIX-0, PREFIX-1, ...).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// The node name prefix.
+    #[arg(long, default_value = "sim-node")]
+    node_name_prefix: String,
+    /// Labels of every node: `key=value,key2=value2`.
+    #[arg(long, value_parser = sim::parse_labels, default_value = "", value_name = "K=V,...")]
+    node_labels: BTreeMap<String, String>,
+    /// Taints of every node: `key=value:Effect` or `key:Effect`, comma-separated or repeated.
+    #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE:EFFECT")]
+    node_taints: Vec<NodeTaint>,
+    /// Milliseconds between a node's Lease renewals and status heartbeats (spread over all
+    /// nodes); 0 turns heartbeats off.
+    #[arg(long, default_value_t = 10_000)]
+    node_heartbeat_ms: u64,
+    /// Milliseconds after a node is deleted until its pods are force-deleted (the pod GC).
+    #[arg(long, default_value_t = 0)]
+    pod_gc_delay_ms: u64,
     /// Seed of the fault-injection generator.
     #[arg(long, default_value_t = 0)]
     fault_seed: u64,
@@ -90,6 +112,15 @@ impl Flags {
                 enabled: !self.no_kubelet,
                 ready_delay: Duration::from_millis(self.ready_delay_ms),
                 deletion_delay: Duration::from_millis(self.deletion_delay_ms),
+            },
+            nodes: NodesConfig {
+                count: self.nodes,
+                name_prefix: self.node_name_prefix.clone(),
+                labels: self.node_labels.clone(),
+                taints: self.node_taints.clone(),
+                per_node: BTreeMap::new(),
+                heartbeat: Duration::from_millis(self.node_heartbeat_ms),
+                pod_gc_delay: Duration::from_millis(self.pod_gc_delay_ms),
             },
             faults: FaultConfig {
                 seed: self.fault_seed,
@@ -198,5 +229,45 @@ mod tests {
         assert!(defaults.kubelet.enabled);
         assert_eq!(defaults.watch_window, 10_000);
         assert_eq!(defaults.faults.latency, Duration::ZERO);
+    }
+
+    #[test]
+    fn node_flags_map_to_the_config() {
+        let flags = Flags::parse_from([
+            "kube-sim",
+            "--nodes",
+            "5000",
+            "--node-labels",
+            "zone=a,tier=web",
+            "--node-taints",
+            "dedicated=infra:NoSchedule,gpu:NoExecute",
+            "--node-taints",
+            "slow:PreferNoSchedule",
+            "--node-heartbeat-ms",
+            "2000",
+            "--pod-gc-delay-ms",
+            "40000",
+        ]);
+        let nodes = flags.config().unwrap().nodes;
+        assert_eq!(nodes.count, 5000);
+        assert_eq!(nodes.name(4999), "sim-node-4999");
+        assert_eq!(nodes.labels["zone"], "a");
+        assert_eq!(nodes.labels["tier"], "web");
+        assert_eq!(
+            nodes.taints,
+            vec![
+                NodeTaint::new("dedicated", "infra", "NoSchedule"),
+                NodeTaint::new("gpu", "", "NoExecute"),
+                NodeTaint::new("slow", "", "PreferNoSchedule"),
+            ]
+        );
+        assert_eq!(nodes.heartbeat, Duration::from_secs(2));
+        assert_eq!(nodes.pod_gc_delay, Duration::from_secs(40));
+        let defaults = Flags::parse_from(["kube-sim"]).config().unwrap().nodes;
+        assert_eq!(defaults.names(), vec!["sim-node"]);
+        assert!(defaults.labels.is_empty() && defaults.taints.is_empty());
+        assert_eq!(defaults.heartbeat, Duration::from_secs(10));
+        assert!(Flags::try_parse_from(["kube-sim", "--node-taints", "a=b"]).is_err());
+        assert!(Flags::try_parse_from(["kube-sim", "--node-labels", "a"]).is_err());
     }
 }

@@ -121,12 +121,36 @@ pub struct PolicyRule {
     pub verbs: &'static [&'static str],
 }
 
+impl PolicyRule {
+    /// A rule on core (`""` group) resources.
+    pub const fn core(resources: &'static [&'static str], verbs: &'static [&'static str]) -> Self {
+        Self {
+            api_group: "",
+            resources,
+            verbs,
+        }
+    }
+
+    /// A rule on `apps` resources.
+    pub const fn apps(resources: &'static [&'static str], verbs: &'static [&'static str]) -> Self {
+        Self {
+            api_group: "apps",
+            resources,
+            verbs,
+        }
+    }
+}
+
 /// Events, as every controller records them (core/v1 Events, aggregated by patch).
-pub const EVENTS_RULE: PolicyRule = PolicyRule {
-    api_group: "",
-    resources: &["events"],
-    verbs: &["create", "patch", "update"],
-};
+pub const EVENTS_RULE: PolicyRule = PolicyRule::core(&["events"], &["create", "patch", "update"]);
+
+/// ControllerRevisions, as the controllers that keep their history in them use them.
+pub const CONTROLLER_REVISIONS_RULE: PolicyRule = PolicyRule::apps(
+    &["controllerrevisions"],
+    &[
+        "get", "list", "watch", "create", "update", "patch", "delete",
+    ],
+);
 
 /// Builds a controller: `Ok(None)` when it chose not to run (logged and skipped, as upstream).
 pub type InitFn = fn(InitContext<'_>) -> Result<Option<Box<dyn Runnable>>, InitError>;

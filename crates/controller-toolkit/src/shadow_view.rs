@@ -14,7 +14,10 @@ use informer::{
     CachedPod, DeletedObject, EventHandler, InformerResource, Labeled, Lister, SharedInformer,
     SharedInformerFactory,
 };
-use k8s_openapi::{api::core::v1::PodTemplateSpec, apimachinery::pkg::apis::meta::v1::ObjectMeta};
+use k8s_openapi::{
+    api::{apps::v1::ControllerRevision, core::v1::PodTemplateSpec},
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
 use kube::Resource;
 use serde_json::Value;
 
@@ -57,6 +60,23 @@ pub const PODS: ComparedKind = ComparedKind {
     dependents: None,
     cache: pod_cache,
 };
+
+/// ControllerRevisions as the controllers that write them (StatefulSet, DaemonSet) are
+/// compared: by their revision number; named by the controller.
+pub const CONTROLLER_REVISIONS: ComparedKind = ComparedKind {
+    resource: "controllerrevisions",
+    kind: "ControllerRevision",
+    status_fields: &[],
+    object_fields: &["revision"],
+    annotation_prefixes: &[],
+    annotations_on_status: false,
+    dependents: None,
+    cache: revision_cache,
+};
+
+fn revision_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
+    cache_of::<ControllerRevision>(factory, whole)
+}
 
 fn pod_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
     cache_of::<CachedPod>(factory, metadata_only)

@@ -278,6 +278,30 @@ impl Writer {
         .await
     }
 
+    /// PATCHes the `K` named `name` in `namespace` with the JSON merge patch `patch`, sent as
+    /// these bytes (upstream's DaemonSet controller relabels pods this way).
+    pub async fn merge_patch<K>(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: Vec<u8>,
+        reason: &'static str,
+    ) -> Result<K, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        self.send(Write {
+            verb: WriteVerb::MergePatch,
+            resource: ApiResource::erase::<K>(&()),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            uid: None,
+            body: patch.into(),
+            reason,
+        })
+        .await
+    }
+
     /// DELETEs the `K` described by `target` (its namespace, name and UID), only if it still
     /// has that UID when `precondition` says so. A graceful delete answers with the object (its
     /// new version); an immediate one with a Status, which is `None`.

@@ -82,28 +82,21 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
         PODS,
     ],
     rbac: &[
-        PolicyRule {
-            api_group: "apps",
-            resources: &["deployments"],
-            verbs: &["get", "list", "watch", "update", "patch"],
-        },
-        PolicyRule {
-            api_group: "apps",
-            resources: &["deployments/status", "deployments/finalizers"],
-            verbs: &["update"],
-        },
-        PolicyRule {
-            api_group: "apps",
-            resources: &["replicasets"],
-            verbs: &[
+        PolicyRule::apps(
+            &["deployments"],
+            &["get", "list", "watch", "update", "patch"],
+        ),
+        PolicyRule::apps(
+            &["deployments/status", "deployments/finalizers"],
+            &["update"],
+        ),
+        PolicyRule::apps(
+            &["replicasets"],
+            &[
                 "get", "list", "watch", "create", "update", "patch", "delete",
             ],
-        },
-        PolicyRule {
-            api_group: "",
-            resources: &["pods"],
-            verbs: &["get", "list", "watch"],
-        },
+        ),
+        PolicyRule::core(&["pods"], &["get", "list", "watch"]),
         EVENTS_RULE,
     ],
     init,

@@ -11,6 +11,7 @@ mod semantic;
 mod semantic_cache;
 mod statefulset;
 mod template_hash;
+mod template_patch;
 mod truncate;
 mod update_revision;
 
@@ -32,5 +33,6 @@ pub use statefulset::{
     STATEFULSET_REVISION_LABEL, new_statefulset_revision, statefulset_revision_data,
 };
 pub use template_hash::{canonical_template_text, compute_hash};
+pub use template_patch::template_revision_data;
 pub use truncate::{live_revision_names, revisions_to_truncate};
 pub use update_revision::{UpdateRevisionChoice, choose_update_revision};

@@ -1,45 +1,28 @@
 //! StatefulSet revision data (`getPatch`) and revisions (`newRevision`).
 //!
 //! The data is a strategic merge patch `{"spec":{"template":{"$patch":"replace", ...}}}` built
-//! from the set's `spec.template` **exactly as the API server sent it**: a round-trip through
-//! typed structs drops fields upstream keeps (such as `"creationTimestamp":null` from servers
-//! before v1.34), and a different byte would create a new revision and restart every pod.
+//! from the set's `spec.template` **exactly as the API server sent it**
+//! ([`template_revision_data`], shared with the DaemonSet controller).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::Error;
+#[cfg(test)]
 use crate::go_json;
 use crate::revision::{RevisionParent, new_controller_revision};
+use crate::template_patch::template_revision_data;
 
 /// Pod label naming the ControllerRevision (by *name*) a StatefulSet pod was built from.
 pub const STATEFULSET_REVISION_LABEL: &str = "controller-revision-hash";
 
-/// The patch directive key and value that make the stored template replace the set's template
-/// wholesale when the revision is applied.
-const PATCH_DIRECTIVE: &str = "$patch";
-const PATCH_REPLACE: &str = "replace";
-
 /// `getPatch`: the revision data for a raw `spec.template`, keys sorted at every level, with
-/// `"$patch":"replace"` added to the template.
+/// `"$patch":"replace"` added to the template (the same data as a DaemonSet's:
+/// [`template_revision_data`]).
 pub fn statefulset_revision_data(raw_template: &Value) -> Result<Value, Error> {
-    let Value::Object(template) = raw_template else {
-        return Err(Error::NotAnObject {
-            path: "spec.template".to_owned(),
-        });
-    };
-    let mut template = template.clone();
-    template.insert(
-        PATCH_DIRECTIVE.to_owned(),
-        Value::String(PATCH_REPLACE.to_owned()),
-    );
-    let mut spec = Map::new();
-    spec.insert("template".to_owned(), Value::Object(template));
-    let mut data = Map::new();
-    data.insert("spec".to_owned(), Value::Object(spec));
-    Ok(go_json::sorted(&Value::Object(data)))
+    template_revision_data(raw_template)
 }
 
 /// `newRevision`: the revision upstream would propose for the raw StatefulSet `set` (the whole

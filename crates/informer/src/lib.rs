@@ -33,10 +33,11 @@ mod sync;
 
 pub use barrier::{BarrierProgress, BarrierReport, BarrierResource, barrier_progress};
 pub use cached::{
-    CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedPod,
-    CachedPodSpec, CachedPodStatus, CachedReplicaSet, CachedReplicaSetSpec, ClaimVolume,
-    CompactJson, CompactLabelSelector, CompactLabels, CompactPodTemplate, LabelEntries,
-    PodMetadata, ReadyCondition, WorkloadMetadata,
+    CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedNode,
+    CachedNodeSpec, CachedPod, CachedPodSpec, CachedPodStatus, CachedReplicaSet,
+    CachedReplicaSetSpec, ClaimVolume, CompactJson, CompactLabelSelector, CompactLabels,
+    CompactPodTemplate, LabelEntries, PodMetadata, PodNode, RawObject, ReadyCondition,
+    WorkloadMetadata,
 };
 pub use error::InformerError;
 pub use factory::{FactoryConfig, SharedInformerFactory};

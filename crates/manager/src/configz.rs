@@ -476,33 +476,54 @@ mod tests {
             "keys sorted as Go sorts its map: {rendered}"
         );
         assert_eq!(
-            answer[UPSTREAM_CONFIGZ_NAME],
+            answer[UPSTREAM_CONFIGZ_NAME]["Generic"],
             json!({
-                "Generic": {
-                    "MinResyncPeriod": "12h0m0s",
-                    "ClientConnection": {
-                        "Kubeconfig": "",
-                        "ContentType": "application/json",
-                        "QPS": 20,
-                        "Burst": 30
-                    },
-                    "ControllerStartInterval": "0s",
-                    "LeaderElection": {
-                        "LeaderElect": true,
-                        "LeaseDuration": "15s",
-                        "RenewDeadline": "10s",
-                        "RetryPeriod": "2s",
-                        "ResourceLock": "leases",
-                        "ResourceName": "kcm-rs",
-                        "ResourceNamespace": "kube-system"
-                    },
-                    "Controllers": ["*"]
+                "MinResyncPeriod": "12h0m0s",
+                "ClientConnection": {
+                    "Kubeconfig": "",
+                    "ContentType": "application/json",
+                    "QPS": 20,
+                    "Burst": 30
                 },
-                "DeploymentController": {"ConcurrentDeploymentSyncs": 5},
-                "StatefulSetController": {"ConcurrentStatefulSetSyncs": 5},
-                "ReplicaSetController": {"ConcurrentRSSyncs": 5}
+                "ControllerStartInterval": "0s",
+                "LeaderElection": {
+                    "LeaderElect": true,
+                    "LeaseDuration": "15s",
+                    "RenewDeadline": "10s",
+                    "RetryPeriod": "2s",
+                    "ResourceLock": "leases",
+                    "ResourceName": "kcm-rs",
+                    "ResourceNamespace": "kube-system"
+                },
+                "Controllers": ["*"]
             })
         );
+        // After Generic, each registered controller's section with its workers field at the
+        // descriptor's default, in upstream's order of sections.
+        let registry = default_registry().expect("registry");
+        let mut sections: Vec<_> = registry
+            .descriptors()
+            .map(|descriptor| descriptor.workers)
+            .collect();
+        sections.sort_by_key(|workers| {
+            UPSTREAM_SECTION_ORDER
+                .iter()
+                .position(|section| *section == workers.config_section)
+        });
+        let mut want = vec![("Generic".to_owned(), None)];
+        want.extend(sections.iter().map(|workers| {
+            (
+                workers.config_section.to_owned(),
+                Some(json!({ workers.config_field: workers.default })),
+            )
+        }));
+        let got: Vec<(String, Option<Value>)> = answer[UPSTREAM_CONFIGZ_NAME]
+            .as_object()
+            .expect("object")
+            .iter()
+            .map(|(key, value)| (key.clone(), (key != "Generic").then(|| value.clone())))
+            .collect();
+        assert_eq!(got, want);
         let component = serde_json::to_string(&answer[UPSTREAM_CONFIGZ_NAME]).expect("json");
         assert!(
             component.starts_with(r#"{"Generic":{"MinResyncPeriod":"12h0m0s","ClientConnection":{"Kubeconfig":"","ContentType":"application/json","QPS":20,"Burst":30},"ControllerStartInterval""#),

@@ -8,5 +8,6 @@ pub fn default_registry() -> Result<ControllerRegistry, RegistryError> {
         replicaset::DESCRIPTOR,
         deployment::DESCRIPTOR,
         statefulset::DESCRIPTOR,
+        daemonset::DESCRIPTOR,
     ])
 }

@@ -394,8 +394,9 @@ mod tests {
     fn defaults_are_upstreams() {
         let options = parse(&[]);
         assert_eq!(options.controllers, vec!["*"]);
+        // Each controller's workers flag defaults to its descriptor's (upstream's) default.
         for (workers, value) in options.controller_flags.all_workers() {
-            assert_eq!(*value, 5, "--{}", workers.flag);
+            assert_eq!(*value, workers.default, "--{}", workers.flag);
         }
         assert_eq!(options.kube_api_qps, 20.0);
         assert_eq!(options.kube_api_burst, 30);

@@ -67,21 +67,15 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
         PODS,
     ],
     rbac: &[
-        PolicyRule {
-            api_group: "apps",
-            resources: &["replicasets"],
-            verbs: &["get", "list", "watch"],
-        },
-        PolicyRule {
-            api_group: "apps",
-            resources: &["replicasets/status", "replicasets/finalizers"],
-            verbs: &["update"],
-        },
-        PolicyRule {
-            api_group: "",
-            resources: &["pods"],
-            verbs: &["get", "list", "watch", "create", "delete", "patch"],
-        },
+        PolicyRule::apps(&["replicasets"], &["get", "list", "watch"]),
+        PolicyRule::apps(
+            &["replicasets/status", "replicasets/finalizers"],
+            &["update"],
+        ),
+        PolicyRule::core(
+            &["pods"],
+            &["get", "list", "watch", "create", "delete", "patch"],
+        ),
         EVENTS_RULE,
     ],
     init,

@@ -1,5 +1,6 @@
-//! `SimCluster`: starts the server, the kubelet and the delayed garbage collector on a tokio
-//! runtime, and hands out kubeconfigs, clients, fault controls and request accounting.
+//! `SimCluster`: creates the initial namespaces and nodes, starts the server, the kubelet and
+//! the delayed garbage collector on a tokio runtime, and hands out kubeconfigs, clients,
+//! fault controls, node readiness and request accounting.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -14,12 +15,13 @@ use crate::accounting::{Accounting, RequestAccounting};
 use crate::config::{FaultConfig, SimConfig};
 use crate::error::SimError;
 use crate::faults::FaultInjector;
-use crate::resources::NAMESPACES;
+use crate::nodes::{self, LEASE_NAMESPACE, node_key};
+use crate::resources::{NAMESPACES, NODES};
 use crate::server::{Shared, router};
 use crate::store::State;
 
 /// Namespaces every cluster starts with.
-const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system"];
+const INITIAL_NAMESPACES: &[&str] = &["default", LEASE_NAMESPACE, "kube-system"];
 
 /// A running simulated cluster. Dropping it (or [`SimCluster::shutdown`]) stops the server,
 /// its watch streams and the kubelet.
@@ -53,6 +55,21 @@ impl SimCluster {
             // Creating a well-formed namespace in an empty cluster cannot fail.
             let _ = state.create(NAMESPACES, "", json!({"metadata": {"name": ns}}));
         }
+        let leases = config.kubelet.enabled && !config.nodes.heartbeat.is_zero();
+        for (i, name) in config.nodes.names().into_iter().enumerate() {
+            let node = nodes::node_object(
+                &name,
+                &nodes::node_ip(i),
+                &config.nodes.labels_of(i),
+                &config.nodes.taints_of(i),
+            );
+            state
+                .create(NODES, "", node)
+                .map_err(|e| SimError::Node(e.message))?;
+            if leases {
+                nodes::ensure_lease(&mut state, &name);
+            }
+        }
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let shared = Arc::new(Shared {
             state: RwLock::new(state),
@@ -67,6 +84,7 @@ impl SimCluster {
             tasks.push(tokio::spawn(crate::kubelet::run(
                 shared.clone(),
                 config.kubelet.clone(),
+                config.nodes.clone(),
                 pod_rx,
             )));
         }
@@ -153,6 +171,23 @@ impl SimCluster {
     /// A snapshot of the request counts so far.
     pub fn accounting(&self) -> RequestAccounting {
         self.shared.accounting.snapshot()
+    }
+
+    /// Makes node `name` Ready or NotReady, as its kubelet would report it (the `Ready`
+    /// condition, with a new `lastTransitionTime` on a change). Heartbeats keep what was set;
+    /// pods on a NotReady node are not Ready, and only pods tolerating
+    /// `node.kubernetes.io/not-ready:NoSchedule` are scheduled there. Patching the condition
+    /// through `nodes/status` does the same.
+    pub fn set_node_ready(&self, name: &str, ready: bool) -> Result<(), SimError> {
+        let mut state = self.shared.state.write();
+        let mut node = state
+            .get(NODES, &node_key(name))
+            .ok_or_else(|| SimError::Node(format!("nodes \"{name}\" not found")))?
+            .value();
+        if nodes::set_ready(&mut node, ready) {
+            state.put(NODES, node_key(name), node);
+        }
+        Ok(())
     }
 
     /// Drops every retained watch event, so watches from older versions get 410 Expired.

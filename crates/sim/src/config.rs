@@ -1,6 +1,6 @@
-//! Configuration of a simulated cluster: kubelet timings, fault injection, the watch window,
-//! the garbage collector's delay and the token and permission tables behind TokenReview and
-//! SubjectAccessReview.
+//! Configuration of a simulated cluster: the nodes, kubelet timings, fault injection, the watch
+//! window, the garbage collector's delay and the token and permission tables behind TokenReview
+//! and SubjectAccessReview.
 //!
 //! Kept separate from the server so tests and the `kube-sim` binary can build a configuration
 //! without touching any server internals.
@@ -14,6 +14,8 @@ use std::time::Duration;
 pub struct SimConfig {
     /// The simulated kubelet: whether pods become Running/Ready and how fast.
     pub kubelet: KubeletConfig,
+    /// The nodes the cluster starts with, their heartbeats and the pod GC of deleted nodes.
+    pub nodes: NodesConfig,
     /// Injected failures, for chaos tests of controllers.
     pub faults: FaultConfig,
     /// Events retained per resource for watch resumption; a watch from an older
@@ -32,6 +34,7 @@ impl Default for SimConfig {
     fn default() -> Self {
         Self {
             kubelet: KubeletConfig::default(),
+            nodes: NodesConfig::default(),
             faults: FaultConfig::default(),
             watch_window: 10_000,
             gc_delay: Duration::ZERO,
@@ -40,11 +43,11 @@ impl Default for SimConfig {
     }
 }
 
-/// Timings of the simulated kubelet, which plays every node of the cluster.
+/// Timings of the simulated kubelet, which plays every node of the cluster (and the scheduler).
 #[derive(Debug, Clone)]
 pub struct KubeletConfig {
     /// When false, pods stay unscheduled and Pending (and are deleted at once, as upstream
-    /// deletes unscheduled pods without grace).
+    /// deletes unscheduled pods without grace), and nodes send no heartbeats.
     pub enabled: bool,
     /// Time from a pod starting to it becoming Ready (unless an annotation says otherwise).
     pub ready_delay: Duration,
@@ -60,6 +63,173 @@ impl Default for KubeletConfig {
             deletion_delay: Duration::ZERO,
         }
     }
+}
+
+/// The node set: `count` nodes created as `v1` Node objects when the cluster starts, each
+/// run by the simulated kubelet. The default is one node named `sim-node`, labelled and
+/// untainted, renewing its Lease every 10 s.
+#[derive(Debug, Clone)]
+pub struct NodesConfig {
+    /// How many nodes the cluster starts with.
+    pub count: usize,
+    /// A single node is named after the prefix alone; several are `PREFIX-0`, `PREFIX-1`, ...
+    /// (see [`NodesConfig::names`]).
+    pub name_prefix: String,
+    /// Labels of every node, beside `kubernetes.io/hostname`, `kubernetes.io/os=linux` and
+    /// `kubernetes.io/arch=amd64`.
+    pub labels: BTreeMap<String, String>,
+    /// Taints of every node.
+    pub taints: Vec<NodeTaint>,
+    /// Labels and taints of single nodes, by index (0 is the first node), added to the shared
+    /// ones (a label key given here wins).
+    pub per_node: BTreeMap<usize, NodeOverrides>,
+    /// How often each node renews its Lease in `kube-node-lease` and posts its status
+    /// heartbeat (`lastHeartbeatTime` of its conditions). The nodes' heartbeats are spread
+    /// over the period. Zero turns heartbeats off.
+    pub heartbeat: Duration,
+    /// How long after a node is gone its pods are force-deleted (upstream's pod garbage
+    /// collector deletes pods bound to a node that no longer exists). Pods created bound to a
+    /// node that does not exist are collected the same way.
+    pub pod_gc_delay: Duration,
+}
+
+impl Default for NodesConfig {
+    fn default() -> Self {
+        Self {
+            count: 1,
+            name_prefix: "sim-node".to_string(),
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+            per_node: BTreeMap::new(),
+            heartbeat: Duration::from_secs(10),
+            pod_gc_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl NodesConfig {
+    /// `count` nodes named after `name_prefix`, otherwise the defaults.
+    pub fn with_count(count: usize) -> Self {
+        Self {
+            count,
+            ..Self::default()
+        }
+    }
+
+    /// The name of node `index`: the prefix alone for a single node, else `PREFIX-INDEX`.
+    pub fn name(&self, index: usize) -> String {
+        if self.count == 1 {
+            self.name_prefix.clone()
+        } else {
+            format!("{}-{index}", self.name_prefix)
+        }
+    }
+
+    /// The names of the nodes the cluster starts with, in creation order.
+    pub fn names(&self) -> Vec<String> {
+        (0..self.count).map(|i| self.name(i)).collect()
+    }
+
+    /// The configured labels of node `index` (shared, then its own).
+    pub fn labels_of(&self, index: usize) -> BTreeMap<String, String> {
+        let mut labels = self.labels.clone();
+        if let Some(own) = self.per_node.get(&index) {
+            labels.extend(own.labels.clone());
+        }
+        labels
+    }
+
+    /// The configured taints of node `index` (shared, then its own).
+    pub fn taints_of(&self, index: usize) -> Vec<NodeTaint> {
+        let mut taints = self.taints.clone();
+        if let Some(own) = self.per_node.get(&index) {
+            taints.extend(own.taints.iter().cloned());
+        }
+        taints
+    }
+}
+
+/// What one node has beside the labels and taints every node has.
+#[derive(Debug, Clone, Default)]
+pub struct NodeOverrides {
+    /// Extra labels.
+    pub labels: BTreeMap<String, String>,
+    /// Extra taints.
+    pub taints: Vec<NodeTaint>,
+}
+
+/// A node taint, as `kubectl taint` writes it: `key=value:Effect` or `key:Effect`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NodeTaint {
+    /// The taint key.
+    pub key: String,
+    /// The value ("" when none).
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// The effects a taint may have.
+const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+impl NodeTaint {
+    /// A taint of `key`, `value` and `effect`.
+    pub fn new(key: &str, value: &str, effect: &str) -> Self {
+        Self {
+            key: key.to_string(),
+            value: value.to_string(),
+            effect: effect.to_string(),
+        }
+    }
+}
+
+impl FromStr for NodeTaint {
+    type Err = NodeConfigError;
+
+    /// `key=value:Effect` or `key:Effect`.
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let invalid = || NodeConfigError::Taint(spec.to_string());
+        let (key_value, effect) = spec.rsplit_once(':').ok_or_else(invalid)?;
+        let (key, value) = key_value.split_once('=').unwrap_or((key_value, ""));
+        if key.is_empty() || !TAINT_EFFECTS.contains(&effect) {
+            return Err(invalid());
+        }
+        Ok(NodeTaint::new(key, value, effect))
+    }
+}
+
+/// A malformed `--node-labels` or `--node-taints` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeConfigError {
+    /// A label is not `key=value`.
+    #[error("node label {0:?}: want key=value")]
+    Label(String),
+    /// A taint is not `key=value:Effect` or `key:Effect` with a known effect.
+    #[error(
+        "node taint {0:?}: want key=value:Effect or key:Effect (Effect NoSchedule, PreferNoSchedule or NoExecute)"
+    )]
+    Taint(String),
+}
+
+/// Parses `k1=v1,k2=v2` (the `kube-sim --node-labels` form; empty parts are skipped).
+pub fn parse_labels(spec: &str) -> Result<BTreeMap<String, String>, NodeConfigError> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| match part.split_once('=') {
+            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+            _ => Err(NodeConfigError::Label(part.to_string())),
+        })
+        .collect()
+}
+
+/// Parses `key=value:Effect,key:Effect` (the `kube-sim --node-taints` form).
+pub fn parse_taints(spec: &str) -> Result<Vec<NodeTaint>, NodeConfigError> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(str::parse)
+        .collect()
 }
 
 /// Seeded, reproducible fault injection. The default injects nothing.
@@ -257,5 +427,69 @@ mod tests {
         assert!(!rule.allows("bob", &["ops".into()], "get", "/metrics"));
         assert!("alice:get".parse::<AllowRule>().is_err());
         assert!(":get:/metrics".parse::<AllowRule>().is_err());
+    }
+
+    #[test]
+    fn node_names_labels_and_taints() {
+        assert_eq!(NodesConfig::default().names(), vec!["sim-node"]);
+        let mut nodes = NodesConfig::with_count(3);
+        assert_eq!(
+            nodes.names(),
+            vec!["sim-node-0", "sim-node-1", "sim-node-2"]
+        );
+        nodes.labels = parse_labels("zone=a, tier=web").unwrap();
+        nodes.taints = parse_taints("dedicated=infra:NoSchedule").unwrap();
+        nodes.per_node.insert(
+            1,
+            NodeOverrides {
+                labels: parse_labels("zone=b").unwrap(),
+                taints: parse_taints("gpu:NoExecute").unwrap(),
+            },
+        );
+        assert_eq!(nodes.labels_of(0)["zone"], "a");
+        assert_eq!(nodes.labels_of(1)["zone"], "b");
+        assert_eq!(nodes.labels_of(1)["tier"], "web");
+        assert_eq!(nodes.taints_of(0).len(), 1);
+        assert_eq!(
+            nodes.taints_of(1),
+            vec![
+                NodeTaint::new("dedicated", "infra", "NoSchedule"),
+                NodeTaint::new("gpu", "", "NoExecute")
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_label_and_taint_specs() {
+        let cases = [
+            (
+                "a=b:NoSchedule",
+                Some(NodeTaint::new("a", "b", "NoSchedule")),
+            ),
+            ("a:NoExecute", Some(NodeTaint::new("a", "", "NoExecute"))),
+            (
+                "a=:PreferNoSchedule",
+                Some(NodeTaint::new("a", "", "PreferNoSchedule")),
+            ),
+            (
+                "example.com/k=v:NoSchedule",
+                Some(NodeTaint::new("example.com/k", "v", "NoSchedule")),
+            ),
+            ("a=b", None),
+            ("a=b:Sometimes", None),
+            ("=b:NoSchedule", None),
+        ];
+        for (spec, expected) in cases {
+            assert_eq!(spec.parse::<NodeTaint>().ok(), expected, "{spec}");
+        }
+        assert_eq!(parse_taints("").unwrap(), vec![]);
+        assert!(parse_taints("a:NoSchedule,b").is_err());
+        assert_eq!(parse_labels("").unwrap().len(), 0);
+        assert_eq!(parse_labels("a=").unwrap()["a"], "");
+        assert_eq!(
+            parse_labels("a"),
+            Err(NodeConfigError::Label("a".to_string()))
+        );
+        assert!(parse_labels("=x").is_err());
     }
 }

@@ -118,6 +118,18 @@ pub(crate) fn apply(plural: &str, obj: &mut Value) {
             default_field(spec, "replicas", json!(1));
             pod_template(spec);
         }
+        "daemonsets" => {
+            let spec = object_at(map, "spec");
+            pod_template(spec);
+            let strategy = object_at(spec, "updateStrategy");
+            default_field(strategy, "type", json!("RollingUpdate"));
+            if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                let rolling = object_at(strategy, "rollingUpdate");
+                default_field(rolling, "maxUnavailable", json!(1));
+                default_field(rolling, "maxSurge", json!(0));
+            }
+            default_field(spec, "revisionHistoryLimit", json!(10));
+        }
         "statefulsets" => {
             let spec = object_at(map, "spec");
             default_field(spec, "replicas", json!(1));
@@ -164,6 +176,44 @@ pub(crate) fn apply(plural: &str, obj: &mut Value) {
     }
 }
 
+/// The DaemonSet annotation holding the template generation (`spec.templateGeneration` of the
+/// internal type, which apps/v1 carries as this annotation).
+pub(crate) const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
+
+/// A DaemonSet's template generation as the registry keeps it (upstream's DaemonSet strategy):
+/// on create the one given if at least 1, else 1; on update the stored one, plus one when
+/// `spec.template` changed (a client cannot set it). Written as the annotation.
+pub(crate) fn daemon_set_template_generation(obj: &mut Value, old: Option<&Value>) {
+    let generation_of = |object: &Value| {
+        object
+            .pointer("/metadata/annotations")
+            .and_then(|annotations| annotations.get(TEMPLATE_GENERATION_ANNOTATION))
+            .and_then(Value::as_str)
+            .and_then(|value| value.parse::<i64>().ok())
+    };
+    let generation = match old {
+        None => generation_of(obj)
+            .filter(|generation| *generation >= 1)
+            .unwrap_or(1),
+        Some(old) => {
+            let stored = generation_of(old).unwrap_or(1);
+            if obj.pointer("/spec/template") == old.pointer("/spec/template") {
+                stored
+            } else {
+                stored + 1
+            }
+        }
+    };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    let annotations = object_at(object_at(map, "metadata"), "annotations");
+    annotations.insert(
+        TEMPLATE_GENERATION_ANNOTATION.to_string(),
+        Value::from(generation.to_string()),
+    );
+}
+
 /// The pod QoS class upstream computes from container requests and limits.
 fn qos_class(spec: &Value) -> &'static str {
     let containers: Vec<&Value> = ["initContainers", "containers"]
@@ -200,6 +250,9 @@ fn qos_class(spec: &Value) -> &'static str {
 pub(crate) fn initial_status(plural: &str, obj: &Value) -> Option<Value> {
     match plural {
         "deployments" | "replicasets" | "statefulsets" => Some(json!({})),
+        // The four counters are not omitempty in apps/v1.
+        "daemonsets" => Some(json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                                    "desiredNumberScheduled": 0, "numberReady": 0})),
         "pods" => {
             let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
             Some(json!({"phase": "Pending", "qosClass": qos_class(&spec)}))
@@ -223,6 +276,63 @@ mod tests {
                 "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25"}]}}}});
         apply("deployments", &mut obj);
         assert_eq!(obj["spec"], expected["spec"]);
+    }
+
+    #[test]
+    fn daemonset_defaults_as_upstream() {
+        let mut obj = json!({"spec": {"selector": {"matchLabels": {"app": "agent"}},
+            "template": {"metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "agent", "image": "agent:1"}]}}}});
+        apply("daemonsets", &mut obj);
+        assert_eq!(
+            obj["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+        );
+        assert_eq!(obj["spec"]["revisionHistoryLimit"], json!(10));
+        assert_eq!(
+            obj["spec"]["template"]["spec"]["restartPolicy"],
+            json!("Always")
+        );
+        let mut on_delete = json!({"spec": {"updateStrategy": {"type": "OnDelete"}}});
+        apply("daemonsets", &mut on_delete);
+        assert_eq!(
+            on_delete["spec"]["updateStrategy"],
+            json!({"type": "OnDelete"})
+        );
+        assert_eq!(
+            initial_status("daemonsets", &obj),
+            Some(json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                        "desiredNumberScheduled": 0, "numberReady": 0}))
+        );
+    }
+
+    /// The template generation: 1 on create (or the one given), bumped only by a template
+    /// change, never set by a client on update.
+    #[test]
+    fn daemonset_template_generation_follows_the_template() {
+        let generation =
+            |obj: &Value| obj["metadata"]["annotations"][TEMPLATE_GENERATION_ANNOTATION].clone();
+        let template =
+            |image: &str| json!({"spec": {"containers": [{"name": "c", "image": image}]}});
+        let mut created =
+            json!({"metadata": {"name": "ds"}, "spec": {"template": template("a:1")}});
+        daemon_set_template_generation(&mut created, None);
+        assert_eq!(generation(&created), json!("1"));
+        let mut given = json!({"metadata": {"annotations": {TEMPLATE_GENERATION_ANNOTATION: "7"}}});
+        daemon_set_template_generation(&mut given, None);
+        assert_eq!(generation(&given), json!("7"));
+
+        let mut same = json!({"metadata": {"annotations": {TEMPLATE_GENERATION_ANNOTATION: "5"}},
+                              "spec": {"template": template("a:1"), "minReadySeconds": 3}});
+        daemon_set_template_generation(&mut same, Some(&created));
+        assert_eq!(
+            generation(&same),
+            json!("1"),
+            "the client's value is not kept"
+        );
+        let mut changed = json!({"spec": {"template": template("a:2")}});
+        daemon_set_template_generation(&mut changed, Some(&created));
+        assert_eq!(generation(&changed), json!("2"));
     }
 
     #[test]

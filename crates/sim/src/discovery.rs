@@ -87,7 +87,7 @@ fn resource_entry(r: &ResourceInfo) -> Value {
         }
         if matches!(
             r.plural,
-            "pods" | "deployments" | "replicasets" | "statefulsets"
+            "pods" | "deployments" | "replicasets" | "statefulsets" | "daemonsets"
         ) {
             map.insert("categories".into(), json!(["all"]));
         }
@@ -147,7 +147,9 @@ mod tests {
                 "pods",
                 "pods/status",
                 "persistentvolumeclaims",
-                "events"
+                "events",
+                "nodes",
+                "nodes/status"
             ]
         );
         let apps = resource_list("apps", "v1").unwrap();

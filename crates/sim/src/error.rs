@@ -14,6 +14,10 @@ pub enum SimError {
     /// The bound address could not be read back.
     #[error("reading the bound address: {0}")]
     LocalAddr(std::io::Error),
+    /// A node could not be created or found (a bad name in `NodesConfig`, or an unknown
+    /// node in [`crate::SimCluster::set_node_ready`]).
+    #[error("node: {0}")]
+    Node(String),
     /// Writing a file (the kubeconfig) failed.
     #[error("writing {path}: {source}")]
     Write {

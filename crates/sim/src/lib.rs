@@ -7,11 +7,13 @@ mod defaults;
 mod discovery;
 mod error;
 mod faults;
+mod fit;
 #[cfg(test)]
 mod fixtures;
 mod gc;
 mod kubelet;
 mod memory;
+mod nodes;
 mod object;
 mod openapi;
 mod ops;
@@ -20,6 +22,7 @@ mod quota;
 mod resources;
 mod reviews;
 mod scale;
+mod scheduler;
 mod selector;
 mod server;
 mod status;
@@ -32,7 +35,9 @@ mod watch;
 pub use accounting::RequestAccounting;
 pub use cluster::SimCluster;
 pub use config::{
-    AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, SimConfig, SimUser, WatchLag,
+    AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, NodeConfigError,
+    NodeOverrides, NodeTaint, NodesConfig, SimConfig, SimUser, WatchLag, parse_labels,
+    parse_taints,
 };
 pub use error::SimError;
 pub use kubelet::{FAIL_AFTER_MS, NEVER_READY, READY_AFTER_MS, SUCCEED_AFTER_MS};

@@ -13,9 +13,9 @@ use crate::object::{
     canonicalize, finalizers_of, meta, meta_mut, meta_str, now_timestamp, set_finalizers,
     timestamp_in,
 };
-use crate::resources::{NAMESPACES, PODS, RESOURCES};
+use crate::resources::{DAEMONSETS, NAMESPACES, PODS, RESOURCES};
 use crate::status::{ApiError, Cause};
-use crate::store::{ObjectKey, ObjectRef, PodChange, State};
+use crate::store::{KubeletEvent, ObjectKey, ObjectRef, State};
 use crate::{defaults, validation};
 
 /// The alphabet upstream draws generated-name suffixes from (no vowels, no look-alikes).
@@ -164,6 +164,9 @@ impl State {
             }
         }
         defaults::apply(info.plural, &mut obj);
+        if res == DAEMONSETS {
+            defaults::daemon_set_template_generation(&mut obj, None);
+        }
         if res == NAMESPACES
             && let Some(map) = obj.as_object_mut()
         {
@@ -191,7 +194,7 @@ impl State {
         let uid = meta_str(&obj, "uid").to_string();
         let bytes = self.put(res, key.clone(), obj);
         if res == PODS {
-            self.tell_kubelet(PodChange::Created {
+            self.tell_kubelet(KubeletEvent::Created {
                 key: key.clone(),
                 uid,
             });
@@ -318,6 +321,9 @@ impl State {
             }
         }
         defaults::apply(info.plural, &mut new);
+        if res == DAEMONSETS {
+            defaults::daemon_set_template_generation(&mut new, Some(old));
+        }
         let causes = validation::validate(info.plural, &new, Some(old));
         if !causes.is_empty() {
             return Err(ApiError::invalid(info, &key.1, causes));
@@ -415,7 +421,7 @@ impl State {
         let value = canonicalize(value, info.kind, &info.api_version());
         let terminating = self.put(res, key.clone(), value);
         if res == PODS && grace > 0 {
-            self.tell_kubelet(PodChange::Terminating {
+            self.tell_kubelet(KubeletEvent::Terminating {
                 key: key.clone(),
                 uid: uid.clone(),
             });

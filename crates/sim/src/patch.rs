@@ -98,6 +98,8 @@ fn list_strategy(field: &str) -> ListStrategy {
         "volumeMounts" => ListStrategy::MergeByKey("mountPath"),
         "volumeDevices" => ListStrategy::MergeByKey("devicePath"),
         "podIPs" | "hostIPs" | "hostAliases" => ListStrategy::MergeByKey("ip"),
+        // A node's status addresses.
+        "addresses" => ListStrategy::MergeByKey("type"),
         "topologySpreadConstraints" => ListStrategy::MergeByKey("topologyKey"),
         "finalizers" => ListStrategy::MergePrimitives,
         _ => ListStrategy::Replace,

@@ -94,6 +94,12 @@ const fn workload(
 pub(crate) const NAMESPACES: usize = 0;
 /// Index of pods in [`RESOURCES`].
 pub(crate) const PODS: usize = 1;
+/// Index of coordination.k8s.io leases in [`RESOURCES`].
+pub(crate) const LEASES: usize = 9;
+/// Index of nodes in [`RESOURCES`].
+pub(crate) const NODES: usize = 10;
+/// Index of apps/v1 daemonsets in [`RESOURCES`].
+pub(crate) const DAEMONSETS: usize = 11;
 
 /// Every resource served, in discovery order. Indexes are stable and used as table ids.
 pub(crate) static RESOURCES: &[ResourceInfo] = &[
@@ -127,6 +133,15 @@ pub(crate) static RESOURCES: &[ResourceInfo] = &[
     ),
     resource("events.k8s.io", "events", "event", "Event", true, &["ev"]),
     resource("coordination.k8s.io", "leases", "lease", "Lease", true, &[]),
+    ResourceInfo {
+        status: true,
+        ..resource("", "nodes", "node", "Node", false, &["no"])
+    },
+    // A workload without a scale subresource.
+    ResourceInfo {
+        scale: false,
+        ..workload("daemonsets", "daemonset", "DaemonSet", &["ds"])
+    },
 ];
 
 /// The resource `plural` of `group`/`version`, if served.
@@ -170,6 +185,9 @@ mod tests {
         }
         assert_eq!(RESOURCES[NAMESPACES].plural, "namespaces");
         assert_eq!(RESOURCES[PODS].plural, "pods");
+        assert_eq!(RESOURCES[LEASES].plural, "leases");
+        assert_eq!(RESOURCES[NODES].plural, "nodes");
+        assert!(!RESOURCES[NODES].namespaced);
     }
 
     #[test]

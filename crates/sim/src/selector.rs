@@ -246,6 +246,7 @@ fn extra_fields(plural: &str) -> &'static [&'static str] {
             "status.podIP",
         ],
         "namespaces" => &["status.phase"],
+        "nodes" => &["spec.unschedulable"],
         _ => &[],
     }
 }
@@ -294,6 +295,10 @@ impl FieldSelector {
                 "metadata.name" => name.to_string(),
                 "metadata.namespace" => namespace.to_string(),
                 "source" => field_value(object, "source.component"),
+                // A Go bool: unset reads as "false".
+                "spec.unschedulable" => Some(field_value(object, "spec.unschedulable"))
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| "false".to_string()),
                 other => field_value(object, other),
             };
             (actual == r.value) != r.negate
@@ -406,6 +411,23 @@ mod tests {
             let parsed = FieldSelector::parse(sel, plural).unwrap_or_else(|e| panic!("{sel}: {e}"));
             assert_eq!(parsed.matches("default", "a", Some(&ev)), expected, "{sel}");
         }
+        let unschedulable = |sel: &str, node: Value| {
+            FieldSelector::parse(sel, "nodes")
+                .unwrap()
+                .matches("", "n", Some(&node))
+        };
+        assert!(unschedulable(
+            "spec.unschedulable=false",
+            json!({"spec": {}})
+        ));
+        assert!(unschedulable(
+            "spec.unschedulable=true",
+            json!({"spec": {"unschedulable": true}})
+        ));
+        assert!(!unschedulable(
+            "spec.unschedulable=false",
+            json!({"spec": {"unschedulable": true}})
+        ));
         assert!(FieldSelector::parse("spec.replicas=1", "deployments").is_err());
         assert!(FieldSelector::parse("metadata.name", "pods").is_err());
         assert!(

@@ -2,9 +2,10 @@
 //! rings of recent watch events.
 //!
 //! Objects are kept as their serialized JSON bytes plus the few parsed fields that lists,
-//! selectors and the garbage collector need, so 100,000 pods stay small. Each write
-//! serializes its watch event once; the stored object is a slice of that same buffer and
-//! every watcher shares it.
+//! selectors, the garbage collector and the scheduler (a pod's node) need, so 100,000 pods
+//! stay small. Each write serializes its watch event once; the stored object is a slice of
+//! that same buffer and every watcher shares it. Writes of nodes and bound pods keep the
+//! scheduler's node index current and tell the kubelet of node changes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -13,8 +14,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::fit::NodeView;
 use crate::object::{OwnerLink, labels_of, owners_of};
-use crate::resources::RESOURCES;
+use crate::resources::{NODES, PODS, RESOURCES};
+use crate::scheduler::NodeIndex;
 use crate::selector::Labels;
 
 /// `(namespace, name)`; the namespace is "" for cluster-scoped objects.
@@ -51,6 +54,8 @@ pub(crate) struct Stored {
     pub uid: Box<str>,
     pub labels: Arc<Labels>,
     pub owners: Box<[OwnerLink]>,
+    /// A pod's `spec.nodeName` (None for other objects and unbound pods).
+    pub node: Option<Box<str>>,
 }
 
 impl Stored {
@@ -98,13 +103,18 @@ impl Table {
     }
 }
 
-/// Work the simulated kubelet is told about.
+/// Work the simulated kubelet (and scheduler) is told about.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum PodChange {
-    /// A pod was created: start it.
+pub(crate) enum KubeletEvent {
+    /// A pod was created: schedule and start it.
     Created { key: ObjectKey, uid: String },
     /// A bound pod got a deletionTimestamp: finish it after the deletion delay.
     Terminating { key: ObjectKey, uid: String },
+    /// A node was created, or its scheduling view (labels, taints, readiness, unschedulable)
+    /// changed: register it, follow its readiness, retry unscheduled pods.
+    NodeChanged { name: String },
+    /// A node was removed: collect its pods after the pod GC delay.
+    NodeRemoved { name: String },
 }
 
 /// The whole cluster state, behind one lock.
@@ -120,8 +130,10 @@ pub(crate) struct State {
     /// uids of objects that were removed, so that a dependent created afterwards with only
     /// such owners is collected, as upstream's garbage collector collects dangling dependents.
     pub removed_uids: HashSet<Box<str>>,
+    /// The scheduler's view of the nodes and their load.
+    pub nodes: NodeIndex,
     window: usize,
-    pod_changes: Option<tokio::sync::mpsc::UnboundedSender<PodChange>>,
+    kubelet: Option<tokio::sync::mpsc::UnboundedSender<KubeletEvent>>,
     /// Owners whose dependents the delayed garbage collector is to collect; `None` collects
     /// them at once (`SimConfig::gc_delay` zero).
     removed_owners: Option<tokio::sync::mpsc::UnboundedSender<Box<str>>>,
@@ -131,7 +143,7 @@ impl State {
     /// An empty cluster retaining `window` events per resource.
     pub fn new(
         window: usize,
-        pod_changes: Option<tokio::sync::mpsc::UnboundedSender<PodChange>>,
+        kubelet: Option<tokio::sync::mpsc::UnboundedSender<KubeletEvent>>,
     ) -> Self {
         Self {
             rv: 0,
@@ -139,8 +151,9 @@ impl State {
             uids: HashMap::new(),
             dependents: HashMap::new(),
             removed_uids: HashSet::new(),
+            nodes: NodeIndex::default(),
             window,
-            pod_changes,
+            kubelet,
             removed_owners: None,
         }
     }
@@ -167,9 +180,9 @@ impl State {
             .is_some_and(|tx| tx.send(owner_uid.into()).is_ok())
     }
 
-    /// Tells the kubelet about a pod change (no-op when the kubelet is disabled).
-    pub fn tell_kubelet(&self, change: PodChange) {
-        if let Some(tx) = &self.pod_changes {
+    /// Tells the kubelet about a pod or node change (no-op when the kubelet is disabled).
+    pub fn tell_kubelet(&self, change: KubeletEvent) {
+        if let Some(tx) = &self.kubelet {
             // The kubelet task only stops at shutdown, when nobody cares any more.
             let _ = tx.send(change);
         }
@@ -189,13 +202,24 @@ impl State {
             EventKind::Added
         };
         let (frame, object) = serialize_frame(kind, &value);
+        let node = (res == PODS)
+            .then(|| value.pointer("/spec/nodeName").and_then(Value::as_str))
+            .flatten()
+            .filter(|name| !name.is_empty())
+            .map(Box::from);
         let stored = Stored {
             object: object.clone(),
             rv,
             uid: crate::object::meta_str(&value, "uid").into(),
             labels: Arc::new(labels_of(&value)),
             owners: owners_of(&value).into_boxed_slice(),
+            node,
         };
+        if res == NODES && self.nodes.observe(&key.1, NodeView::of(&value)) {
+            self.tell_kubelet(KubeletEvent::NodeChanged {
+                name: key.1.clone(),
+            });
+        }
         if let Some(prev) = &previous {
             self.unindex(res, &key, prev);
         }
@@ -226,6 +250,12 @@ impl State {
         crate::object::meta_mut(&mut value)
             .insert("resourceVersion".into(), Value::from(rv.to_string()));
         let (frame, object) = serialize_frame(EventKind::Deleted, &value);
+        if res == NODES {
+            self.nodes.forget(&key.1);
+            self.tell_kubelet(KubeletEvent::NodeRemoved {
+                name: key.1.clone(),
+            });
+        }
         let event = Event {
             rv,
             kind: EventKind::Deleted,
@@ -241,6 +271,9 @@ impl State {
 
     fn index(&mut self, res: usize, key: &ObjectKey, stored: &Stored) {
         self.uids.insert(stored.uid.clone(), (res, key.clone()));
+        if let Some(node) = &stored.node {
+            self.nodes.pod_bound(node);
+        }
         for owner in stored.owners.iter() {
             self.dependents
                 .entry(owner.uid.clone())
@@ -256,6 +289,9 @@ impl State {
             .is_some_and(|r| r.0 == res && &r.1 == key)
         {
             self.uids.remove(&stored.uid);
+        }
+        if let Some(node) = &stored.node {
+            self.nodes.pod_unbound(node);
         }
         for owner in stored.owners.iter() {
             if let Some(set) = self.dependents.get_mut(&owner.uid) {
@@ -316,7 +352,6 @@ pub(crate) fn frame_around(kind: EventKind, object: &[u8]) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::PODS;
     use serde_json::json;
 
     fn key(name: &str) -> ObjectKey {
@@ -391,5 +426,48 @@ mod tests {
         assert_eq!(state.dependents.get("o").map(|s| s.len()), Some(1));
         state.put(PODS, key("a"), json!({"metadata": {"uid": "u1"}}));
         assert!(!state.dependents.contains_key("o"));
+    }
+
+    #[test]
+    fn pods_are_counted_per_node() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut state = State::new(10, Some(tx));
+        let node = ("".to_string(), "n".to_string());
+        state.put(NODES, node.clone(), json!({"metadata": {"uid": "n"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+        assert_eq!(
+            rx.try_recv().ok(),
+            Some(KubeletEvent::NodeChanged { name: "n".into() })
+        );
+        state.put(NODES, node.clone(), json!({"metadata": {"uid": "n", "annotations": {"a": "b"}}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+        assert!(rx.try_recv().is_err(), "no scheduling change, no event");
+        state.put(
+            PODS,
+            key("a"),
+            json!({"metadata": {"uid": "u1"}, "spec": {"nodeName": "n"}}),
+        );
+        state.put(
+            PODS,
+            key("b"),
+            json!({"metadata": {"uid": "u2"}, "spec": {}}),
+        );
+        assert_eq!(state.nodes.bound("n"), 1);
+        assert_eq!(
+            state.get(PODS, &key("a")).unwrap().node.as_deref(),
+            Some("n")
+        );
+        state.put(
+            PODS,
+            key("b"),
+            json!({"metadata": {"uid": "u2"}, "spec": {"nodeName": "n"}}),
+        );
+        assert_eq!(state.nodes.bound("n"), 2);
+        state.remove(PODS, &key("a"));
+        assert_eq!(state.nodes.bound("n"), 1);
+        state.remove(NODES, &node);
+        assert_eq!(
+            rx.try_recv().ok(),
+            Some(KubeletEvent::NodeRemoved { name: "n".into() })
+        );
+        assert!(state.nodes.view("n").is_none());
     }
 }

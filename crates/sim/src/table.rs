@@ -124,6 +124,16 @@ fn columns(plural: &str) -> Vec<Value> {
             ("Ready", "string", 0),
             ("Age", "string", 0),
         ],
+        "daemonsets" => &[
+            ("Name", "string", 0),
+            ("Desired", "integer", 0),
+            ("Current", "integer", 0),
+            ("Ready", "integer", 0),
+            ("Up-to-date", "integer", 0),
+            ("Available", "integer", 0),
+            ("Node Selector", "string", 0),
+            ("Age", "string", 0),
+        ],
         "namespaces" | "persistentvolumeclaims" => &[
             ("Name", "string", 0),
             ("Status", "string", 0),
@@ -139,6 +149,18 @@ fn columns(plural: &str) -> Vec<Value> {
             ("Name", "string", 0),
             ("Holder", "string", 0),
             ("Age", "string", 0),
+        ],
+        "nodes" => &[
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Roles", "string", 0),
+            ("Age", "string", 0),
+            ("Version", "string", 0),
+            ("Internal-IP", "string", 1),
+            ("External-IP", "string", 1),
+            ("OS-Image", "string", 1),
+            ("Kernel-Version", "string", 1),
+            ("Container-Runtime", "string", 1),
         ],
         "events" => &[
             ("Last Seen", "string", 0),
@@ -235,6 +257,30 @@ fn cells(plural: &str, obj: &Value) -> Vec<Value> {
             )),
             age,
         ],
+        "daemonsets" => {
+            let selector = obj
+                .pointer("/spec/template/spec/nodeSelector")
+                .and_then(Value::as_object)
+                .map(|selector| {
+                    selector
+                        .iter()
+                        .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or("")))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .filter(|selector| !selector.is_empty())
+                .unwrap_or_else(|| "<none>".into());
+            vec![
+                name,
+                json!(int_at(obj, "/status/desiredNumberScheduled")),
+                json!(int_at(obj, "/status/currentNumberScheduled")),
+                json!(int_at(obj, "/status/numberReady")),
+                json!(int_at(obj, "/status/updatedNumberScheduled")),
+                json!(int_at(obj, "/status/numberAvailable")),
+                json!(selector),
+                age,
+            ]
+        }
         "namespaces" | "persistentvolumeclaims" => {
             vec![name, json!(str_at(obj, "/status/phase")), age]
         }
@@ -267,6 +313,37 @@ fn cells(plural: &str, obj: &Value) -> Vec<Value> {
             json!(or_none(str_at(obj, "/spec/holderIdentity"))),
             age,
         ],
+        "nodes" => {
+            let address = |kind: &str| {
+                obj.pointer("/status/addresses")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.iter().find(|a| str_at(a, "/type") == kind))
+                    .map(|a| str_at(a, "/address"))
+                    .unwrap_or("")
+            };
+            let unknown = |s: &str| {
+                if s.is_empty() {
+                    "<unknown>".to_string()
+                } else {
+                    s.to_string()
+                }
+            };
+            vec![
+                name,
+                json!(node_status(obj)),
+                json!(node_roles(obj)),
+                age,
+                json!(str_at(obj, "/status/nodeInfo/kubeletVersion")),
+                json!(or_none(address("InternalIP"))),
+                json!(or_none(address("ExternalIP"))),
+                json!(unknown(str_at(obj, "/status/nodeInfo/osImage"))),
+                json!(unknown(str_at(obj, "/status/nodeInfo/kernelVersion"))),
+                json!(unknown(str_at(
+                    obj,
+                    "/status/nodeInfo/containerRuntimeVersion"
+                ))),
+            ]
+        }
         "events" => {
             let last = [
                 "/lastTimestamp",
@@ -300,6 +377,50 @@ fn cells(plural: &str, obj: &Value) -> Vec<Value> {
             ]
         }
         _ => vec![name, age],
+    }
+}
+
+/// A node's STATUS as upstream prints it: `Ready`, `NotReady` or `Unknown` (no Ready
+/// condition), then `SchedulingDisabled` when cordoned.
+fn node_status(obj: &Value) -> String {
+    let ready = obj
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| str_at(c, "/type") == "Ready"));
+    let mut status = match ready {
+        Some(c) if str_at(c, "/status") == "True" => "Ready".to_string(),
+        Some(_) => "NotReady".to_string(),
+        None => "Unknown".to_string(),
+    };
+    if obj.pointer("/spec/unschedulable") == Some(&json!(true)) {
+        status.push_str(",SchedulingDisabled");
+    }
+    status
+}
+
+/// A node's ROLES: the `node-role.kubernetes.io/ROLE` label keys and a
+/// `kubernetes.io/role` value, sorted, or `<none>`.
+fn node_roles(obj: &Value) -> String {
+    let mut roles: Vec<&str> = meta(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|labels| {
+            labels
+                .iter()
+                .filter_map(|(k, v)| match k.strip_prefix("node-role.kubernetes.io/") {
+                    Some(role) if !role.is_empty() => Some(role),
+                    _ if k == "kubernetes.io/role" => v.as_str(),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    roles.sort_unstable();
+    roles.dedup();
+    if roles.is_empty() {
+        "<none>".to_string()
+    } else {
+        roles.join(",")
     }
 }
 
@@ -422,11 +543,13 @@ mod tests {
             "deployments",
             "replicasets",
             "statefulsets",
+            "daemonsets",
             "namespaces",
             "persistentvolumeclaims",
             "controllerrevisions",
             "leases",
             "events",
+            "nodes",
         ] {
             assert_eq!(
                 columns(plural).len(),
@@ -434,6 +557,33 @@ mod tests {
                 "{plural}"
             );
         }
+        let node = json!({"metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/control-plane": "", "kubernetes.io/role": "worker"}},
+            "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "False"}], "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                "nodeInfo": {"kubeletVersion": "v1.28.0-sim", "osImage": "Debian"}}});
+        assert_eq!(
+            cells("nodes", &node)[..3],
+            [
+                json!("n1"),
+                json!("NotReady,SchedulingDisabled"),
+                json!("control-plane,worker")
+            ]
+        );
+        assert_eq!(
+            cells("nodes", &node)[4..],
+            [
+                json!("v1.28.0-sim"),
+                json!("10.0.0.1"),
+                json!("<none>"),
+                json!("Debian"),
+                json!("<unknown>"),
+                json!("<unknown>")
+            ]
+        );
+        assert_eq!(
+            cells("nodes", &json!({}))[1..3],
+            [json!("Unknown"), json!("<none>")]
+        );
         let t = table(
             "deployments",
             json!({"resourceVersion": "5"}),

@@ -175,7 +175,7 @@ pub(crate) fn validate(plural: &str, obj: &Value, old: Option<&Value>) -> Vec<Ca
     let mut causes = Vec::new();
     owner_references(obj, &mut causes);
     match plural {
-        "deployments" | "replicasets" | "statefulsets" => {
+        "deployments" | "replicasets" | "statefulsets" | "daemonsets" => {
             workload(plural, obj, &mut causes);
             if let Some(old) = old {
                 let (new_sel, old_sel) =

@@ -114,7 +114,7 @@ async fn namespaces_crud_and_initial_namespaces() {
     let cluster = common::cluster().await;
     let api: Api<Namespace> = Api::all(cluster.client());
     let names: Vec<String> = common::list_names(&api, &ListParams::default()).await;
-    assert_eq!(names, vec!["default", "kube-system"]);
+    assert_eq!(names, vec!["default", "kube-node-lease", "kube-system"]);
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team-a"}})).unwrap();
     let created = common::create(&api, &ns).await;
     assert_eq!(created.status.unwrap().phase.as_deref(), Some("Active"));

@@ -34,7 +34,7 @@ async fn kubeconfig_drives_kube_config() {
             .unwrap()
             .items
             .len(),
-        2
+        3
     );
     assert!(cluster.url().starts_with("http://127.0.0.1:"));
     assert_eq!(cluster.addr().ip().to_string(), "127.0.0.1");

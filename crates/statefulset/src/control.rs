@@ -31,14 +31,13 @@ use k8s_openapi::{
 use kube::ResourceExt;
 
 use crate::{
-    controller::{StatefulSetSync, SyncError},
+    controller::{RawStatefulSet, StatefulSetSync, SyncError},
     decide::{
         PlanInput, PodAction, Revisions, complete_rolling_update, max_unavailable, plan,
         status_needs_write,
     },
     identity::claim_templates,
     pod_control::Outcome,
-    raw::RawStatefulSet,
     revisions::{self, RevisionError, SetRevisions},
 };
 
@@ -82,8 +81,8 @@ impl StatefulSetSync {
         pods: &[Arc<CachedPod>],
         now: Timestamp,
     ) -> Result<Updated, SyncError> {
-        let key = informer::object_key(&set.set);
-        let mut sorted = self.list_revisions(&set.set, selector);
+        let key = informer::object_key(&set.object);
+        let mut sorted = self.list_revisions(&set.object, selector);
         // A revision we created and the cache lacks would be created again (AlreadyExists).
         self.count_stale_skip(
             self.revisions_created
@@ -99,7 +98,7 @@ impl StatefulSetSync {
             self.revisions_created
                 .record(&key, &set_revisions.update.metadata);
         }
-        let recovery = self.recovery.grace_for(&set.set);
+        let recovery = self.recovery.grace_for(&set.object);
         let equivalents = if recovery.is_some() {
             update_equivalents(&sorted, &set_revisions.update)
         } else {
@@ -109,7 +108,7 @@ impl StatefulSetSync {
             .perform_update(set, &set_revisions, pods, now, (recovery, &equivalents))
             .await;
         let history_limit = set
-            .set
+            .object
             .spec
             .as_ref()
             .and_then(|spec| spec.revision_history_limit)
@@ -134,14 +133,14 @@ impl StatefulSetSync {
         now: Timestamp,
         recovery: (Option<Duration>, &[String]),
     ) -> Result<Updated, SyncError> {
-        let current_set = apply_revision_to_statefulset(&set.set, &set_revisions.current)
+        let current_set = apply_revision_to_statefulset(&set.object, &set_revisions.current)
             .map_err(RevisionError::from)?;
-        let update_set = apply_revision_to_statefulset(&set.set, &set_revisions.update)
+        let update_set = apply_revision_to_statefulset(&set.object, &set_revisions.update)
             .map_err(RevisionError::from)?;
-        let namespace = set.set.metadata.namespace.as_deref().unwrap_or_default();
+        let namespace = set.object.metadata.namespace.as_deref().unwrap_or_default();
         // Claims matter only to sets with claim templates.
         let claims: BTreeMap<String, Arc<PersistentVolumeClaim>> =
-            if claim_templates(&set.set).is_empty() {
+            if claim_templates(&set.object).is_empty() {
                 BTreeMap::new()
             } else {
                 self.claims
@@ -150,9 +149,9 @@ impl StatefulSetSync {
                     .map(|claim| (claim.name_any(), claim))
                     .collect()
             };
-        let controller_ref = new_controller_ref(&set.set, &gvk_of::<StatefulSet>());
+        let controller_ref = new_controller_ref(&set.object, &gvk_of::<StatefulSet>());
         let plan = plan(&PlanInput {
-            set: &set.set,
+            set: &set.object,
             revisions: Revisions {
                 current: set_revisions
                     .current
@@ -188,16 +187,17 @@ impl StatefulSetSync {
             };
             metrics.observe(
                 namespace,
-                set.set.metadata.name.as_deref().unwrap_or_default(),
+                set.object.metadata.name.as_deref().unwrap_or_default(),
                 policy,
                 i64::try_from(unavailable).unwrap_or(i64::MAX),
-                i64::from(max_unavailable(&set.set)),
+                i64::from(max_unavailable(&set.object)),
             );
         }
         let mut status = plan.status.clone();
         let mut pod_result = Ok(());
         for phase in &plan.phases {
-            let (deleted_for_update, result) = self.run_phase(&set.set, phase, plan.parallel).await;
+            let (deleted_for_update, result) =
+                self.run_phase(&set.object, phase, plan.parallel).await;
             if let Some(current) = status.current_replicas.as_mut() {
                 *current -= deleted_for_update;
             }
@@ -206,12 +206,12 @@ impl StatefulSetSync {
                 break;
             }
         }
-        complete_rolling_update(&set.set, &mut status);
-        let status_result = self.update_status(&set.set, &status).await;
+        complete_rolling_update(&set.object, &mut status);
+        let status_result = self.update_status(&set.object, &status).await;
         match (pod_result, status_result) {
             (Err(error), status_result) => {
                 if let Err(status_error) = status_result {
-                    tracing::warn!(key = %informer::object_key(&set.set), error = %status_error, "status update failed after a pod error");
+                    tracing::warn!(key = %informer::object_key(&set.object), error = %status_error, "status update failed after a pod error");
                 }
                 Err(error)
             }

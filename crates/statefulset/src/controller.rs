@@ -13,7 +13,7 @@ use controller_toolkit::{
     writes::Writer,
 };
 use history::SemanticComparisonCache;
-use informer::{CachedPod, LabelMatcher, Lister, SharedInformerFactory, split_key};
+use informer::{CachedPod, LabelMatcher, Lister, RawObject, SharedInformerFactory, split_key};
 use k8s_openapi::{
     api::{
         apps::v1::{ControllerRevision, StatefulSet},
@@ -30,7 +30,6 @@ use crate::{
     identity::{OrdinalRange, parent_and_ordinal},
     metrics::StatefulSetMetrics,
     pod_control::{PodControlError, StatefulPodControl},
-    raw::RawStatefulSet,
     revisions::RevisionError,
 };
 
@@ -47,6 +46,10 @@ const IDENTITY: ControllerIdentity = ControllerIdentity {
 
 /// Construction failed (the queue or an informer index could not be set up).
 pub type StatefulSetError = BuildError;
+
+/// A StatefulSet as cached: the typed set and the JSON the server sent, from which revision
+/// data is built byte for byte.
+pub type RawStatefulSet = RawObject<StatefulSet>;
 
 /// Why one sync failed; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -188,13 +191,13 @@ impl Reconciler for StatefulSetSync {
             return Ok(());
         };
         // Step 1: never compute from a set older than our own last write of it.
-        self.written.check(key, &set.set.metadata)?;
+        self.written.check(key, &set.object.metadata)?;
         self.count_stale_skip(
             self.pod_writes
                 .check(key, self.pods.last_sync_resource_version()),
         )?;
         let selector = match set
-            .set
+            .object
             .spec
             .as_ref()
             .map(|spec| LabelMatcher::try_from(spec.selector.clone()))
@@ -207,13 +210,13 @@ impl Reconciler for StatefulSetSync {
             None => return Ok(()),
         };
         self.pod_control
-            .warn_unnameable_ordinals(&set.set, OrdinalRange::of(&set.set));
+            .warn_unnameable_ordinals(&set.object, OrdinalRange::of(&set.object));
         let manager =
-            ControllerRefManager::for_owner(self.writer.clone(), &set.set, selector.clone());
+            ControllerRefManager::for_owner(self.writer.clone(), &set.object, selector.clone());
 
         // Step 4: adopt orphan revisions.
         for orphan in self
-            .list_revisions(&set.set, &selector)
+            .list_revisions(&set.object, &selector)
             .iter()
             .filter(|revision| controller_of(&revision.metadata).is_none())
         {
@@ -224,7 +227,7 @@ impl Reconciler for StatefulSetSync {
         }
 
         // Step 5: claim pods whose name says they belong to this set.
-        let candidates = self.pods.controlled_by_or_orphaned(&set.set);
+        let candidates = self.pods.controlled_by_or_orphaned(&set.object);
         let pods = manager
             .claim_with_filter(&candidates, |pod| {
                 parent_and_ordinal(pod.metadata.name.as_deref().unwrap_or_default()).0 == name
@@ -242,7 +245,7 @@ impl Reconciler for StatefulSetSync {
         // such moment measured after the status write (kubernetes#135428), or (kcm-rs only)
         // when a stuck pod's recovery grace period ends, whichever comes first.
         let available =
-            availability_recheck(&set.set, &updated.status, &pods, now, Timestamp::now());
+            availability_recheck(&set.object, &updated.status, &pods, now, Timestamp::now());
         if let Some(delay) = available.into_iter().chain(updated.recovery_recheck).min() {
             if updated.recovery_recheck == Some(delay) {
                 tracing::debug!(key, ?delay, "a pod will count as stuck; syncing again then");

@@ -5,17 +5,20 @@ use std::sync::Arc;
 
 use controller_toolkit::{
     descriptor::{
-        ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext, InitError, PolicyRule,
-        Runnable, Setting, SettingKind, WorkersFlag,
+        CONTROLLER_REVISIONS_RULE, ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext,
+        InitError, PolicyRule, Runnable, Setting, SettingKind, WorkersFlag,
     },
-    shadow_view::{ComparedKind, DependentsMatch, KindCache, PODS, cache_of, metadata_only, whole},
+    shadow_view::{
+        CONTROLLER_REVISIONS, ComparedKind, DependentsMatch, KindCache, PODS, cache_of,
+        metadata_only,
+    },
 };
 use informer::SharedInformerFactory;
-use k8s_openapi::api::{apps::v1::ControllerRevision, core::v1::PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use crate::{
     BrokenRolloutRecovery, CONTROLLER_NAME, FeatureGates, QUEUE_NAME, StatefulSetController,
-    StatefulSetMetrics, StatefulSetOptions, raw::RawStatefulSet,
+    StatefulSetMetrics, StatefulSetOptions, controller::RawStatefulSet,
 };
 
 /// `--statefulset-recover-broken-rollout` (kcm-rs only).
@@ -98,16 +101,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             cache: set_cache,
         },
         PODS,
-        ComparedKind {
-            resource: "controllerrevisions",
-            kind: "ControllerRevision",
-            status_fields: &[],
-            object_fields: &["revision"],
-            annotation_prefixes: &[],
-            annotations_on_status: false,
-            dependents: None,
-            cache: revision_cache,
-        },
+        CONTROLLER_REVISIONS,
         ComparedKind {
             resource: "persistentvolumeclaims",
             kind: "PersistentVolumeClaim",
@@ -120,35 +114,25 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
         },
     ],
     rbac: &[
-        PolicyRule {
-            api_group: "apps",
-            resources: &["statefulsets"],
-            verbs: &["get", "list", "watch", "update", "patch"],
-        },
-        PolicyRule {
-            api_group: "apps",
-            resources: &["statefulsets/status", "statefulsets/finalizers"],
-            verbs: &["update"],
-        },
-        PolicyRule {
-            api_group: "",
-            resources: &["pods"],
-            verbs: &["get", "list", "watch", "create", "delete", "patch"],
-        },
-        PolicyRule {
-            api_group: "",
-            resources: &["persistentvolumeclaims"],
-            verbs: &[
+        PolicyRule::apps(
+            &["statefulsets"],
+            &["get", "list", "watch", "update", "patch"],
+        ),
+        PolicyRule::apps(
+            &["statefulsets/status", "statefulsets/finalizers"],
+            &["update"],
+        ),
+        PolicyRule::core(
+            &["pods"],
+            &["get", "list", "watch", "create", "delete", "patch"],
+        ),
+        PolicyRule::core(
+            &["persistentvolumeclaims"],
+            &[
                 "get", "list", "watch", "create", "update", "patch", "delete",
             ],
-        },
-        PolicyRule {
-            api_group: "apps",
-            resources: &["controllerrevisions"],
-            verbs: &[
-                "get", "list", "watch", "create", "update", "patch", "delete",
-            ],
-        },
+        ),
+        CONTROLLER_REVISIONS_RULE,
         EVENTS_RULE,
     ],
     init,
@@ -157,10 +141,6 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
 /// The StatefulSet's JSON is the object as the server sent it.
 fn set_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
     cache_of::<RawStatefulSet>(factory, |set| set.raw.clone())
-}
-
-fn revision_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
-    cache_of::<ControllerRevision>(factory, whole)
 }
 
 fn claim_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {

@@ -11,12 +11,12 @@ mod metrics;
 #[cfg(test)]
 mod plan_bounds;
 mod pod_control;
-pub mod raw;
 pub mod retention;
 mod revisions;
 
 pub use controller::{
-    CONTROLLER_NAME, QUEUE_NAME, StatefulSetController, StatefulSetError, StatefulSetOptions,
+    CONTROLLER_NAME, QUEUE_NAME, RawStatefulSet, StatefulSetController, StatefulSetError,
+    StatefulSetOptions,
 };
 pub use controller_toolkit::runtime::RuntimeOptions;
 pub use decide::BrokenRolloutRecovery;

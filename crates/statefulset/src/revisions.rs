@@ -17,7 +17,7 @@ use informer::CachedPod;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use kube::Api;
 
-use crate::{identity::pod_revision, raw::RawStatefulSet};
+use crate::{controller::RawStatefulSet, identity::pod_revision};
 
 /// Why revisions could not be determined or written.
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +48,7 @@ pub async fn resolve(
     set: &RawStatefulSet,
     sorted: &[Arc<ControllerRevision>],
 ) -> Result<SetRevisions, RevisionError> {
-    let status = set.set.status.as_ref();
+    let status = set.object.status.as_ref();
     let mut collision_count = status.and_then(|s| s.collision_count).unwrap_or(0);
     let proposal = new_statefulset_revision(&set.raw, next_revision(sorted), collision_count)?;
     let mut choice = choose_update_revision(&set.raw, sorted, &proposal, false);
@@ -58,8 +58,8 @@ pub async fn resolve(
     {
         choice = UpdateRevisionChoice::LatestSemanticallyEqual;
     }
-    let namespace = set.set.metadata.namespace.clone().unwrap_or_default();
-    let name = set.set.metadata.name.clone().unwrap_or_default();
+    let namespace = set.object.metadata.namespace.clone().unwrap_or_default();
+    let name = set.object.metadata.name.clone().unwrap_or_default();
     let update = match (choice, sorted.last()) {
         (
             UpdateRevisionChoice::Latest | UpdateRevisionChoice::LatestSemanticallyEqual,

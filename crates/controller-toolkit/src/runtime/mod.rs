@@ -8,6 +8,11 @@
 //! kind, [`ControllerRuntime::owns`] for dependents routed to their owner,
 //! [`ControllerRuntime::reads`] for caches it only reads), and hands its sync to
 //! [`ControllerRuntime::run`]. Its `controller.rs` keeps only the sync and its hooks.
+//!
+//! A controller may have more queues than its own ([`ControllerRuntime::add_queue`]), each
+//! with as many workers and the same retry rule: upstream's DaemonSet controller puts node
+//! names on a second queue, `daemonset-node-updates`, whose workers decide which DaemonSets a
+//! node change concerns ([`Reconciler::sync_other`]).
 
 mod routing;
 
@@ -21,7 +26,7 @@ use kube::Client;
 use tokio_util::sync::CancellationToken;
 use workqueue::{
     ControllerMetrics, QueueConfig, QueueError, RateLimitingQueue, SyncFailure, SyncMetrics,
-    WorkerPool,
+    WorkerPool, WorkqueueMetrics,
 };
 
 use crate::{
@@ -41,6 +46,17 @@ pub trait Reconciler: Send + Sync + 'static {
 
     /// Brings the object with `key` (`namespace/name`) where its spec says.
     fn sync(&self, key: &str) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Processes `key` of the controller's other queue named `queue` (one added with
+    /// [`ControllerRuntime::add_queue`]); a failure requeues it with backoff, as on the main
+    /// queue. Controllers with one queue keep this default, which does nothing.
+    fn sync_other(
+        &self,
+        _queue: &'static str,
+        _key: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        std::future::ready(Ok(()))
+    }
 }
 
 /// A controller's sync together with how it is built: what a controller crate implements so
@@ -144,10 +160,25 @@ pub struct RuntimeOptions {
 pub struct ControllerRuntime {
     identity: ControllerIdentity,
     queue: RateLimitingQueue<String>,
+    /// The controller's other queues, by name ([`ControllerRuntime::add_queue`]).
+    other_queues: Vec<(&'static str, RateLimitingQueue<String>)>,
+    workqueue_metrics: Option<WorkqueueMetrics>,
     writer: Writer,
     recorder: EventRecorder,
     caches: Vec<Box<dyn HasSynced>>,
     sync_metrics: Option<SyncMetrics>,
+}
+
+/// A rate-limited queue named `name`, with the workqueue metrics if given.
+fn new_queue(
+    name: &'static str,
+    metrics: Option<&WorkqueueMetrics>,
+) -> Result<RateLimitingQueue<String>, QueueError> {
+    let mut config = QueueConfig::new(name);
+    if let Some(metrics) = metrics {
+        config = config.with_metrics(metrics.clone());
+    }
+    RateLimitingQueue::new(config)
 }
 
 impl ControllerRuntime {
@@ -159,17 +190,16 @@ impl ControllerRuntime {
         identity: ControllerIdentity,
         options: &RuntimeOptions,
     ) -> Result<Self, QueueError> {
-        let mut queue_config = QueueConfig::new(identity.queue);
-        if let Some(workqueue_metrics) = &options.metrics.workqueue {
-            queue_config = queue_config.with_metrics(workqueue_metrics.clone());
-        }
+        let workqueue_metrics = options.metrics.workqueue.clone();
         let writer = match &options.writes {
             Some(executor) => Writer::with_executor(client.clone(), executor.clone()),
             None => Writer::new(client.clone()),
         };
         Ok(Self {
             identity,
-            queue: RateLimitingQueue::new(queue_config)?,
+            queue: new_queue(identity.queue, workqueue_metrics.as_ref())?,
+            other_queues: Vec::new(),
+            workqueue_metrics,
             recorder: EventRecorder::start_with_writer(
                 writer.clone(),
                 RecorderConfig::new(identity.name),
@@ -183,6 +213,18 @@ impl ControllerRuntime {
     /// The controller's queue of `namespace/name` keys.
     pub fn queue(&self) -> &RateLimitingQueue<String> {
         &self.queue
+    }
+
+    /// Adds a queue named `name` (the `name` label of its workqueue metrics) beside the
+    /// controller's own: [`ControllerRuntime::run`] gives it as many workers, which call
+    /// [`Reconciler::sync_other`] with `name` for each key, with the same retry rule.
+    pub fn add_queue(
+        &mut self,
+        name: &'static str,
+    ) -> Result<RateLimitingQueue<String>, QueueError> {
+        let queue = new_queue(name, self.workqueue_metrics.as_ref())?;
+        self.other_queues.push((name, queue.clone()));
+        Ok(queue)
     }
 
     /// The controller's write layer: every API write of the controller goes through it.
@@ -233,9 +275,11 @@ impl ControllerRuntime {
     }
 
     /// Waits for every cache and handler, then runs `workers` workers calling
-    /// [`Reconciler::sync`] for each key until `shutdown`: success forgets the key, a retryable
-    /// failure requeues it with backoff (up to the retry ceiling), as upstream's `handleErr`.
-    /// Returns when every in-flight sync has finished and the recorder has sent its events.
+    /// [`Reconciler::sync`] for each key until `shutdown` (and as many on each other queue,
+    /// calling [`Reconciler::sync_other`]): success forgets the key, a retryable failure
+    /// requeues it with backoff (up to the retry ceiling), as upstream's `handleErr`. Returns
+    /// when every in-flight sync has finished and the recorder has sent its events. Only the
+    /// main queue's syncs are timed in `controller_sync_duration_seconds`.
     pub async fn run<R: Reconciler>(
         self,
         workers: usize,
@@ -245,20 +289,130 @@ impl ControllerRuntime {
         let caches: Vec<&dyn HasSynced> = self.caches.iter().map(AsRef::as_ref).collect();
         if !wait_for_named_cache_sync(self.identity.name, &shutdown, &caches).await {
             self.queue.shut_down();
+            for (_, queue) in &self.other_queues {
+                queue.shut_down();
+            }
             return;
         }
-        let pool = WorkerPool {
-            queue: self.queue.clone(),
+        let pool = |queue: &RateLimitingQueue<String>, metrics| WorkerPool {
+            queue: queue.clone(),
             workers,
             controller: self.identity.name,
-            metrics: self.sync_metrics.clone(),
+            metrics,
             max_retries: self.identity.max_retries,
         };
-        pool.run_syncs(shutdown, move |key: String| {
+        let main = {
             let reconciler = reconciler.clone();
-            async move { reconciler.sync(&key).await }
-        })
-        .await;
+            pool(&self.queue, self.sync_metrics.clone()).run_syncs(
+                shutdown.clone(),
+                move |key: String| {
+                    let reconciler = reconciler.clone();
+                    async move { reconciler.sync(&key).await }
+                },
+            )
+        };
+        let others = self.other_queues.iter().map(|(name, queue)| {
+            let (name, reconciler) = (*name, reconciler.clone());
+            pool(queue, None).run_syncs(shutdown.clone(), move |key: String| {
+                let reconciler = reconciler.clone();
+                async move { reconciler.sync_other(name, &key).await }
+            })
+        });
+        futures::future::join(main, futures::future::join_all(others)).await;
         self.recorder.flush().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use parking_lot::Mutex;
+
+    use super::*;
+
+    /// Records which queue each key came from.
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<(&'static str, String)>>);
+
+    /// A sync that never fails.
+    #[derive(Debug)]
+    enum Never {}
+
+    impl std::fmt::Display for Never {
+        fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match *self {}
+        }
+    }
+
+    impl SyncFailure for Never {}
+
+    impl Reconciler for Recorded {
+        type Error = Never;
+
+        async fn sync(&self, key: &str) -> Result<(), Self::Error> {
+            self.0.lock().push(("main", key.to_owned()));
+            Ok(())
+        }
+
+        async fn sync_other(&self, queue: &'static str, key: &str) -> Result<(), Self::Error> {
+            self.0.lock().push((queue, key.to_owned()));
+            Ok(())
+        }
+    }
+
+    /// A client that is never called: the runtime under test has no cache and writes nothing.
+    fn offline_client() -> Client {
+        let uri: http::Uri = "http://127.0.0.1:9".parse().expect("valid uri");
+        Client::try_from(kube::Config::new(uri)).expect("client")
+    }
+
+    /// A second queue gets its own workers, which call `sync_other` with its name, and its own
+    /// workqueue metrics under that name.
+    #[tokio::test]
+    async fn each_queue_is_worked_and_named() {
+        let registry = prometheus::Registry::new();
+        let options = RuntimeOptions {
+            metrics: ControllerMetrics::register(&registry).expect("registers"),
+            ..RuntimeOptions::default()
+        };
+        let identity = ControllerIdentity {
+            name: "test-controller",
+            queue: "test",
+            max_retries: None,
+        };
+        let mut runtime =
+            ControllerRuntime::new(&offline_client(), identity, &options).expect("runtime");
+        let nodes = runtime.add_queue("test-node-updates").expect("queue");
+        runtime.queue().add("ns/a".to_owned());
+        nodes.add("node-1".to_owned());
+        let recorded = Arc::new(Recorded::default());
+        let shutdown = CancellationToken::new();
+        let run = tokio::spawn(runtime.run(1, shutdown.clone(), recorded.clone()));
+        for _ in 0..200 {
+            if recorded.0.lock().len() == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown.cancel();
+        run.await.expect("runs");
+        let mut seen = recorded.0.lock().clone();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                ("main", "ns/a".to_owned()),
+                ("test-node-updates", "node-1".to_owned())
+            ]
+        );
+        let adds: Vec<String> = registry
+            .gather()
+            .into_iter()
+            .filter(|family| family.name() == "workqueue_adds_total")
+            .flat_map(|family| family.get_metric().to_vec())
+            .map(|metric| metric.get_label()[0].value().to_owned())
+            .collect();
+        assert_eq!(adds, ["test", "test-node-updates"]);
     }
 }

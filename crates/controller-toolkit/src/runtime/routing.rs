@@ -1,20 +1,25 @@
 //! Turning informer events into queue keys: [`PrimaryHandler`] for the controller's own kind
-//! and [`OwnerRouting`] for dependents (pods of a ReplicaSet or StatefulSet, ReplicaSets of a
-//! Deployment), upstream's `addPod`/`updatePod`/`deletePod` (and `addReplicaSet`/...) written
-//! once.
+//! and [`OwnerRouting`] for dependents (pods of a ReplicaSet, StatefulSet or DaemonSet,
+//! ReplicaSets of a Deployment), upstream's `addPod`/`updatePod`/`deletePod` (and
+//! `addReplicaSet`/...) written once.
 //!
 //! A dependent with a controller reference enqueues the owner it resolves to (same kind, name
 //! and UID in the cache); one without enqueues every owner of its namespace whose selector
-//! matches its labels, so an orphan is adopted. One selector rule for all three controllers
-//! ([`owner_selector`]): an empty or unparsable selector selects nothing here.
+//! matches its labels, so an orphan is adopted. One selector rule for every controller
+//! ([`owner_selector`]): an empty or unparsable selector selects nothing here. The owner kinds
+//! are implemented here ([`Owner`]), the typed ones also when cached with their raw JSON
+//! ([`RawObject`]).
 
 use std::{marker::PhantomData, sync::Arc, time::Duration};
 
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, LabelMatcher,
-    Labeled, Lister, object_key,
+    Labeled, Lister, RawObject, object_key,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::{
+    api::apps::v1::{ControllerRevision, DaemonSet, StatefulSet},
+    apimachinery::pkg::apis::meta::v1::LabelSelector,
+};
 use kube::{Resource, ResourceExt};
 use workqueue::RateLimitingQueue;
 
@@ -40,6 +45,11 @@ pub trait Owner: informer::InformerResource {
     /// `spec.selector`, decoded (the cached kinds keep it as compact JSON).
     fn label_selector(&self) -> Option<LabelSelector>;
 
+    /// Added to `minReadySeconds` when a dependent turning ready enqueues the owner again:
+    /// upstream's DaemonSet controller adds a second "to avoid milliseconds skew"; the v1.36
+    /// ReplicaSet and StatefulSet controllers add nothing.
+    const READY_REQUEUE_SLACK: Duration = Duration::ZERO;
+
     /// `spec.minReadySeconds`: when positive, a dependent turning ready enqueues the owner
     /// again after that long, so availability is counted on time.
     fn min_ready_seconds(&self) -> i32 {
@@ -63,6 +73,8 @@ impl Dependent for CachedPod {
 
 impl Dependent for CachedReplicaSet {}
 
+impl Dependent for ControllerRevision {}
+
 impl Owner for CachedReplicaSet {
     fn label_selector(&self) -> Option<LabelSelector> {
         self.spec.as_ref().map(|spec| spec.selector.decode())
@@ -79,6 +91,49 @@ impl Owner for CachedReplicaSet {
 impl Owner for CachedDeployment {
     fn label_selector(&self) -> Option<LabelSelector> {
         self.spec.as_ref().map(|spec| spec.selector.decode())
+    }
+}
+
+/// A StatefulSet owns its pods (upstream `getPodStatefulSets`, `resolveControllerRef`).
+impl Owner for StatefulSet {
+    fn label_selector(&self) -> Option<LabelSelector> {
+        self.spec.as_ref().map(|spec| spec.selector.clone())
+    }
+
+    fn min_ready_seconds(&self) -> i32 {
+        self.spec
+            .as_ref()
+            .and_then(|spec| spec.min_ready_seconds)
+            .unwrap_or(0)
+    }
+}
+
+/// A DaemonSet owns its pods (upstream `getDaemonSetsForPod`, `resolveControllerRef`).
+impl Owner for DaemonSet {
+    const READY_REQUEUE_SLACK: Duration = Duration::from_secs(1);
+
+    fn label_selector(&self) -> Option<LabelSelector> {
+        self.spec.as_ref().map(|spec| spec.selector.clone())
+    }
+
+    fn min_ready_seconds(&self) -> i32 {
+        self.spec
+            .as_ref()
+            .and_then(|spec| spec.min_ready_seconds)
+            .unwrap_or(0)
+    }
+}
+
+/// An owner cached with its raw JSON owns what the typed object owns.
+impl<K: Owner> Owner for RawObject<K> {
+    const READY_REQUEUE_SLACK: Duration = K::READY_REQUEUE_SLACK;
+
+    fn label_selector(&self) -> Option<LabelSelector> {
+        self.object.label_selector()
+    }
+
+    fn min_ready_seconds(&self) -> i32 {
+        self.object.min_ready_seconds()
     }
 }
 
@@ -143,12 +198,25 @@ impl<K: Resource<DynamicType = ()> + Send + Sync + 'static> EventHandler<K> for 
     }
 }
 
+/// What an update that sets a dependent's `deletionTimestamp` is to the routing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GracefulDelete {
+    /// An update like any other (the StatefulSet and Deployment controllers).
+    Update,
+    /// The deletion itself, of the new object and, when the labels changed in the same
+    /// update, of the old one too (the ReplicaSet controller).
+    DeleteOldAndNew,
+    /// The deletion itself, of the new object only (the DaemonSet controller).
+    DeleteNew,
+}
+
 /// Routes a dependent kind's events to its owners' keys.
 pub struct OwnerRouting<O, E = ()> {
     owners: Lister<O>,
     queue: RateLimitingQueue<String>,
     events: E,
-    graceful_delete_is_delete: bool,
+    graceful_delete: GracefulDelete,
+    quiet_owned_adds: bool,
     _owner: PhantomData<fn() -> O>,
 }
 
@@ -159,7 +227,8 @@ impl<O: Owner> OwnerRouting<O, ()> {
             owners,
             queue: queue.clone(),
             events: (),
-            graceful_delete_is_delete: false,
+            graceful_delete: GracefulDelete::Update,
+            quiet_owned_adds: false,
             _owner: PhantomData,
         }
     }
@@ -172,15 +241,33 @@ impl<O: Owner, E> OwnerRouting<O, E> {
             owners: self.owners,
             queue: self.queue,
             events,
-            graceful_delete_is_delete: self.graceful_delete_is_delete,
+            graceful_delete: self.graceful_delete,
+            quiet_owned_adds: self.quiet_owned_adds,
             _owner: PhantomData,
         }
     }
 
     /// Treats an update that sets `deletionTimestamp` as the deletion itself (upstream's
-    /// ReplicaSet controller: replacements are created without waiting for the kubelet).
+    /// ReplicaSet controller: replacements are created without waiting for the kubelet), of
+    /// the old object too when its labels changed in the same update (they may have selected
+    /// another owner).
     pub fn graceful_delete_is_delete(mut self) -> Self {
-        self.graceful_delete_is_delete = true;
+        self.graceful_delete = GracefulDelete::DeleteOldAndNew;
+        self
+    }
+
+    /// Treats an update that sets `deletionTimestamp` as the deletion of the new object only
+    /// (upstream's DaemonSet controller `updatePod`).
+    pub fn graceful_delete_of_new_is_delete(mut self) -> Self {
+        self.graceful_delete = GracefulDelete::DeleteNew;
+        self
+    }
+
+    /// An added dependent whose controller reference resolves enqueues nothing (upstream's
+    /// DaemonSet controller for its ControllerRevisions, which it creates itself); orphans,
+    /// updates and deletes are routed as usual.
+    pub fn quiet_owned_adds(mut self) -> Self {
+        self.quiet_owned_adds = true;
         self
     }
 
@@ -254,7 +341,9 @@ where
             if let Some(owner) = self.resolve(dependent.as_ref()) {
                 let key = object_key(owner.as_ref());
                 self.events.created(&key, dependent);
-                self.queue.add(key);
+                if !self.quiet_owned_adds {
+                    self.queue.add(key);
+                }
             }
             return;
         }
@@ -268,10 +357,10 @@ where
             return;
         }
         let labels_changed = old.labels() != new.labels();
-        if self.graceful_delete_is_delete && new.meta().deletion_timestamp.is_some() {
-            // The old labels may have selected another owner.
+        if self.graceful_delete != GracefulDelete::Update && new.meta().deletion_timestamp.is_some()
+        {
             self.deleted(new.as_ref());
-            if labels_changed {
+            if labels_changed && self.graceful_delete == GracefulDelete::DeleteOldAndNew {
                 self.deleted(old.as_ref());
             }
             return;
@@ -290,7 +379,8 @@ where
                 self.enqueue(&owner);
                 let min_ready = owner.min_ready_seconds();
                 if min_ready > 0 && D::became_ready(old, new) {
-                    let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0));
+                    let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0))
+                        + O::READY_REQUEUE_SLACK;
                     self.queue.add_after(object_key(owner.as_ref()), delay);
                 }
             }
@@ -310,7 +400,78 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use informer::Store;
+    use workqueue::QueueConfig;
+
     use super::*;
+
+    /// Counts the deletions routed to owners.
+    #[derive(Clone, Default)]
+    struct Deletions(Arc<AtomicUsize>);
+
+    impl DependentEvents<CachedPod> for Deletions {
+        fn deleted(&self, _owner_key: &str, _pod: &CachedPod) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn typed<K: serde::de::DeserializeOwned>(json: serde_json::Value) -> K {
+        serde_json::from_value(json).expect("valid object")
+    }
+
+    /// A pod of the DaemonSet `ds` labelled `app=<app>`, at resourceVersion `version`.
+    fn daemon_pod(app: &str, version: &str, deleting: bool) -> Arc<CachedPod> {
+        let mut pod = serde_json::json!({"metadata": {
+            "name": "ds-x", "namespace": "ns", "resourceVersion": version,
+            "labels": {"app": app},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds",
+                                 "uid": "ds-uid", "controller": true}]}});
+        if deleting {
+            pod["metadata"]["deletionTimestamp"] = serde_json::json!("2026-11-23T10:00:00Z");
+        }
+        Arc::new(typed(pod))
+    }
+
+    /// An update that starts a graceful deletion and changes the labels in one go: deleted
+    /// once (the DaemonSet controller, new object only) or twice (the ReplicaSet controller,
+    /// old and new), or not at all (an ordinary update).
+    #[tokio::test]
+    async fn a_graceful_delete_is_the_deletion_of_the_new_object_or_of_both() {
+        let store = Arc::new(Store::new());
+        store.upsert(Arc::new(typed::<RawObject<DaemonSet>>(serde_json::json!({
+            "metadata": {"name": "ds", "namespace": "ns", "uid": "ds-uid"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}},
+                     "template": {"metadata": {"labels": {"app": "a"}}}}
+        }))));
+        let owners = Lister::from_store(store);
+        let queue = RateLimitingQueue::new(QueueConfig::new("test")).expect("queue");
+        let (old, new) = (daemon_pod("a", "1", false), daemon_pod("b", "2", true));
+        type Routing = OwnerRouting<RawObject<DaemonSet>, Deletions>;
+        type Configure = fn(Routing) -> Routing;
+        let cases: [(&str, Configure, usize); 3] = [
+            ("update", |routing| routing, 0),
+            (
+                "new only",
+                OwnerRouting::graceful_delete_of_new_is_delete,
+                1,
+            ),
+            ("old and new", OwnerRouting::graceful_delete_is_delete, 2),
+        ];
+        for (case, configure, deletions) in cases {
+            let counted = Deletions::default();
+            let routing =
+                configure(OwnerRouting::new(owners.clone(), &queue).with_events(counted.clone()));
+            routing.on_update(&old, &new);
+            assert_eq!(counted.0.load(Ordering::SeqCst), deletions, "{case}");
+        }
+        assert_eq!(
+            queue.len(),
+            1,
+            "the DaemonSet is enqueued (once, deduplicated)"
+        );
+    }
 
     #[test]
     fn empty_and_unparsable_selectors_select_nothing() {

@@ -1,4 +1,4 @@
-//! Property tests: whatever JSON the API server sends for a Deployment, ReplicaSet or pod —
+//! Property tests: whatever JSON the API server sends for a Deployment, ReplicaSet, pod or node —
 //! wrong types, missing fields, huge and negative numbers, odd timestamps and intstrs, 1 MiB
 //! annotations, 10,000 owner references — decoding it into the cached types never panics, and
 //! an object that k8s-openapi's type accepts, the cached type accepts too.
@@ -15,13 +15,13 @@ use std::fmt::Debug;
 
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
-    core::v1::Pod,
+    core::v1::{Node, Pod},
 };
 use proptest::prelude::*;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 
-use super::{CachedDeployment, CachedPod, CachedReplicaSet};
+use super::{CachedDeployment, CachedNode, CachedPod, CachedReplicaSet};
 
 fn fixture(name: &str) -> Value {
     let path = format!(
@@ -209,17 +209,51 @@ fn mutated(base: Value) -> impl Strategy<Value = Value> {
     })
 }
 
-/// Only a cached type's own check: round trips need `Serialize`, which a cached pod (never
-/// written back) does not have.
-fn check_pod(object: &Value) -> Result<(), TestCaseError> {
-    let api = serde_json::from_value::<Pod>(object.clone());
-    let cached = serde_json::from_value::<CachedPod>(object.clone());
+/// Only a cached type's own check: round trips need `Serialize`, which a cached pod or node
+/// (never written back) does not have.
+fn check_decodes<Api: DeserializeOwned, Cached: DeserializeOwned>(
+    object: &Value,
+) -> Result<(), TestCaseError> {
+    let api = serde_json::from_value::<Api>(object.clone());
+    let cached = serde_json::from_value::<Cached>(object.clone());
     if let (Ok(_), Err(error)) = (&api, &cached) {
         return Err(TestCaseError::fail(format!(
-            "k8s-openapi decodes the pod, the cache does not: {error}"
+            "k8s-openapi decodes it, the cache does not: {error}"
         )));
     }
     Ok(())
+}
+
+/// The captured pod as a DaemonSet's pod not bound yet: pinned by its node affinity.
+fn daemon_pod() -> Value {
+    let mut pod = first_item("pod-list.json");
+    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("nodeName");
+        spec.insert(
+            "affinity".to_owned(),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}}}),
+        );
+    }
+    pod
+}
+
+/// A node as a kubelet registers it.
+fn node() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "node-1", "uid": "n1", "resourceVersion": "9",
+                     "labels": {"kubernetes.io/hostname": "node-1", "disk": "ssd"},
+                     "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+        "spec": {"podCIDR": "10.244.1.0/24",
+                 "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule",
+                             "timeAdded": "2026-11-23T10:00:00Z"}]},
+        "status": {"capacity": {"cpu": "8", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True",
+                                   "lastHeartbeatTime": "2026-11-23T10:00:10Z"}],
+                   "nodeInfo": {"kubeletVersion": "v1.36.0"}}
+    })
 }
 
 proptest! {
@@ -241,7 +275,17 @@ proptest! {
 
     #[test]
     fn hostile_pods_decode_as_the_api_type_does(object in mutated(first_item("pod-list.json"))) {
-        check_pod(&object)?;
+        check_decodes::<Pod, CachedPod>(&object)?;
+    }
+
+    #[test]
+    fn hostile_daemon_pods_decode_as_the_api_type_does(object in mutated(daemon_pod())) {
+        check_decodes::<Pod, CachedPod>(&object)?;
+    }
+
+    #[test]
+    fn hostile_nodes_decode_as_the_api_type_does(object in mutated(node())) {
+        check_decodes::<Node, CachedNode>(&object)?;
     }
 }
 
@@ -262,4 +306,7 @@ fn the_captured_objects_decode_and_mutate() {
         places.iter().any(|p| p == "/spec/containers/0/image"),
         "{places:?}"
     );
+    let pinned: CachedPod = serde_json::from_value(daemon_pod()).expect("decodes");
+    assert_eq!(pinned.target_node_name(), Some("node-1"));
+    assert!(serde_json::from_value::<CachedNode>(node()).is_ok());
 }

@@ -3,6 +3,9 @@
 //! k8s-openapi's types (a client-go transform, done at decode time).
 //!
 //! * [`CachedPod`]: only the fields the workload controllers read; never written back.
+//! * [`CachedNode`]: a node's name, labels and taints, what the DaemonSet controller reads.
+//! * [`RawObject`]: a whole object with the JSON the server sent, for the controllers whose
+//!   revision data must be built from that JSON byte for byte (StatefulSets, DaemonSets).
 //! * [`CachedReplicaSet`], [`CachedDeployment`]: the whole object, with the pod template and
 //!   the selector held as compact JSON ([`CompactPodTemplate`], [`CompactLabelSelector`]) and
 //!   the labels and annotations as [`CompactLabels`] ([`WorkloadMetadata`]); they serialize
@@ -17,7 +20,9 @@ mod deployment;
 #[cfg(test)]
 mod hostile_decode;
 mod metadata;
+mod node;
 mod pod;
+mod raw;
 mod replica_set;
 mod template;
 
@@ -27,10 +32,12 @@ pub(crate) use compact_labels::label_map;
 pub use compact_labels::{CompactLabels, LabelEntries};
 pub use deployment::{CachedDeployment, CachedDeploymentSpec};
 pub use metadata::{PodMetadata, WorkloadMetadata};
+pub use node::{CachedNode, CachedNodeSpec};
 pub use pod::{
     CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
-    ReadyCondition,
+    PodNode, ReadyCondition,
 };
+pub use raw::RawObject;
 pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};
 pub use template::CompactPodTemplate;
 

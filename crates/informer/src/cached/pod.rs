@@ -4,8 +4,9 @@
 //! Why a type of its own: pods dominate the manager's memory, and k8s-openapi's `Pod` is 2,416
 //! bytes inline before any string (its `PodSpec` alone 1,464, a `ContainerStatus` 752, a
 //! `Volume` 3,208). The ReplicaSet, Deployment and StatefulSet controllers read metadata,
-//! phase, the `Ready` condition, restart counts (deletion ranking), the node name, and the
-//! StatefulSet's storage (claim volumes; its identity check reads only metadata); nothing else.
+//! phase, the `Ready` condition, restart counts (deletion ranking), the node name, the
+//! StatefulSet's storage (claim volumes; its identity check reads only metadata), and the
+//! DaemonSet controller the node a pod not yet bound is pinned to; nothing else.
 //! Decoding into this type skips the rest of the JSON instead of building and then dropping it.
 //!
 //! A cached pod is never written back: writes build a full `Pod` (creates) or apply a change to
@@ -13,7 +14,9 @@
 //! the name and UID.
 
 use k8s_openapi::{
-    api::core::v1::{ContainerStatus, PersistentVolumeClaimVolumeSource, Pod, PodCondition},
+    api::core::v1::{
+        Affinity, ContainerStatus, PersistentVolumeClaimVolumeSource, Pod, PodCondition,
+    },
     apimachinery::pkg::apis::meta::v1::Time,
 };
 use serde::{Deserialize, Deserializer};
@@ -22,6 +25,10 @@ use serde::{Deserialize, Deserializer};
 const READY_CONDITION: &str = "Ready";
 /// The condition status that makes a pod ready.
 const CONDITION_TRUE: &str = "True";
+/// The only node field a `matchFields` requirement reads (`metav1.ObjectNameField`).
+const NODE_NAME_FIELD: &str = "metadata.name";
+/// The node selector operator of the pinning term.
+const OPERATOR_IN: &str = "In";
 
 super::cached_resource! {
     /// A pod as cached by the informers: metadata (bar managedFields, dropped by the informer)
@@ -42,9 +49,17 @@ impl CachedPod {
         self.status.as_ref()?.phase.as_deref()
     }
 
-    /// `spec.nodeName`, if the pod is scheduled.
+    /// `spec.nodeName`, if the pod is scheduled (bound to a node).
     pub fn node_name(&self) -> Option<&str> {
-        self.spec.as_ref()?.node_name.as_deref()
+        self.spec.as_ref()?.node.bound()
+    }
+
+    /// The node the pod is for (upstream `util.GetTargetNodeName`): `spec.nodeName` when it
+    /// is bound, else the node its required node affinity pins it to ([`PodNode::Pinned`]);
+    /// `None` when neither names one. A daemon pod counts for its node from its creation,
+    /// before the scheduler binds it.
+    pub fn target_node_name(&self) -> Option<&str> {
+        self.spec.as_ref()?.node.target()
     }
 
     /// The pod's first `Ready` condition, if it has a status with one.
@@ -54,18 +69,95 @@ impl CachedPod {
 }
 
 /// What the workload controllers read of a `PodSpec`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CachedPodSpec {
-    /// `spec.nodeName`: unscheduled pods are deleted first.
-    pub node_name: Option<Box<str>>,
+    /// `spec.nodeName`, or the node an unbound pod's affinity pins it to: unscheduled pods
+    /// are deleted first, and a daemon pod counts for its node before it is bound.
+    pub node: PodNode,
     /// The volumes backed by a PersistentVolumeClaim (a StatefulSet pod's storage); the others
     /// are not kept. Empty when there are none: a list rather than an optional list leaves
     /// `Option<CachedPodSpec>` a spare bit pattern, so the option costs no tag (8 bytes).
-    #[serde(default, deserialize_with = "claim_volumes")]
     pub volumes: Box<[ClaimVolume]>,
     /// Init containers, by name and restart policy (`Always` marks a sidecar).
     pub init_containers: Option<Box<[CachedContainer]>>,
+}
+
+/// The node of a pod: the one it is bound to, or, not bound yet, the one its required node
+/// affinity pins it to (how the DaemonSet controller creates its pods).
+///
+/// Why one type for both: a bound pod's affinity no longer says anything the controllers
+/// read, and an unbound one has no node name, so one field holds whichever applies, in the
+/// 16 bytes of a `Box<str>`: the pinned node, rare and short-lived, is boxed once more so the
+/// two variants share those bytes without a tag (a test keeps the cached pod within 512
+/// bytes).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PodNode {
+    /// `spec.nodeName`; empty when the pod is neither bound nor pinned.
+    Bound(Box<str>),
+    /// Not bound; the node upstream's `GetTargetNodeName` reads from the pod's affinity: the
+    /// only value of the first `matchFields` requirement `metadata.name In [...]` among the
+    /// required node affinity's terms (none when that requirement names more or fewer than
+    /// one node). The rest of the affinity is not kept.
+    Pinned(Box<Box<str>>),
+}
+
+impl Default for PodNode {
+    /// Neither bound nor pinned.
+    fn default() -> Self {
+        PodNode::Bound(Box::default())
+    }
+}
+
+impl PodNode {
+    /// The node of a pod whose `spec.nodeName` is `node_name` and whose affinity pins it to
+    /// `pinned`: bound when the name is not empty, else pinned if it is.
+    fn of(node_name: Option<&str>, pinned: Option<Box<str>>) -> Self {
+        match (node_name.filter(|node| !node.is_empty()), pinned) {
+            (Some(node), _) => PodNode::Bound(Box::from(node)),
+            (None, Some(pinned)) => PodNode::Pinned(Box::new(pinned)),
+            (None, None) => PodNode::default(),
+        }
+    }
+
+    /// The node the pod is bound to, if any.
+    pub fn bound(&self) -> Option<&str> {
+        match self {
+            PodNode::Bound(node) if !node.is_empty() => Some(node),
+            _ => None,
+        }
+    }
+
+    /// The node the pod is bound or pinned to, if any.
+    pub fn target(&self) -> Option<&str> {
+        match self {
+            PodNode::Pinned(node) => Some(node),
+            bound => bound.bound(),
+        }
+    }
+}
+
+/// A `PodSpec`'s JSON as decoded into [`CachedPodSpec`]: the node name and the pinning node
+/// are folded into one [`PodNode`] after.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecWire {
+    node_name: Option<String>,
+    #[serde(default, deserialize_with = "claim_volumes")]
+    volumes: Box<[ClaimVolume]>,
+    init_containers: Option<Box<[CachedContainer]>>,
+    #[serde(default, rename = "affinity", deserialize_with = "pinned_node")]
+    pinned_node: Option<Box<str>>,
+}
+
+impl<'de> Deserialize<'de> for CachedPodSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = SpecWire::deserialize(deserializer)?;
+        Ok(CachedPodSpec {
+            node: PodNode::of(wire.node_name.as_deref(), wire.pinned_node),
+            volumes: wire.volumes,
+            init_containers: wire.init_containers,
+        })
+    }
 }
 
 /// A pod volume backed by a PersistentVolumeClaim.
@@ -230,6 +322,33 @@ fn claim_volumes<'de, D: Deserializer<'de>>(
         .unwrap_or_default())
 }
 
+/// The node `affinity` pins a pod to (see [`PodNode::Pinned`]).
+fn pinned_node_of(affinity: Option<&Affinity>) -> Option<Box<str>> {
+    let terms = &affinity?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    let requirement = terms
+        .iter()
+        .flat_map(|term| term.match_fields.iter().flatten())
+        .find(|requirement| {
+            requirement.key == NODE_NAME_FIELD && requirement.operator == OPERATOR_IN
+        })?;
+    match requirement.values.as_deref() {
+        Some([node]) => Some(Box::from(node.as_str())),
+        _ => None,
+    }
+}
+
+/// Decodes `spec.affinity` as k8s-openapi does (so a pod it accepts is accepted) and keeps
+/// only the node it pins the pod to.
+fn pinned_node<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Box<str>>, D::Error> {
+    let affinity = Option::<Affinity>::deserialize(deserializer)?;
+    Ok(pinned_node_of(affinity.as_ref()))
+}
+
 fn first_ready_condition<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<KeptReady, D::Error> {
@@ -252,7 +371,10 @@ impl From<&Pod> for CachedPod {
     fn from(pod: &Pod) -> Self {
         let metadata = super::PodMetadata::from(pod.metadata.clone());
         let spec = pod.spec.as_ref().map(|spec| CachedPodSpec {
-            node_name: spec.node_name.as_deref().map(Box::from),
+            node: PodNode::of(
+                spec.node_name.as_deref(),
+                pinned_node_of(spec.affinity.as_ref()),
+            ),
             volumes: spec
                 .volumes
                 .as_ref()
@@ -326,7 +448,14 @@ mod tests {
                 ],
                 "containers": [{"name": "app", "image": "nginx",
                                 "env": [{"name": "A", "value": "1"}]}],
-                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}],
+                "affinity": {
+                    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}},
+                    "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}
+                }
             },
             "status": {
                 "phase": "Running",
@@ -356,7 +485,7 @@ mod tests {
             Some("u1")
         );
         let spec = pod.spec.as_ref().expect("spec");
-        assert_eq!(spec.node_name.as_deref(), Some("node-1"));
+        assert_eq!(spec.node, PodNode::Bound("node-1".into()));
         let volumes = &spec.volumes;
         assert_eq!(volumes.len(), 1, "only the claim volume is kept");
         assert_eq!(
@@ -434,6 +563,89 @@ mod tests {
         let full: Pod = serde_json::from_value(api_server_pod()).expect("decodes as Pod");
         let decoded: CachedPod = serde_json::from_value(api_server_pod()).expect("decodes");
         assert_eq!(CachedPod::from(&full), decoded);
+    }
+
+    /// The node an unbound pod is for: upstream's `GetTargetNodeName` cases (the pinning term
+    /// of a daemon pod, and what makes it name no node).
+    #[test]
+    fn an_unbound_pod_is_for_the_node_its_affinity_pins_it_to() {
+        let term = |fields: serde_json::Value| serde_json::json!({"matchFields": fields});
+        let required = |terms: serde_json::Value| {
+            serde_json::json!({"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}})
+        };
+        let pin = |values: serde_json::Value| serde_json::json!({"key": "metadata.name", "operator": "In", "values": values});
+        let cases = [
+            ("no affinity", serde_json::Value::Null, None),
+            (
+                "no node affinity",
+                serde_json::json!({"podAffinity": {}}),
+                None,
+            ),
+            ("no terms", required(serde_json::json!([])), None),
+            (
+                "the daemon pinning term",
+                required(serde_json::json!([term(serde_json::json!([pin(
+                    serde_json::json!(["node-a"])
+                )]))])),
+                Some("node-a"),
+            ),
+            (
+                "the first pinning requirement wins",
+                required(serde_json::json!([
+                    {"matchExpressions": [{"key": "disk", "operator": "Exists"}]},
+                    term(serde_json::json!([
+                        {"key": "metadata.name", "operator": "NotIn", "values": ["node-x"]},
+                        pin(serde_json::json!(["node-b"]))])),
+                    term(serde_json::json!([pin(serde_json::json!(["node-c"]))]))
+                ])),
+                Some("node-b"),
+            ),
+            (
+                "two nodes: not unique",
+                required(serde_json::json!([term(serde_json::json!([pin(
+                    serde_json::json!(["node-a", "node-b"])
+                )]))])),
+                None,
+            ),
+            (
+                "no values",
+                required(serde_json::json!([term(serde_json::json!([pin(
+                    serde_json::Value::Null
+                )]))])),
+                None,
+            ),
+            (
+                "only a label expression",
+                required(serde_json::json!([{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-a"]}]}])),
+                None,
+            ),
+        ];
+        for (case, affinity, expected) in cases {
+            let json =
+                serde_json::json!({"metadata": {"name": "p"}, "spec": {"affinity": affinity}});
+            let decoded: CachedPod = serde_json::from_value(json.clone()).expect("decodes");
+            assert_eq!(decoded.target_node_name(), expected, "{case}");
+            let full: Pod = serde_json::from_value(json).expect("decodes as Pod");
+            assert_eq!(CachedPod::from(&full), decoded, "{case}");
+        }
+        // A bound pod is for its node, whatever its affinity says.
+        let bound: CachedPod = serde_json::from_value(api_server_pod()).expect("decodes");
+        assert_eq!(bound.target_node_name(), Some("node-1"));
+        let mut unbound = api_server_pod();
+        unbound["spec"]["nodeName"] = serde_json::json!("");
+        let unbound: CachedPod = serde_json::from_value(unbound).expect("decodes");
+        assert_eq!(
+            unbound.target_node_name(),
+            Some("node-1"),
+            "pinned, empty nodeName"
+        );
+        assert_eq!(unbound.node_name(), None);
+        assert_eq!(
+            unbound.spec.as_ref().map(|spec| &spec.node),
+            Some(&PodNode::Pinned(Box::new("node-1".into())))
+        );
     }
 
     #[test]

@@ -1,0 +1,181 @@
+//! The DaemonSet controller through the manager, from real flags in this process, against the
+//! sim with nodes: `--controllers=daemonset` runs it alone (its two queues named in the
+//! workqueue metrics), and in shadow mode beside a normal manager a DaemonSet's creation and
+//! rollout decide nothing the normal manager did not do.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use serde_json::{Value, json};
+use sim::{
+    NodesConfig, SimConfig,
+    testing::{TestCluster, eventually},
+};
+use support::{plain_get, start_manager};
+
+/// The sim with `nodes` nodes, and a kubeconfig for in-process managers.
+async fn cluster(nodes: usize) -> (TestCluster, tempfile::TempDir, std::path::PathBuf) {
+    let test = TestCluster::start(SimConfig {
+        nodes: NodesConfig::with_count(nodes),
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    test.sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    (test, dir, kubeconfig)
+}
+
+fn flags(extra: &[&str]) -> Vec<String> {
+    [
+        "--plain-http",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/shadow,/configz",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|flag| (*flag).to_owned())
+    .collect()
+}
+
+fn daemon_set(name: &str) -> DaemonSet {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}
+        }
+    }))
+    .expect("a DaemonSet")
+}
+
+/// Waits until the DaemonSet `name` runs `count` ready, up-to-date pods of its generation.
+async fn settled(test: &TestCluster, name: &str, count: i32) {
+    test.wait_for(
+        name,
+        &format!("{name} settled on {count} nodes"),
+        Duration::from_secs(60),
+        |ds: DaemonSet| {
+            let status = ds.status?;
+            (status.observed_generation == ds.metadata.generation
+                && status.number_ready == count
+                && status.updated_number_scheduled == Some(count)
+                && status.number_available == Some(count))
+            .then_some(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controllers_daemonset_runs_the_daemonset_controller_alone() {
+    let (test, _dir, kubeconfig) = cluster(2).await;
+    let manager = start_manager(
+        &kubeconfig,
+        manager::default_registry().expect("registry"),
+        &flags(&["--controllers=daemonset", "--concurrent-daemonset-syncs=3"]),
+    )
+    .await;
+    test.create(&daemon_set("agent")).await;
+    settled(&test, "agent", 2).await;
+    let creates: u64 = test
+        .sim
+        .accounting()
+        .entries()
+        .into_iter()
+        .filter(|((verb, resource, agent), _)| {
+            verb == "create" && resource == "pods" && agent.contains("kcm-rs/daemonset-controller")
+        })
+        .map(|(_, count)| count)
+        .sum();
+    assert_eq!(
+        creates, 2,
+        "one pod per node, by the DaemonSet controller's client"
+    );
+    let (code, metrics) = plain_get(manager.addr, "/metrics").await.expect("metrics");
+    assert_eq!(code, 200);
+    for queue in ["daemonset", "daemonset-node-updates"] {
+        assert!(
+            metrics.contains(&format!("workqueue_adds_total{{name=\"{queue}\"}}")),
+            "{queue} in {metrics}"
+        );
+    }
+    assert!(
+        !metrics.contains("workqueue_adds_total{name=\"replicaset\"}"),
+        "only the DaemonSet controller runs"
+    );
+    let (code, configz) = plain_get(manager.addr, "/configz").await.expect("configz");
+    assert_eq!(code, 200, "{configz}");
+    let configz: Value = serde_json::from_str(&configz).expect("JSON");
+    assert_eq!(
+        configz["kubecontrollermanager.config.k8s.io"]["DaemonSetController"]["ConcurrentDaemonSetSyncs"],
+        3
+    );
+    drop(manager);
+    test.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
+    let (test, _dir, kubeconfig) = cluster(3).await;
+    let _normal = start_manager(
+        &kubeconfig,
+        manager::default_registry().expect("registry"),
+        &flags(&["--leader-elect=true", "--controllers=daemonset"]),
+    )
+    .await;
+    let shadow = start_manager(
+        &kubeconfig,
+        manager::default_registry().expect("registry"),
+        &flags(&[
+            "--leader-elect=true",
+            "--controllers=daemonset",
+            "--shadow",
+            "--shadow-settle=2s",
+        ]),
+    )
+    .await;
+    eventually("the shadow ready", Duration::from_secs(30), || async {
+        let (code, _) = plain_get(shadow.addr, "/readyz").await.ok()?;
+        (code == 200).then_some(())
+    })
+    .await;
+
+    test.create(&daemon_set("agent")).await;
+    settled(&test, "agent", 3).await;
+    test.merge_patch::<DaemonSet>(
+        "agent",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}}),
+    )
+    .await;
+    settled(&test, "agent", 3).await;
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let report = eventually("every intent judged", Duration::from_secs(60), || async {
+        let (_, body) = plain_get(shadow.addr, "/shadow").await.ok()?;
+        let report: Value = serde_json::from_str(&body).ok()?;
+        (report["pending"] == 0).then_some(report)
+    })
+    .await;
+    assert_eq!(report["divergences_total"], 0, "{report:#}");
+    assert!(
+        report["compared_total"].as_u64() > Some(3),
+        "the shadow compared what it decided: {report:#}"
+    );
+    let shadow_writes: u64 = test
+        .sim
+        .accounting()
+        .entries()
+        .into_iter()
+        .filter(|((verb, resource, agent), _)| {
+            agent.contains("kcm-rs-shadow/")
+                && ["create", "update", "patch", "delete"].contains(&verb.as_str())
+                && !["leases", "tokenreviews", "subjectaccessreviews"].contains(&resource.as_str())
+        })
+        .map(|(_, count)| count)
+        .sum();
+    assert_eq!(shadow_writes, 0, "the shadow wrote nothing");
+    test.stop().await;
+}
