@@ -13,7 +13,9 @@
 //! to its version, so everything written before the read is then in the cache. An informer
 //! that has not caught up within a bound (a watch that lags, or a resource nobody writes on an
 //! API server that sends bookmarks once a minute) re-lists, with a consistent list, whose
-//! version is past the read by construction.
+//! version is past the read by construction. A small cache (ControllerRevisions,
+//! StatefulSets, DaemonSets: rarely written, so often behind only for want of a bookmark)
+//! re-lists after a short grace instead: one list of a few objects costs less than the wait.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,12 @@ use crate::SharedInformerFactory;
 
 /// How often the barrier looks at the informers' versions (atomic loads).
 const POLL_PERIOD: Duration = Duration::from_millis(5);
+
+/// How long a behind informer with a small cache waits for its watch before it re-lists.
+const SMALL_CACHE_GRACE: Duration = Duration::from_millis(100);
+
+/// A cache of at most this many objects counts as small (see [`SMALL_CACHE_GRACE`]).
+const SMALL_CACHE_OBJECTS: usize = 1_000;
 
 /// How long a failed consistent read waits before it is tried again.
 const READ_RETRY: Duration = Duration::from_millis(200);
@@ -60,6 +68,13 @@ pub fn barrier_progress(target: Option<u64>, synced: bool, seen: Option<u64>) ->
     }
 }
 
+/// Whether an informer still behind its barrier after `elapsed` should re-list now, rather than
+/// wait for its watch: past `catch_up` always, and past a short grace when its cache is small.
+pub fn relist_now(elapsed: Duration, catch_up: Duration, cached_objects: usize) -> bool {
+    elapsed >= catch_up
+        || (elapsed >= SMALL_CACHE_GRACE.min(catch_up) && cached_objects <= SMALL_CACHE_OBJECTS)
+}
+
 /// One informer's part of a passed barrier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BarrierResource {
@@ -83,8 +98,8 @@ pub struct BarrierReport {
 impl SharedInformerFactory {
     /// Waits until every started informer has reached the resourceVersion a consistent read
     /// of its resource returns now (see the module documentation); informers still behind
-    /// after `catch_up` re-list. A failed read is retried until it succeeds. `None` when
-    /// `shutdown` fires first.
+    /// after `catch_up` re-list, small ones sooner ([`relist_now`]). A failed read is retried
+    /// until it succeeds. `None` when `shutdown` fires first.
     pub async fn read_barrier(
         &self,
         catch_up: Duration,
@@ -117,7 +132,7 @@ impl SharedInformerFactory {
                     informer.last_sync_resource_version(),
                 );
                 if progress == BarrierProgress::Behind {
-                    behind.push(resource);
+                    behind.push((resource, informer.cached_objects()));
                 }
             });
             if behind.is_empty() {
@@ -126,8 +141,14 @@ impl SharedInformerFactory {
                     waited: started.elapsed(),
                 });
             }
-            if started.elapsed() >= catch_up {
-                self.relist_once(&mut resources, &behind);
+            let elapsed = started.elapsed();
+            let due: Vec<String> = behind
+                .into_iter()
+                .filter(|(_, cached)| relist_now(elapsed, catch_up, *cached))
+                .map(|(resource, _)| resource)
+                .collect();
+            if !due.is_empty() {
+                self.relist_once(&mut resources, &due);
             }
             tokio::select! {
                 () = shutdown.cancelled() => return None,
@@ -197,6 +218,29 @@ async fn read_until_answered(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_behind_informer_relists_past_the_bound_and_a_small_one_after_the_grace() {
+        let catch_up = Duration::from_secs(5);
+        let ms = Duration::from_millis;
+        // (elapsed, cached objects, relist now)
+        let cases = [
+            (ms(0), 10, false, "small, before the grace"),
+            (ms(99), 10, false, "small, just before the grace"),
+            (ms(100), 10, true, "small, at the grace"),
+            (ms(100), 1_000, true, "at the size limit"),
+            (ms(100), 1_001, false, "large: waits for its watch"),
+            (ms(4_999), 50_000, false, "large, before the bound"),
+            (ms(5_000), 50_000, true, "large, at the bound"),
+            (ms(5_000), 0, true, "empty, at the bound"),
+        ];
+        for (elapsed, cached, want, case) in cases {
+            assert_eq!(relist_now(elapsed, catch_up, cached), want, "{case}");
+        }
+        // A bound shorter than the grace wins.
+        assert!(relist_now(ms(50), ms(50), 50_000));
+        assert!(relist_now(ms(10), ms(10), 10));
+    }
 
     #[test]
     fn an_informer_reaches_the_barrier_once_it_has_seen_its_version() {

@@ -64,6 +64,8 @@ pub(crate) trait ErasedInformer: Send + Sync {
     /// The resource's plural name (`pods`).
     fn resource(&self) -> String;
     fn last_sync_resource_version(&self) -> Option<u64>;
+    /// How many objects the cache holds.
+    fn cached_objects(&self) -> usize;
     fn relist(&self);
     /// [`SharedInformer::current_resource_version`] of this informer's resource.
     fn version_reader(&self) -> VersionReader;
@@ -88,6 +90,10 @@ impl<K: InformerResource> ErasedInformer for SharedInformer<K> {
 
     fn last_sync_resource_version(&self) -> Option<u64> {
         SharedInformer::last_sync_resource_version(self)
+    }
+
+    fn cached_objects(&self) -> usize {
+        self.lister().len()
     }
 
     fn relist(&self) {
