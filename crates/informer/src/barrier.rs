@@ -28,12 +28,6 @@ use crate::SharedInformerFactory;
 /// How often the barrier looks at the informers' versions (atomic loads).
 const POLL_PERIOD: Duration = Duration::from_millis(5);
 
-/// How long a behind informer with a small cache waits for its watch before it re-lists.
-const SMALL_CACHE_GRACE: Duration = Duration::from_millis(100);
-
-/// A cache of at most this many objects counts as small (see [`SMALL_CACHE_GRACE`]).
-const SMALL_CACHE_OBJECTS: usize = 1_000;
-
 /// How long a failed consistent read waits before it is tried again.
 const READ_RETRY: Duration = Duration::from_millis(200);
 
@@ -68,11 +62,43 @@ pub fn barrier_progress(target: Option<u64>, synced: bool, seen: Option<u64>) ->
     }
 }
 
-/// Whether an informer still behind its barrier after `elapsed` should re-list now, rather than
-/// wait for its watch: past `catch_up` always, and past a short grace when its cache is small.
-pub fn relist_now(elapsed: Duration, catch_up: Duration, cached_objects: usize) -> bool {
-    elapsed >= catch_up
-        || (elapsed >= SMALL_CACHE_GRACE.min(catch_up) && cached_objects <= SMALL_CACHE_OBJECTS)
+/// How long the barrier lets a behind informer's watch catch up before it re-lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Any informer still behind after this re-lists.
+    pub bound: Duration,
+    /// An informer whose cache holds at most `small_cache_objects` re-lists after this
+    /// instead: a resource nobody wrote lately hears of the new version only from a bookmark,
+    /// which kube-apiserver sends a watch about once a minute, and one list of a few objects
+    /// costs less than that wait.
+    pub small_cache_grace: Duration,
+    /// The size up to which a cache counts as small.
+    pub small_cache_objects: usize,
+}
+
+impl CatchUp {
+    /// What a manager uses: 5 s, or 100 ms for a cache of at most 1,000 objects.
+    pub const DEFAULT: Self = Self {
+        bound: Duration::from_secs(5),
+        small_cache_grace: Duration::from_millis(100),
+        small_cache_objects: 1_000,
+    };
+
+    /// Every informer, whatever its size, waits `bound` for its watch.
+    pub fn after(bound: Duration) -> Self {
+        Self {
+            bound,
+            small_cache_grace: bound,
+            small_cache_objects: 0,
+        }
+    }
+
+    /// Whether an informer still behind its barrier after `elapsed`, with `cached_objects` in
+    /// its cache, re-lists now rather than wait for its watch.
+    pub fn relist_now(&self, elapsed: Duration, cached_objects: usize) -> bool {
+        elapsed >= self.bound
+            || (elapsed >= self.small_cache_grace && cached_objects <= self.small_cache_objects)
+    }
 }
 
 /// One informer's part of a passed barrier.
@@ -98,11 +124,11 @@ pub struct BarrierReport {
 impl SharedInformerFactory {
     /// Waits until every started informer has reached the resourceVersion a consistent read
     /// of its resource returns now (see the module documentation); informers still behind
-    /// after `catch_up` re-list, small ones sooner ([`relist_now`]). A failed read is retried
-    /// until it succeeds. `None` when `shutdown` fires first.
+    /// longer than `catch_up` allows re-list. A failed read is retried until it succeeds.
+    /// `None` when `shutdown` fires first.
     pub async fn read_barrier(
         &self,
-        catch_up: Duration,
+        catch_up: CatchUp,
         shutdown: &CancellationToken,
     ) -> Option<BarrierReport> {
         let started = Instant::now();
@@ -144,7 +170,7 @@ impl SharedInformerFactory {
             let elapsed = started.elapsed();
             let due: Vec<String> = behind
                 .into_iter()
-                .filter(|(_, cached)| relist_now(elapsed, catch_up, *cached))
+                .filter(|(_, cached)| catch_up.relist_now(elapsed, *cached))
                 .map(|(resource, _)| resource)
                 .collect();
             if !due.is_empty() {
@@ -221,25 +247,64 @@ mod tests {
 
     #[test]
     fn a_behind_informer_relists_past_the_bound_and_a_small_one_after_the_grace() {
-        let catch_up = Duration::from_secs(5);
         let ms = Duration::from_millis;
-        // (elapsed, cached objects, relist now)
+        // (catch-up, elapsed, cached objects, relist now)
         let cases = [
-            (ms(0), 10, false, "small, before the grace"),
-            (ms(99), 10, false, "small, just before the grace"),
-            (ms(100), 10, true, "small, at the grace"),
-            (ms(100), 1_000, true, "at the size limit"),
-            (ms(100), 1_001, false, "large: waits for its watch"),
-            (ms(4_999), 50_000, false, "large, before the bound"),
-            (ms(5_000), 50_000, true, "large, at the bound"),
-            (ms(5_000), 0, true, "empty, at the bound"),
+            (
+                CatchUp::DEFAULT,
+                ms(0),
+                10,
+                false,
+                "small, before the grace",
+            ),
+            (
+                CatchUp::DEFAULT,
+                ms(99),
+                10,
+                false,
+                "small, just before the grace",
+            ),
+            (CatchUp::DEFAULT, ms(100), 10, true, "small, at the grace"),
+            (CatchUp::DEFAULT, ms(100), 1_000, true, "at the size limit"),
+            (
+                CatchUp::DEFAULT,
+                ms(100),
+                1_001,
+                false,
+                "large: waits for its watch",
+            ),
+            (
+                CatchUp::DEFAULT,
+                ms(4_999),
+                50_000,
+                false,
+                "large, before the bound",
+            ),
+            (
+                CatchUp::DEFAULT,
+                ms(5_000),
+                50_000,
+                true,
+                "large, at the bound",
+            ),
+            (
+                CatchUp::after(ms(300)),
+                ms(299),
+                0,
+                false,
+                "no grace: even an empty cache waits",
+            ),
+            (
+                CatchUp::after(ms(300)),
+                ms(300),
+                50_000,
+                true,
+                "no grace, at the bound",
+            ),
         ];
-        for (elapsed, cached, want, case) in cases {
-            assert_eq!(relist_now(elapsed, catch_up, cached), want, "{case}");
+        for (catch_up, elapsed, cached, want, case) in cases {
+            assert_eq!(catch_up.relist_now(elapsed, cached), want, "{case}");
         }
-        // A bound shorter than the grace wins.
-        assert!(relist_now(ms(50), ms(50), 50_000));
-        assert!(relist_now(ms(10), ms(10), 10));
     }
 
     #[test]

@@ -6,8 +6,8 @@ mod support;
 use std::time::Duration;
 
 use informer::{
-    CachedPod, FactoryConfig, LabelMatcher, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
-    orphan_pod_index_key, pod_controller_index, wait_for_cache_sync,
+    CachedPod, CatchUp, FactoryConfig, LabelMatcher, POD_CONTROLLER_UID_INDEX,
+    SharedInformerFactory, orphan_pod_index_key, pod_controller_index, wait_for_cache_sync,
 };
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
@@ -486,7 +486,7 @@ async fn the_read_barrier_of_an_idle_resource_passes_on_a_bookmark() -> TestResu
         .await?;
 
     let report = factory
-        .read_barrier(Duration::from_secs(30), &shutdown)
+        .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
         .await
         .expect("not shut down");
     let pods = &report.resources[0];
@@ -517,7 +517,7 @@ async fn the_read_barrier_waits_for_a_lagging_watch_to_deliver_what_was_written(
     assert!(pods.get("default", "late").is_none(), "the event lags");
 
     let report = factory
-        .read_barrier(Duration::from_secs(30), &shutdown)
+        .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
         .await
         .expect("not shut down");
     assert!(
@@ -545,7 +545,7 @@ async fn a_watch_that_does_not_catch_up_in_time_relists_past_the_barrier() -> Te
     create_pod(&api, "late", &[("lag", "yes")]).await?;
 
     let report = factory
-        .read_barrier(Duration::from_millis(300), &shutdown)
+        .read_barrier(CatchUp::after(Duration::from_millis(300)), &shutdown)
         .await
         .expect("not shut down");
     assert!(report.resources[0].relisted, "{report:?}");
@@ -557,6 +557,32 @@ async fn a_watch_that_does_not_catch_up_in_time_relists_past_the_barrier() -> Te
         3,
         "the first list, the consistent read and the relist"
     );
+
+    stop(sim, shutdown).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_cache_behind_its_barrier_relists_after_the_grace_not_the_bound() -> TestResult {
+    let (sim, api) = start_sim().await?;
+    sim.set_faults(lagging(Duration::from_secs(60)));
+    let (factory, shutdown) = synced_pods(&sim).await;
+    create_pod(&api, "late", &[("lag", "yes")]).await?;
+
+    let catch_up = CatchUp {
+        bound: Duration::from_secs(30),
+        ..CatchUp::DEFAULT
+    };
+    let report = factory
+        .read_barrier(catch_up, &shutdown)
+        .await
+        .expect("not shut down");
+    assert!(report.resources[0].relisted, "{report:?}");
+    assert!(
+        report.waited < Duration::from_secs(10),
+        "one pod: re-listed after the grace, not the 30 s bound: {report:?}"
+    );
+    let pods = factory.informer::<Pod>().lister();
+    assert!(pods.get("default", "late").is_some(), "the relist shows it");
 
     stop(sim, shutdown).await
 }
@@ -574,7 +600,7 @@ async fn a_read_barrier_ends_on_shutdown() -> TestResult {
     });
     assert_eq!(
         factory
-            .read_barrier(Duration::from_secs(30), &shutdown)
+            .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
             .await,
         None
     );

@@ -23,7 +23,7 @@ use std::{
 };
 
 use controller_toolkit::{descriptor::Runnable, shadow_view::ComparedKind};
-use informer::{FactoryConfig, SharedInformerFactory};
+use informer::{CatchUp, FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use prometheus::Registry;
@@ -420,10 +420,6 @@ struct Barrier {
     lease: String,
 }
 
-/// How long a watch may take to catch up with the barrier before its informer re-lists: an API
-/// server sends a watch of a resource nobody writes a bookmark only about once a minute.
-const BARRIER_CATCH_UP: Duration = Duration::from_secs(5);
-
 /// The leader's work: a warm standby's controllers once its caches passed the read barrier,
 /// else controllers built and synced now.
 async fn lead(
@@ -437,7 +433,7 @@ async fn lead(
     };
     plan.health.set_readiness(Readiness::Syncing);
     if barrier.enabled {
-        let Some(report) = built.factory.read_barrier(BARRIER_CATCH_UP, &work).await else {
+        let Some(report) = built.factory.read_barrier(CatchUp::DEFAULT, &work).await else {
             return Ok(());
         };
         let relisted: Vec<&str> = report
