@@ -14,7 +14,9 @@
 //! gaps, and the writes of a deposed leader that land after its successor's first write, from
 //! the sim's request accounting by user agent, which names each process's leader-election
 //! identity: the lease fence refuses every write it starts once resumed, and its connections
-//! write no byte once its lease has expired, so none may land);
+//! write no byte once its lease has expired, so none may land); **failover, warm standbys**
+//! (the same with `--leader-elect-warm-standby`: each standby's caches synced before it takes
+//! over, and its read barrier passed before its first sync);
 //! **crash** (`kill -9` and restart of the manager at random points of successive rollouts);
 //! **faults** (500s, 409s, 429s with Retry-After, added latency and watch streams cut every
 //! 5 s, through create, rollout, scale and delete). Each prints one row: scenario, workloads,
@@ -27,8 +29,15 @@
 //! [--out NAME]` runs the full sizes; under `cargo test` (so in `make test`) a small variant
 //! runs: one failover on 20 Deployments (4 s leases), one crash, faults on 50 Deployments.
 //! Results: `bench-results/<out>.md` and `.json` (`chaos` by default).
-//! `KCM_CHAOS_ONLY=failover|crash|faults` runs one scenario; `KCM_BENCH_LOGS=<dir>` keeps the
-//! managers' logs.
+//! `KCM_CHAOS_ONLY=failover|failover-warm|crash|faults` runs one scenario; `KCM_BENCH_LOGS=<dir>`
+//! keeps the managers' logs.
+//!
+//! `KCM_CHAOS_ONLY=handover` (`hack/failover.sh`) times handovers instead: on 10,000
+//! Deployments × 5 (`--handover-deployments N`; 20 in the small variant), cold and warm
+//! standbys (`--handover-start cold|warm` for one kind), each after a SIGTERM and a kill -9 of
+//! the leader with a rollout started at the signal (`--handover-repeat N` times), the time
+//! from the signal to the successor's first write, with what the standby cost before it
+//! (memory, CPU, lists and watches). Results: `bench-results/<out>-handover.md` and `.json`.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
@@ -71,6 +80,8 @@ struct Sizes {
     crash_stateful_sets: usize,
     fault_deployments: usize,
     fault_stateful_sets: usize,
+    /// Deployments (× 5) of the handover timing (`KCM_CHAOS_ONLY=handover`).
+    handover_deployments: usize,
     /// Leader election timings (lease, renew deadline, retry period), in seconds.
     lease: (u64, u64, u64),
     /// How long a scenario may take to converge.
@@ -86,6 +97,7 @@ impl Sizes {
         crash_stateful_sets: 50,
         fault_deployments: 1000,
         fault_stateful_sets: 200,
+        handover_deployments: 10_000,
         lease: (15, 10, 2),
         converge_timeout: Duration::from_secs(1800),
     };
@@ -97,6 +109,7 @@ impl Sizes {
         crash_stateful_sets: 5,
         fault_deployments: 50,
         fault_stateful_sets: 5,
+        handover_deployments: 20,
         lease: (4, 3, 1),
         // Beyond upstream's 5-minute expectations timeout: a controller that waits out a lost
         // watch event still converges, and the table shows how long it took.
@@ -106,6 +119,12 @@ impl Sizes {
 
 struct Settings {
     sizes: &'static Sizes,
+    /// `--handover-deployments N`, else the sizes'.
+    handover_deployments: usize,
+    /// `--handover-repeat N`: how many times each handover is timed (1).
+    handover_repeat: usize,
+    /// `--handover-start cold|warm`: time only those standbys (both by default).
+    handover_start: Option<String>,
     manager_binary: PathBuf,
     sim_binary: PathBuf,
     out: String,
@@ -115,12 +134,16 @@ impl Settings {
     fn from_args() -> anyhow::Result<Self> {
         let args: Vec<String> = std::env::args().skip(1).collect();
         let benchmarking = args.iter().any(|arg| arg == "--bench");
+        let sizes = if benchmarking {
+            &Sizes::FULL
+        } else {
+            &Sizes::SMALL
+        };
         let mut settings = Settings {
-            sizes: if benchmarking {
-                &Sizes::FULL
-            } else {
-                &Sizes::SMALL
-            },
+            sizes,
+            handover_deployments: sizes.handover_deployments,
+            handover_repeat: 1,
+            handover_start: None,
             manager_binary: PathBuf::from(BINARY),
             sim_binary: Path::new(BINARY).with_file_name("kube-sim"),
             out: if benchmarking { "chaos" } else { "chaos-small" }.to_owned(),
@@ -132,31 +155,58 @@ impl Settings {
                 "--manager" => settings.manager_binary = PathBuf::from(value()?),
                 "--sim" => settings.sim_binary = PathBuf::from(value()?),
                 "--out" => settings.out = value()?.clone(),
+                "--handover-deployments" => settings.handover_deployments = value()?.parse()?,
+                "--handover-repeat" => settings.handover_repeat = value()?.parse()?,
+                "--handover-start" => settings.handover_start = Some(value()?.clone()),
                 _ => {}
             }
         }
         Ok(settings)
     }
 
-    /// Starts a manager; with `leader_elect`, it competes for the Lease with the sizes'
-    /// timings.
-    fn start_manager(&self, kubeconfig: &Path, leader_elect: bool) -> anyhow::Result<Manager> {
+    /// Starts a manager; under leader election, it competes for the Lease with the sizes'
+    /// timings (as a warm standby with [`Election::Warm`]).
+    fn start_manager(&self, kubeconfig: &Path, election: Election) -> anyhow::Result<Manager> {
         let (lease, renew, retry) = self.sizes.lease;
         let mut args = vec![
             "--kube-api-qps=2000".to_owned(),
             "--kube-api-burst=4000".to_owned(),
         ];
-        if leader_elect {
+        if election == Election::Off {
+            args.push("--leader-elect=false".to_owned());
+        } else {
             args.extend([
                 "--leader-elect=true".to_owned(),
                 format!("--leader-elect-lease-duration={lease}s"),
                 format!("--leader-elect-renew-deadline={renew}s"),
                 format!("--leader-elect-retry-period={retry}s"),
             ]);
-        } else {
-            args.push("--leader-elect=false".to_owned());
+        }
+        if election == Election::Warm {
+            args.push("--leader-elect-warm-standby".to_owned());
         }
         Manager::start(&self.manager_binary, kubeconfig, &args)
+    }
+}
+
+/// How a manager of a scenario campaigns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Election {
+    /// `--leader-elect=false`: it runs at once.
+    Off,
+    /// Leader election as upstream: a standby builds its caches once it wins.
+    Cold,
+    /// `--leader-elect-warm-standby`: a standby keeps its caches synced while it campaigns.
+    Warm,
+}
+
+impl Election {
+    fn label(self) -> &'static str {
+        match self {
+            Election::Off => "no election",
+            Election::Cold => "cold",
+            Election::Warm => "warm",
+        }
     }
 }
 
@@ -944,43 +994,141 @@ fn leading(managers: &[Manager]) -> Option<usize> {
     })
 }
 
+/// Whether `manager` is a warm standby whose caches have synced.
+fn standing_by_warm(manager: &Manager) -> bool {
+    manager.page("/metrics").is_ok_and(|text| {
+        text.lines().any(|line| {
+            line == format!("leader_election_standby_cache_synced{{name=\"{LEASE}\"}} 1")
+        })
+    })
+}
+
+/// Waits until every manager but the leader is a warm standby with synced caches.
+async fn warm_standbys(managers: &[Manager], timeout: Duration) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        let leader = leading(managers);
+        let ready = managers
+            .iter()
+            .enumerate()
+            .all(|(i, manager)| Some(i) == leader || standing_by_warm(manager));
+        if leader.is_some() && ready {
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            bail!("no warm standby within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The managers' creates the sim refused as already there (409), Events and Leases aside: a
+/// controller that created what exists, e.g. from a cache that missed the create before.
+async fn duplicate_creates(client: &Client) -> anyhow::Result<u64> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    let mut refused = 0;
+    for line in text.lines() {
+        let Some((labels, count)) = line
+            .strip_prefix("sim_requests_total{")
+            .and_then(|rest| rest.rsplit_once("} "))
+        else {
+            continue;
+        };
+        let labels = support::prometheus_labels(labels);
+        let label = |name: &str| labels.get(name).map(String::as_str).unwrap_or_default();
+        if label("verb") == "create"
+            && label("code") == "409"
+            && label("user_agent").contains(MANAGER_AGENT)
+            && !["events", "leases"].contains(&label("resource"))
+        {
+            refused += count.trim().parse::<u64>()?;
+        }
+    }
+    Ok(refused)
+}
+
+/// The sum of the histogram `name` (labels `labels`) on `manager`'s `/metrics`, if it has one.
+fn histogram_sum(manager: &Manager, name: &str, labels: &str) -> Option<f64> {
+    let page = manager.page("/metrics").ok()?;
+    let series = format!("{name}_sum{{{labels}}} ");
+    page.lines()
+        .find_map(|line| line.strip_prefix(&series)?.trim().parse().ok())
+}
+
+/// What the successor `manager` reports of its takeover: the read barrier (warm) and the time
+/// from winning the Lease to its first sync.
+fn takeover_metrics(manager: &Manager, election: Election) -> String {
+    let lease = format!("name=\"{LEASE}\"");
+    let first_sync = histogram_sum(
+        manager,
+        "leader_election_acquire_to_first_sync_seconds",
+        &format!("{lease},start=\"{}\"", election.label()),
+    );
+    let barrier = histogram_sum(
+        manager,
+        "leader_election_read_barrier_duration_seconds",
+        &lease,
+    );
+    match (barrier, first_sync) {
+        (Some(barrier), Some(sync)) => {
+            format!("(read barrier {barrier:.2} s, first sync {sync:.2} s after winning)")
+        }
+        (None, Some(sync)) => format!("(first sync {sync:.2} s after winning)"),
+        _ => String::new(),
+    }
+}
+
 async fn failover(
     settings: &Settings,
     sim: &Sim,
     client: &Client,
+    election: Election,
 ) -> anyhow::Result<ScenarioResult> {
     let sizes = settings.sizes;
     let lease = Duration::from_secs(sizes.lease.0);
-    let workloads = Workloads::new(client, "failover", sizes.failover_deployments, 0);
-    let mut result = workloads.result("failover");
+    let (prefix, scenario) = match election {
+        Election::Warm => ("warm", "failover, warm standbys"),
+        _ => ("failover", "failover"),
+    };
+    let workloads = Workloads::new(client, prefix, sizes.failover_deployments, 0);
+    let mut result = workloads.result(scenario);
     let mut rate = RequestRate::new(client);
     let mut managers = vec![
-        settings.start_manager(&sim.kubeconfig, true)?,
-        settings.start_manager(&sim.kubeconfig, true)?,
+        settings.start_manager(&sim.kubeconfig, election)?,
+        settings.start_manager(&sim.kubeconfig, election)?,
     ];
     let checker = Checker::start(client);
     workloads.create().await?;
     workloads
         .settle("created", sizes.converge_timeout, &mut rate, 5, 3)
         .await?;
+    if election == Election::Warm {
+        warm_standbys(&managers, sizes.converge_timeout).await?;
+    }
 
     // 1. kill -9 the leader in the middle of a rollout.
     checker.set_rolling(true);
     let started = Instant::now();
+    let refused_before = duplicate_creates(client).await?;
     workloads.roll(1).await?;
     let first = leading(&managers).context("no manager leads")?;
     let first_identity = lease_holder(client).await.context("no Lease holder")?;
     managers[first].signal("KILL")?;
     let (second_identity, gap) = successor(client, &first_identity, 4 * lease).await?;
+    let second = leading(&managers).context("the successor does not say it leads")?;
     result.notes.push(format!(
-        "kill -9 of the leader mid-rollout: leaderless for {:.1} s",
-        gap.as_secs_f64()
+        "kill -9 of the leader mid-rollout: leaderless for {:.1} s {}",
+        gap.as_secs_f64(),
+        takeover_metrics(&managers[second], election)
     ));
     // A standby again, for the next takeover.
-    managers[first] = settings.start_manager(&sim.kubeconfig, true)?;
+    managers[first] = settings.start_manager(&sim.kubeconfig, election)?;
+    if election == Election::Warm {
+        warm_standbys(&managers, sizes.converge_timeout).await?;
+    }
 
     // 2. SIGSTOP the new leader past its lease; the standby takes over; SIGCONT.
-    let second = leading(&managers).context("the successor does not say it leads")?;
     workloads.roll(2).await?;
     stall_leader(
         client,
@@ -991,6 +1139,12 @@ async fn failover(
         &mut result,
     )
     .await?;
+    if let Some(third) = leading(&managers) {
+        let noted = takeover_metrics(&managers[third], election);
+        if !noted.is_empty() {
+            result.notes.push(format!("the standby's takeover {noted}"));
+        }
+    }
 
     let converged = workloads
         .settle("rolled", sizes.converge_timeout, &mut rate, 5, 3)
@@ -999,6 +1153,13 @@ async fn failover(
         "rollouts converged {:.1} s after the last takeover",
         converged.as_secs_f64()
     ));
+    let duplicates = duplicate_creates(client).await? - refused_before;
+    result.notes.push(format!(
+        "creates refused as already there (duplicates): {duplicates}"
+    ));
+    if election == Election::Warm && duplicates > 0 {
+        bail!("failover with warm standbys: {duplicates} duplicate creates");
+    }
     result.convergence_seconds = started.elapsed().as_secs_f64();
     checker.set_rolling(false);
     workloads.delete().await?;
@@ -1068,7 +1229,7 @@ async fn crash(settings: &Settings, sim: &Sim, client: &Client) -> anyhow::Resul
     );
     let mut result = workloads.result("crash mid-rollout");
     let mut rate = RequestRate::new(client);
-    let mut manager = settings.start_manager(&sim.kubeconfig, false)?;
+    let mut manager = settings.start_manager(&sim.kubeconfig, Election::Off)?;
     let checker = Checker::start(client);
     workloads.create().await?;
     workloads
@@ -1085,7 +1246,7 @@ async fn crash(settings: &Settings, sim: &Sim, client: &Client) -> anyhow::Resul
         }
         manager.signal("KILL")?;
         drop(manager);
-        manager = settings.start_manager(&sim.kubeconfig, false)?;
+        manager = settings.start_manager(&sim.kubeconfig, Election::Off)?;
     }
     result.notes.push(format!(
         "{} kill -9 and restarts, each 0.1-2 s into a new rollout",
@@ -1131,7 +1292,7 @@ async fn faults(settings: &Settings, dir: &Path) -> anyhow::Result<ScenarioResul
     );
     let mut result = workloads.result("API faults");
     let mut rate = RequestRate::new(&client);
-    let mut manager = settings.start_manager(&sim.kubeconfig, false)?;
+    let mut manager = settings.start_manager(&sim.kubeconfig, Election::Off)?;
     let checker = Checker::start(&client);
     let started = Instant::now();
     let timeout = sizes.converge_timeout;
@@ -1178,6 +1339,221 @@ async fn faults(settings: &Settings, dir: &Path) -> anyhow::Result<ScenarioResul
     Ok(checker.finish(result, &rate))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Handover timing (`KCM_CHAOS_ONLY=handover`, `hack/failover.sh`).
+
+/// One handover: how long after the leader's signal its successor wrote, and what the standby
+/// cost before it.
+#[derive(serde::Serialize)]
+struct HandoverResult {
+    /// `cold` (upstream's: caches built after winning) or `warm` (`--leader-elect-warm-standby`).
+    start: &'static str,
+    /// `TERM` (the leader drains and gives the Lease up) or `KILL`.
+    signal: &'static str,
+    deployments: usize,
+    /// From the signal to the successor's first workload write.
+    first_write_seconds: f64,
+    /// From the signal to the Lease held by the successor.
+    lease_taken_seconds: f64,
+    /// The successor's `leader_election_acquire_to_first_sync_seconds`.
+    first_sync_after_winning_seconds: Option<f64>,
+    /// The successor's `leader_election_read_barrier_duration_seconds`.
+    read_barrier_seconds: Option<f64>,
+    /// The standby's resident memory just before the signal.
+    standby_rss_mib: f64,
+    /// The leader's, for comparison.
+    leader_rss_mib: f64,
+    /// The standby's CPU time from its start, through a rollout the leader carried out, to the
+    /// signal; and the leader's.
+    standby_cpu_seconds: f64,
+    leader_cpu_seconds: f64,
+    /// The standby's requests before the signal, by "verb resource" (its lists and watches).
+    standby_requests: BTreeMap<String, u64>,
+}
+
+/// The leader-election identities in the user agents of the manager requests the sim counted.
+async fn manager_identities(client: &Client) -> anyhow::Result<HashSet<String>> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    Ok(text
+        .lines()
+        .filter_map(|line| line.strip_prefix("sim_requests_total{"))
+        .filter_map(|rest| {
+            let labels = support::prometheus_labels(rest.rsplit_once("} ")?.0);
+            let agent = labels.get("user_agent")?;
+            agent.contains(MANAGER_AGENT).then_some(())?;
+            let identity = agent.rsplit_once(" (")?.1.strip_suffix(')')?;
+            Some(identity.to_owned())
+        })
+        .collect())
+}
+
+/// Times four handovers on `handover_deployments` Deployments × 5: cold and warm standbys,
+/// each after a SIGTERM and after a kill -9 of the leader, with a rollout started at the
+/// signal. Each pair of managers first carries out the rollout the last pair was given.
+async fn handover(settings: &Settings, dir: &Path) -> anyhow::Result<Vec<HandoverResult>> {
+    let sizes = settings.sizes;
+    let lease = Duration::from_secs(sizes.lease.0);
+    let sim = Sim::start(&settings.sim_binary, dir, &[]).await?;
+    let client = sim.client().await?;
+    let deployments = settings.handover_deployments;
+    let workloads = Workloads::new(&client, "handover", deployments, 0);
+    let mut rate = RequestRate::new(&client);
+    {
+        let manager = settings.start_manager(&sim.kubeconfig, Election::Off)?;
+        workloads.create().await?;
+        workloads
+            .settle("created", sizes.converge_timeout, &mut rate, 5, 3)
+            .await?;
+        // A rollout for the first pair to carry out, as each pair carries out the last's.
+        workloads.roll(1).await?;
+        drop(manager);
+    }
+    let mut results = Vec::new();
+    let rounds = [
+        (Election::Cold, "TERM"),
+        (Election::Warm, "TERM"),
+        (Election::Cold, "KILL"),
+        (Election::Warm, "KILL"),
+    ];
+    let rounds = rounds
+        .into_iter()
+        .filter(|(election, _)| {
+            settings
+                .handover_start
+                .as_deref()
+                .is_none_or(|start| start == election.label())
+        })
+        .collect::<Vec<_>>()
+        .repeat(settings.handover_repeat);
+    for (round, (election, signal)) in rounds.into_iter().enumerate() {
+        let known = manager_identities(&client).await?;
+        let managers = [
+            settings.start_manager(&sim.kubeconfig, election)?,
+            settings.start_manager(&sim.kubeconfig, election)?,
+        ];
+        // The leader lists and carries out the pending rollout; the standby stands by (warm:
+        // with every event of it in its caches). What that costs each is measured.
+        workloads
+            .settle("rolled", sizes.converge_timeout, &mut rate, 5, 3)
+            .await?;
+        if election == Election::Warm {
+            warm_standbys(&managers, sizes.converge_timeout).await?;
+        }
+        let leader = leading(&managers).context("no manager leads")?;
+        let standby = 1 - leader;
+        let leader_identity = lease_holder(&client).await.context("no Lease holder")?;
+        let standby_identity = manager_identities(&client)
+            .await?
+            .into_iter()
+            .find(|identity| !known.contains(identity) && *identity != leader_identity)
+            .context("the standby's requests")?;
+        let standby_requests = api_calls(&client, &format!("({standby_identity})")).await?;
+        let (standby_rss, leader_rss) = (
+            managers[standby].status_mib("VmRSS")?,
+            managers[leader].status_mib("VmRSS")?,
+        );
+        let (standby_cpu, leader_cpu) = (
+            managers[standby].cpu_seconds()?,
+            managers[leader].cpu_seconds()?,
+        );
+
+        // The signal, and at once a rollout: the successor's first write is its first act on
+        // work that is waiting for it.
+        managers[leader].signal(signal)?;
+        let signalled = Instant::now();
+        let rolling = tokio::spawn({
+            let workloads = workloads.clone();
+            async move { workloads.roll(round + 2).await }
+        });
+        let mut lease_taken = None;
+        let first_write = loop {
+            if lease_taken.is_none()
+                && lease_holder(&client).await.as_deref() == Some(standby_identity.as_str())
+            {
+                lease_taken = Some(signalled.elapsed());
+            }
+            if lease_taken.is_some() && writes_of(&client, &standby_identity).await? > 0 {
+                break signalled.elapsed();
+            }
+            if signalled.elapsed() > 4 * lease + sizes.converge_timeout {
+                bail!(
+                    "handover ({}, {signal}): the standby never wrote",
+                    election.label()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        rolling.await??;
+        let lease_label = format!("name=\"{LEASE}\"");
+        let result = HandoverResult {
+            start: election.label(),
+            signal,
+            deployments,
+            first_write_seconds: first_write.as_secs_f64(),
+            lease_taken_seconds: lease_taken.unwrap_or(first_write).as_secs_f64(),
+            first_sync_after_winning_seconds: histogram_sum(
+                &managers[standby],
+                "leader_election_acquire_to_first_sync_seconds",
+                &format!("{lease_label},start=\"{}\"", election.label()),
+            ),
+            read_barrier_seconds: histogram_sum(
+                &managers[standby],
+                "leader_election_read_barrier_duration_seconds",
+                &lease_label,
+            ),
+            standby_rss_mib: standby_rss,
+            leader_rss_mib: leader_rss,
+            standby_cpu_seconds: standby_cpu,
+            leader_cpu_seconds: leader_cpu,
+            standby_requests,
+        };
+        println!("{}", handover_row(&result));
+        results.push(result);
+    }
+    Ok(results)
+}
+
+fn handover_row(result: &HandoverResult) -> String {
+    let seconds = |value: Option<f64>| value.map_or("-".to_owned(), |v| format!("{v:.2}"));
+    let watches: u64 = result
+        .standby_requests
+        .iter()
+        .filter(|(key, _)| key.starts_with("watch "))
+        .map(|(_, count)| count)
+        .sum();
+    let lists: u64 = result
+        .standby_requests
+        .iter()
+        .filter(|(key, _)| key.starts_with("list "))
+        .map(|(_, count)| count)
+        .sum();
+    format!(
+        "| {} | {} | {} | {:.2} | {:.2} | {} | {} | {:.1} / {:.1} | {:.2} / {:.2} | {lists} / {watches} |",
+        result.start,
+        result.signal,
+        result.deployments,
+        result.first_write_seconds,
+        result.lease_taken_seconds,
+        seconds(result.first_sync_after_winning_seconds),
+        seconds(result.read_barrier_seconds),
+        result.standby_rss_mib,
+        result.leader_rss_mib,
+        result.standby_cpu_seconds,
+        result.leader_cpu_seconds,
+    )
+}
+
+fn handover_markdown(results: &[HandoverResult]) -> String {
+    let mut out = String::from(
+        "| standby | signal | Deployments x 5 | first write after s | Lease taken after s | first sync after winning s | read barrier s | RSS MiB standby / leader | CPU s from start through a rollout, standby / leader | standby lists / watches |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for result in results {
+        let _ = writeln!(out, "{}", handover_row(result));
+    }
+    out
+}
+
 fn markdown(results: &[ScenarioResult]) -> String {
     let mut out = String::from(
         "| scenario | workloads | invariant samples | violations | convergence s | manager restarts | requests/s peak | notes |\n|---|---|---:|---:|---:|---:|---:|---|\n",
@@ -1215,11 +1591,28 @@ async fn main() -> anyhow::Result<()> {
     let mut results = Vec::new();
     let only = std::env::var("KCM_CHAOS_ONLY").ok();
     let wanted = |scenario: &str| only.as_deref().is_none_or(|only| only == scenario);
+    if only.as_deref() == Some("handover") {
+        let results = handover(&settings, dir.path()).await?;
+        let table = handover_markdown(&results);
+        println!("{table}");
+        let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench-results");
+        std::fs::create_dir_all(&out_dir)?;
+        let out = format!("{}-handover", settings.out);
+        std::fs::write(out_dir.join(format!("{out}.md")), &table)?;
+        std::fs::write(
+            out_dir.join(format!("{out}.json")),
+            serde_json::to_string_pretty(&results)?,
+        )?;
+        return Ok(());
+    }
     {
         let sim = Sim::start(&settings.sim_binary, dir.path(), &[]).await?;
         let client = sim.client().await?;
         if wanted("failover") {
-            results.push(failover(&settings, &sim, &client).await?);
+            results.push(failover(&settings, &sim, &client, Election::Cold).await?);
+        }
+        if wanted("failover-warm") {
+            results.push(failover(&settings, &sim, &client, Election::Warm).await?);
         }
         if wanted("crash") {
             results.push(crash(&settings, &sim, &client).await?);

@@ -130,6 +130,7 @@ impl Flags {
                 latency: Duration::from_millis(self.fault_latency_ms),
                 watch_disconnect_every: self.fault_watch_disconnect_secs.map(Duration::from_secs),
                 unwatched_label: self.fault_unwatched_label.clone(),
+                watch_lag: None,
             },
             watch_window: self.watch_window,
             gc_delay: Duration::from_millis(self.gc_delay_ms),

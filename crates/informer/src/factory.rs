@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     HasSynced,
+    barrier::VersionReader,
     informer::{InformerConfig, InformerResource, SharedInformer},
     processor::Transform,
 };
@@ -56,10 +57,18 @@ struct Entry {
 }
 
 /// A `SharedInformer<K>` with `K` erased, so informers of all types share one map.
-trait ErasedInformer: Send + Sync {
+pub(crate) trait ErasedInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn start(&self, client: Client, shutdown: CancellationToken) -> bool;
     fn has_synced(&self) -> bool;
+    /// The resource's plural name (`pods`).
+    fn resource(&self) -> String;
+    fn last_sync_resource_version(&self) -> Option<u64>;
+    /// How many objects the cache holds.
+    fn cached_objects(&self) -> usize;
+    fn relist(&self);
+    /// [`SharedInformer::current_resource_version`] of this informer's resource.
+    fn version_reader(&self) -> VersionReader;
 }
 
 impl<K: InformerResource> ErasedInformer for SharedInformer<K> {
@@ -73,6 +82,26 @@ impl<K: InformerResource> ErasedInformer for SharedInformer<K> {
 
     fn has_synced(&self) -> bool {
         HasSynced::has_synced(self)
+    }
+
+    fn resource(&self) -> String {
+        K::plural(&()).into_owned()
+    }
+
+    fn last_sync_resource_version(&self) -> Option<u64> {
+        SharedInformer::last_sync_resource_version(self)
+    }
+
+    fn cached_objects(&self) -> usize {
+        self.lister().len()
+    }
+
+    fn relist(&self) {
+        SharedInformer::relist(self);
+    }
+
+    fn version_reader(&self) -> VersionReader {
+        |client| Box::pin(SharedInformer::<K>::current_resource_version(client))
     }
 }
 
@@ -147,6 +176,20 @@ impl SharedInformerFactory {
             tokio::select! {
                 () = shutdown.cancelled() => return false,
                 () = tokio::time::sleep(crate::sync::CACHE_SYNC_POLL_PERIOD) => {}
+            }
+        }
+    }
+
+    /// The client the informers list and watch with.
+    pub(crate) fn client(&self) -> Client {
+        self.inner.client.clone()
+    }
+
+    /// Runs `visit` on every started informer, type-erased (the read barrier's view).
+    pub(crate) fn for_each_started(&self, mut visit: impl FnMut(&dyn ErasedInformer)) {
+        for entry in self.inner.informers.lock().values() {
+            if entry.started {
+                visit(entry.informer.as_ref());
             }
         }
     }

@@ -2,10 +2,12 @@
 //! resource type across all namespaces, feeding a store that listers read and the handlers
 //! that every interested controller registered.
 //!
-//! The watch is `kube::runtime::watcher` (paged lists of 500, relist on 410, client-go's
-//! backoff). Each event goes through the [`EventProcessor`] and the resulting notifications are
-//! queued to every handler while holding one lock, so a handler registered late sees a
-//! consistent replay of the cache followed by exactly the changes after it.
+//! The list and watch are the `reflector`'s (paged lists of 500, relist on 410, watch bookmarks,
+//! kube's default backoff). Each event goes through the [`EventProcessor`] and the resulting
+//! notifications are queued to every handler while holding one lock, so a handler registered
+//! late sees a consistent replay of the cache followed by exactly the changes after it. A
+//! relist can also be asked for ([`SharedInformer::relist`]): a read barrier whose informer
+//! does not catch up otherwise gets there with a fresh consistent list.
 
 use std::{
     fmt::Debug,
@@ -17,14 +19,11 @@ use std::{
 };
 
 use futures::StreamExt;
-use kube::{
-    Api, Client, Resource,
-    runtime::{WatchStreamExt, watcher},
-};
+use kube::{Api, Client, Resource, api::ListParams, runtime::WatchStreamExt};
 use parking_lot::Mutex;
 use rand::Rng;
 use serde::de::DeserializeOwned;
-use tokio::{runtime::Handle, time::Interval};
+use tokio::{runtime::Handle, sync::Notify, time::Interval};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -34,6 +33,7 @@ use crate::{
     lister::Lister,
     pod_index::ControllerIndexed,
     processor::{EventProcessor, Transform},
+    reflector::{ReflectorEvent, list_watch},
     store::{IndexFn, Store},
     sync::HasSynced,
 };
@@ -72,6 +72,8 @@ struct InformerInner<K> {
     store: Arc<Store<K>>,
     synced: Arc<AtomicBool>,
     resync: Duration,
+    /// Wakes the list+watch loop to start over with a list.
+    relist: Notify,
     /// Every store write and every handler queueing happens under this lock.
     state: Mutex<InformerState<K>>,
 }
@@ -100,6 +102,7 @@ impl<K: InformerResource> SharedInformer<K> {
                 store,
                 synced: Arc::new(AtomicBool::new(false)),
                 resync: config.resync,
+                relist: Notify::new(),
                 state: Mutex::new(InformerState {
                     processor,
                     listeners: Vec::new(),
@@ -176,6 +179,32 @@ impl<K: InformerResource> SharedInformer<K> {
         self.inner.synced.load(Ordering::SeqCst)
     }
 
+    /// The highest resourceVersion the cache is known to reflect
+    /// ([`Store::last_sync_resource_version`]).
+    pub fn last_sync_resource_version(&self) -> Option<u64> {
+        self.inner.store.last_sync_resource_version()
+    }
+
+    /// Makes the running list+watch loop start over with a consistent list (at once, or when
+    /// it starts if it has not yet), as a 410 Gone would. For a read barrier the watch does not
+    /// reach in time: the list's version is at least any version read before it.
+    pub fn relist(&self) {
+        self.inner.relist.notify_one();
+    }
+
+    /// The resource's current resourceVersion by a consistent read: a list of at most one
+    /// object without a resourceVersion, which the API server answers from etcd (or from a
+    /// watch cache it has brought up to date first) with the collection's latest version.
+    pub async fn current_resource_version(client: Client) -> Result<Option<String>, kube::Error> {
+        let list = Api::<K>::all(client)
+            .list(&ListParams::default().limit(1))
+            .await?;
+        Ok(list
+            .metadata
+            .resource_version
+            .filter(|version| !version.is_empty()))
+    }
+
     fn is_stopped(&self) -> bool {
         matches!(&self.inner.state.lock().phase, Phase::Running { shutdown, .. } if shutdown.is_cancelled())
     }
@@ -222,12 +251,12 @@ impl<K: InformerResource> InformerInner<K> {
     ) {
         let resource = K::plural(&()).into_owned();
         tracing::debug!(resource, "informer starting");
-        let config = watcher::Config::default()
-            .page_size(LIST_PAGE_SIZE)
-            .timeout(watch_timeout_secs);
-        let mut events = watcher(Api::<K>::all(client), config)
-            .default_backoff()
-            .boxed();
+        let start = || {
+            list_watch(Api::<K>::all(client.clone()), watch_timeout_secs)
+                .default_backoff()
+                .boxed()
+        };
+        let mut events = start();
         let mut resync_timer = resync_timer(self.resync);
         loop {
             tokio::select! {
@@ -238,12 +267,16 @@ impl<K: InformerResource> InformerInner<K> {
                     None => break,
                 },
                 () = tick(&mut resync_timer) => self.resync(),
+                () = self.relist.notified() => {
+                    tracing::info!(resource, "relisting");
+                    events = start();
+                }
             }
         }
         tracing::debug!(resource, "informer stopped");
     }
 
-    fn handle(&self, event: watcher::Event<K>) {
+    fn handle(&self, event: ReflectorEvent<K>) {
         let mut state = self.state.lock();
         let mut notifications = state.processor.process(event);
         // A relist re-delivers unchanged objects as updates; upstream hands such "sync"
@@ -296,9 +329,9 @@ impl<K: InformerResource> HasSynced for SharedInformer<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reflector::ReflectorEvent as Event;
     use crate::{handler::DeletedObject, key::object_key, store::tests::pod};
     use k8s_openapi::api::core::v1::Pod;
-    use watcher::Event;
 
     /// Blocks the handler while closed: a slow handler.
     #[derive(Default)]
@@ -374,6 +407,13 @@ mod tests {
         })
     }
 
+    /// The end of a list.
+    fn done() -> Event<Pod> {
+        Event::InitDone {
+            resource_version: "100".into(),
+        }
+    }
+
     fn p(name: &str) -> Pod {
         pod("ns", name, &[], "1").as_ref().clone()
     }
@@ -403,7 +443,7 @@ mod tests {
             Event::Init,
             Event::InitApply(p("a")),
             Event::InitApply(p("b")),
-            Event::InitDone,
+            done(),
         ] {
             informer.inner.handle(event);
         }
@@ -436,7 +476,7 @@ mod tests {
         for event in [
             Event::Init,
             Event::InitApply(p("a")),
-            Event::InitDone,
+            done(),
             Event::Apply(p("b")),
         ] {
             informer.inner.handle(event);
@@ -464,7 +504,7 @@ mod tests {
         informer.start_handlers(&Handle::current(), &shutdown);
         slow.gate.set_closed(true);
         informer.inner.handle(Event::Init);
-        informer.inner.handle(Event::InitDone);
+        informer.inner.handle(done());
         for name in ["a", "b", "c"] {
             informer.inner.handle(Event::Apply(p(name)));
         }
@@ -483,7 +523,7 @@ mod tests {
         let relist = |pods: Vec<Pod>| {
             let mut events = vec![Event::Init];
             events.extend(pods.into_iter().map(Event::InitApply));
-            events.push(Event::InitDone);
+            events.push(done());
             events
         };
         let changed = pod("ns", "b", &[], "2").as_ref().clone();
@@ -506,7 +546,7 @@ mod tests {
     async fn resync_reaches_every_handler() {
         let shutdown = CancellationToken::new();
         let (informer, recorder) = recording_informer(&shutdown);
-        for event in [Event::Init, Event::InitApply(p("a")), Event::InitDone] {
+        for event in [Event::Init, Event::InitApply(p("a")), done()] {
             informer.inner.handle(event);
         }
         informer.inner.resync();

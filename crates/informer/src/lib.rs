@@ -14,6 +14,7 @@ macro_rules! clone_shares_state {
     };
 }
 
+mod barrier;
 mod cached;
 mod error;
 mod factory;
@@ -25,10 +26,12 @@ mod listener;
 mod lister;
 mod pod_index;
 mod processor;
+mod reflector;
 mod resync;
 mod store;
 mod sync;
 
+pub use barrier::{BarrierProgress, BarrierReport, BarrierResource, CatchUp, barrier_progress};
 pub use cached::{
     CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedNode,
     CachedNodeSpec, CachedPod, CachedPodSpec, CachedPodStatus, CachedReplicaSet,

@@ -1,18 +1,20 @@
-//! Turns `kube::runtime::watcher` events into store changes and handler notifications, with
-//! client-go's semantics (informers.md §4): watch events update the store one by one; a list
-//! (`Init` .. `InitApply`* .. `InitDone`) is buffered and then replaces the store atomically,
-//! yielding deletes for vanished objects (as `DeletedObject::Unknown`), then updates/adds for
-//! the listed objects in list order.
+//! Turns the list+watch loop's events (`reflector`) into store changes and handler
+//! notifications, with client-go's semantics (informers.md §4): watch events update the store
+//! one by one; a list (`Init` .. `InitApply`* .. `InitDone`) is buffered and then replaces the
+//! store atomically, yielding deletes for vanished objects (as `DeletedObject::Unknown`), then
+//! updates/adds for the listed objects in list order. The store's last synced resourceVersion
+//! follows: the list's once it is applied, then each watch event's and bookmark's.
 //!
 //! It does no I/O, so the whole relist diff is unit-tested by feeding events directly.
 
 use std::{collections::HashSet, sync::Arc};
 
-use kube::{Resource, runtime::watcher};
+use kube::Resource;
 
 use crate::{
     handler::{DeletedObject, Notification},
     key::object_key,
+    reflector::ReflectorEvent,
     store::{ObjectKey, Store},
 };
 
@@ -43,7 +45,7 @@ fn compact<K: Clone>(obj: &mut K) {
     *obj = obj.clone();
 }
 
-/// Applies watcher events to a store and says which notifications handlers must get.
+/// Applies list+watch events to a store and says which notifications handlers must get.
 pub(crate) struct EventProcessor<K> {
     store: Arc<Store<K>>,
     transform: Transform,
@@ -68,37 +70,59 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
         self.synced
     }
 
-    /// Applies one watcher event to the store and returns the notifications, in order.
-    pub(crate) fn process(&mut self, event: watcher::Event<K>) -> Vec<Notification<K>> {
+    /// Applies one event of the list+watch loop to the store and returns the notifications,
+    /// in order.
+    pub(crate) fn process(&mut self, event: ReflectorEvent<K>) -> Vec<Notification<K>> {
         let transform = self.transform;
-        match event.modify(|obj| transform.apply(obj)) {
-            watcher::Event::Init => {
+        match event {
+            ReflectorEvent::Init => {
                 self.store.forget_sync_version();
                 tracing::debug!("list started");
                 self.relist_buffer = Some(Vec::new());
                 Vec::new()
             }
-            watcher::Event::InitApply(obj) => {
+            ReflectorEvent::InitApply(mut obj) => {
+                transform.apply(&mut obj);
                 self.relist_buffer
                     .get_or_insert_with(Vec::new)
                     .push(Arc::new(obj));
                 Vec::new()
             }
-            watcher::Event::InitDone => {
+            ReflectorEvent::InitDone { resource_version } => {
                 let listed = self.relist_buffer.take().unwrap_or_default();
-                self.replace(listed)
+                let notifications = self.replace(listed);
+                // Only now does the cache hold the collection as of the list's version.
+                self.store.observe_watch_version(Some(&resource_version));
+                notifications
             }
-            watcher::Event::Apply(obj) => {
-                self.store
-                    .observe_watch_version(obj.meta().resource_version.as_deref());
-                vec![self.apply(Arc::new(obj))]
+            ReflectorEvent::Apply(mut obj) => {
+                transform.apply(&mut obj);
+                let notification = self.apply(Arc::new(obj));
+                self.observe(&notification);
+                vec![notification]
             }
-            watcher::Event::Delete(obj) => {
-                self.store
-                    .observe_watch_version(obj.meta().resource_version.as_deref());
-                vec![self.delete(Arc::new(obj))]
+            ReflectorEvent::Delete(mut obj) => {
+                transform.apply(&mut obj);
+                let notification = self.delete(Arc::new(obj));
+                self.observe(&notification);
+                vec![notification]
+            }
+            ReflectorEvent::Bookmark { resource_version } => {
+                self.store.observe_watch_version(Some(&resource_version));
+                Vec::new()
             }
         }
+    }
+
+    /// Records the version of the watch event `notification` came from, once applied.
+    fn observe(&self, notification: &Notification<K>) {
+        let obj = match notification {
+            Notification::Add { obj, .. } | Notification::Update { new: obj, .. } => obj,
+            Notification::Delete(DeletedObject::Final(obj)) => obj,
+            Notification::Delete(DeletedObject::Unknown { last_known, .. }) => last_known,
+        };
+        self.store
+            .observe_watch_version(obj.meta().resource_version.as_deref());
     }
 
     /// `on_update(obj, obj)` for every cached object: a resync, which never contacts the server.
@@ -177,12 +201,19 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reflector::ReflectorEvent as Event;
     use crate::store::tests::pod;
     use k8s_openapi::{
         api::core::v1::{ContainerStatus, Pod, PodStatus},
         apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, OwnerReference},
     };
-    use watcher::Event;
+
+    /// The end of a list at `version`.
+    fn done(version: &str) -> Event<Pod> {
+        Event::InitDone {
+            resource_version: version.into(),
+        }
+    }
 
     fn rv(obj: &Arc<Pod>) -> String {
         obj.metadata.resource_version.clone().unwrap_or_default()
@@ -224,7 +255,7 @@ mod tests {
     fn list(objects: Vec<Pod>) -> Vec<Event<Pod>> {
         let mut events = vec![Event::Init];
         events.extend(objects.into_iter().map(Event::InitApply));
-        events.push(Event::InitDone);
+        events.push(done("100"));
         events
     }
 
@@ -420,7 +451,7 @@ mod tests {
             );
             processor.process(Event::Init);
             processor.process(Event::InitApply(with_fields()));
-            processor.process(Event::InitDone);
+            processor.process(done("1"));
             processor.process(Event::Apply(with_fields()));
             let cached = store.get("ns/a").expect("cached");
             assert_eq!(
@@ -480,7 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn watch_events_advance_the_last_synced_version_and_a_list_resets_it() {
+    fn the_last_synced_version_follows_lists_watch_events_and_bookmarks() {
         let store = Arc::new(Store::new());
         let mut processor = EventProcessor::new(
             store.clone(),
@@ -489,20 +520,41 @@ mod tests {
             },
         );
         assert_eq!(store.last_sync_resource_version(), None);
+        let bookmark = |version: &str| Event::Bookmark {
+            resource_version: version.into(),
+        };
         let steps: Vec<(Event<Pod>, Option<u64>)> = vec![
             (Event::Init, None),
             (Event::InitApply(p("a", "7")), None),
-            (Event::InitDone, None),
+            (done("8"), Some(8)),
             (Event::Apply(p("a", "9")), Some(9)),
             (Event::Delete(p("b", "12")), Some(12)),
             (Event::Apply(p("c", "11")), Some(12)),
+            (bookmark("20"), Some(20)),
+            (bookmark("18"), Some(20)),
             (Event::Init, None),
-            (Event::InitDone, None),
-            (Event::Apply(p("c", "15")), Some(15)),
+            (done("30"), Some(30)),
+            (Event::Apply(p("c", "35")), Some(35)),
+            (bookmark("not-a-number"), None),
+            (bookmark("40"), Some(40)),
         ];
         for (step, (event, want)) in steps.into_iter().enumerate() {
             processor.process(event);
             assert_eq!(store.last_sync_resource_version(), want, "step {step}");
         }
+    }
+
+    #[test]
+    fn a_bookmark_changes_nothing_else() {
+        let (notifications, cached, synced) = run([
+            list(vec![p("a", "1")]),
+            vec![Event::Bookmark {
+                resource_version: "200".into(),
+            }],
+        ]
+        .concat());
+        assert_eq!(notifications, ["add ns/a 1 initial"]);
+        assert_eq!(cached, ["ns/a 1"]);
+        assert!(synced);
     }
 }

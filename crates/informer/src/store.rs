@@ -28,8 +28,9 @@ pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 /// A key -> object map with named indexes, safe to share between the informer and listers.
 pub struct Store<K> {
     inner: RwLock<StoreInner<K>>,
-    /// The highest resourceVersion a watch event applied since the last list; 0 while unknown
-    /// (nothing watched yet, or a list replaced the content since).
+    /// The highest resourceVersion the content is known to reflect: the last list's, then each
+    /// watch event's and bookmark's since; 0 while unknown (before the first list is applied,
+    /// during a relist, or after a version that is not an integer).
     last_sync_resource_version: AtomicU64,
 }
 
@@ -71,10 +72,12 @@ impl<K: Resource> Store<K> {
         }
     }
 
-    /// client-go's "last store sync resourceVersion": the highest resourceVersion of the watch
-    /// events applied since the last list, `None` while unknown (before the first watch event
-    /// after a list, or when versions are not integers). A watch delivers one resource type in
-    /// resourceVersion order, so a write whose version is at most this one has been applied.
+    /// client-go's "last store sync resourceVersion": the version of the last list applied, or
+    /// of a later watch event or bookmark, whichever is highest; `None` while unknown (before
+    /// the first list is applied, while a relist is in progress, or when versions are not
+    /// integers). A watch delivers one resource type in resourceVersion order and a bookmark
+    /// says every change up to its version was delivered, so a write whose version is at most
+    /// this one is in the store.
     pub fn last_sync_resource_version(&self) -> Option<u64> {
         match self.last_sync_resource_version.load(Ordering::Acquire) {
             0 => None,
@@ -82,7 +85,7 @@ impl<K: Resource> Store<K> {
         }
     }
 
-    /// Records that a watch event with `resource_version` was applied.
+    /// Records that the list, watch event or bookmark with `resource_version` was applied.
     pub(crate) fn observe_watch_version(&self, resource_version: Option<&str>) {
         match resource_version.and_then(|version| version.parse::<u64>().ok()) {
             Some(version) => {
@@ -93,7 +96,7 @@ impl<K: Resource> Store<K> {
         }
     }
 
-    /// Makes the last synced version unknown (a list replaced the content).
+    /// Makes the last synced version unknown (a list is about to replace the content).
     pub(crate) fn forget_sync_version(&self) {
         self.last_sync_resource_version.store(0, Ordering::Release);
     }

@@ -6,8 +6,8 @@ mod support;
 use std::time::Duration;
 
 use informer::{
-    CachedPod, FactoryConfig, LabelMatcher, POD_CONTROLLER_UID_INDEX, SharedInformerFactory,
-    orphan_pod_index_key, pod_controller_index, wait_for_cache_sync,
+    CachedPod, CatchUp, FactoryConfig, LabelMatcher, POD_CONTROLLER_UID_INDEX,
+    SharedInformerFactory, orphan_pod_index_key, pod_controller_index, wait_for_cache_sync,
 };
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
@@ -451,4 +451,159 @@ async fn initial_list_is_paged_and_applied_as_one_list() -> TestResult {
     );
 
     stop(sim, shutdown).await
+}
+
+/// A started pod informer of its own factory, synced.
+async fn synced_pods(sim: &SimCluster) -> (SharedInformerFactory, CancellationToken) {
+    let factory = SharedInformerFactory::new(sim.client(), FactoryConfig::default());
+    let pods = factory.informer::<Pod>();
+    let shutdown = CancellationToken::new();
+    factory.start(shutdown.clone());
+    assert!(wait_for_cache_sync(&shutdown, &[&pods]).await);
+    (factory, shutdown)
+}
+
+/// Pods whose events reach watchers `delay` late (the sim's lag fault, label key `lag`).
+fn lagging(delay: Duration) -> sim::FaultConfig {
+    sim::FaultConfig {
+        watch_lag: Some(sim::WatchLag {
+            label: "lag".into(),
+            delay,
+        }),
+        ..sim::FaultConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_barrier_of_an_idle_resource_passes_on_a_bookmark() -> TestResult {
+    let (sim, _) = start_sim().await?;
+    let (factory, shutdown) = synced_pods(&sim).await;
+    // Writes to another resource move the cluster's version past the pods' last one.
+    let deployments: Api<Deployment> = Api::namespaced(sim.client(), "default");
+    let deployment: Deployment = serde_json::from_value(workload("Deployment", "web", 1))?;
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await?;
+
+    let report = factory
+        .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
+        .await
+        .expect("not shut down");
+    let pods = &report.resources[0];
+    assert_eq!(pods.resource, "pods");
+    assert!(!pods.relisted, "a bookmark, not a relist: {report:?}");
+    let target = pods.target.expect("an integer version");
+    let seen = factory.informer::<Pod>().last_sync_resource_version();
+    assert!(seen >= Some(target), "seen {seen:?}, target {target}");
+    assert!(report.waited < Duration::from_secs(3), "{report:?}");
+    let accounting = sim.accounting();
+    assert_eq!(
+        accounting.count("list", "pods"),
+        2,
+        "the first list and the barrier's consistent read"
+    );
+    assert_eq!(accounting.count("watch", "pods"), 1);
+
+    stop(sim, shutdown).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_barrier_waits_for_a_lagging_watch_to_deliver_what_was_written() -> TestResult {
+    let (sim, api) = start_sim().await?;
+    sim.set_faults(lagging(Duration::from_secs(2)));
+    let (factory, shutdown) = synced_pods(&sim).await;
+    let late = create_pod(&api, "late", &[("lag", "yes")]).await?;
+    let pods = factory.informer::<Pod>().lister();
+    assert!(pods.get("default", "late").is_none(), "the event lags");
+
+    let report = factory
+        .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
+        .await
+        .expect("not shut down");
+    assert!(
+        pods.get("default", "late").is_some(),
+        "past the barrier the cache holds every write before it: {report:?}"
+    );
+    assert!(!report.resources[0].relisted, "{report:?}");
+    assert!(
+        report.waited >= Duration::from_millis(1500),
+        "the bookmarks wait behind the late event: {report:?}"
+    );
+    assert_eq!(
+        pods.get("default", "late").map(|pod| rv(pod.as_ref())),
+        Some(rv(&late))
+    );
+
+    stop(sim, shutdown).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_that_does_not_catch_up_in_time_relists_past_the_barrier() -> TestResult {
+    let (sim, api) = start_sim().await?;
+    sim.set_faults(lagging(Duration::from_secs(60)));
+    let (factory, shutdown) = synced_pods(&sim).await;
+    create_pod(&api, "late", &[("lag", "yes")]).await?;
+
+    let report = factory
+        .read_barrier(CatchUp::after(Duration::from_millis(300)), &shutdown)
+        .await
+        .expect("not shut down");
+    assert!(report.resources[0].relisted, "{report:?}");
+    assert!(report.waited < Duration::from_secs(10), "{report:?}");
+    let pods = factory.informer::<Pod>().lister();
+    assert!(pods.get("default", "late").is_some(), "the relist shows it");
+    assert_eq!(
+        sim.accounting().count("list", "pods"),
+        3,
+        "the first list, the consistent read and the relist"
+    );
+
+    stop(sim, shutdown).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_cache_behind_its_barrier_relists_after_the_grace_not_the_bound() -> TestResult {
+    let (sim, api) = start_sim().await?;
+    sim.set_faults(lagging(Duration::from_secs(60)));
+    let (factory, shutdown) = synced_pods(&sim).await;
+    create_pod(&api, "late", &[("lag", "yes")]).await?;
+
+    let catch_up = CatchUp {
+        bound: Duration::from_secs(30),
+        ..CatchUp::DEFAULT
+    };
+    let report = factory
+        .read_barrier(catch_up, &shutdown)
+        .await
+        .expect("not shut down");
+    assert!(report.resources[0].relisted, "{report:?}");
+    assert!(
+        report.waited < Duration::from_secs(10),
+        "one pod: re-listed after the grace, not the 30 s bound: {report:?}"
+    );
+    let pods = factory.informer::<Pod>().lister();
+    assert!(pods.get("default", "late").is_some(), "the relist shows it");
+
+    stop(sim, shutdown).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_barrier_ends_on_shutdown() -> TestResult {
+    let (sim, api) = start_sim().await?;
+    sim.set_faults(lagging(Duration::from_secs(60)));
+    let (factory, shutdown) = synced_pods(&sim).await;
+    create_pod(&api, "late", &[("lag", "yes")]).await?;
+    let stopping = shutdown.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stopping.cancel();
+    });
+    assert_eq!(
+        factory
+            .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
+            .await,
+        None
+    );
+    sim.shutdown().await;
+    Ok(())
 }

@@ -311,6 +311,7 @@ impl Configz {
             verbosity => "v",
             logging_format,
             // kcm-rs only.
+            leader_elect_warm_standby,
             plain_http,
             shadow,
             shadow_settle,
@@ -542,6 +543,7 @@ mod tests {
                 "bind-address": "0.0.0.0",
                 "client-ca-file": "",
                 "feature-gates": "",
+                "leader-elect-warm-standby": false,
                 "logging-format": "text",
                 "master": "",
                 "plain-http": false,

@@ -69,6 +69,17 @@ pub struct Options {
     /// Lease namespace.
     #[arg(long, default_value = "kube-system")]
     pub leader_elect_resource_namespace: String,
+    /// kcm-rs only: a standby builds its controllers and keeps their informers synced while it
+    /// campaigns (no worker, no write), and on winning the Lease starts its workers once its
+    /// caches hold every write made before (the read barrier), instead of listing everything
+    /// then. It watches the Lease, so it takes over as soon as it is released or expires.
+    #[arg(long, default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub leader_elect_warm_standby: bool,
+    /// Whether a warm standby that wins the Lease waits at the read barrier before its
+    /// workers start. Always true from the command line; tests turn it off to show what the
+    /// barrier prevents.
+    #[arg(skip = true)]
+    pub leader_elect_read_barrier: bool,
 
     /// Address the HTTPS endpoints listen on.
     #[arg(long, default_value = "0.0.0.0")]
@@ -189,6 +200,9 @@ pub enum OptionsError {
     /// A `--feature-gates` value upstream would reject too.
     #[error("--feature-gates: {0}")]
     FeatureGates(#[from] FeatureGateError),
+    /// A warm standby without leader election: there is no standby.
+    #[error("--leader-elect-warm-standby needs --leader-elect")]
+    WarmStandbyWithoutLeaderElection,
 }
 
 impl Options {
@@ -206,6 +220,9 @@ impl Options {
                     self.leader_elect_resource_lock.clone(),
                 ));
             }
+        }
+        if self.leader_elect_warm_standby && !self.leader_elect {
+            return Err(OptionsError::WarmStandbyWithoutLeaderElection);
         }
         if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
             return Err(OptionsError::HalfCertificate);
@@ -419,6 +436,8 @@ mod tests {
         assert!(options.requestheader_allowed_names.is_empty());
         assert!(!options.authentication_skip_lookup);
         assert!(!options.authentication_tolerate_lookup_failure);
+        assert!(!options.leader_elect_warm_standby);
+        assert!(options.leader_elect_read_barrier);
         assert_eq!(options.validate(), Ok(()));
     }
 
@@ -538,6 +557,15 @@ mod tests {
             ),
             (
                 &["--feature-gates=JobPodReplacementPolicy=true,MaxUnavailableStatefulSet=true"],
+                Ok(()),
+            ),
+            (&["--leader-elect-warm-standby"], Ok(())),
+            (
+                &["--leader-elect=false", "--leader-elect-warm-standby=true"],
+                Err(OptionsError::WarmStandbyWithoutLeaderElection),
+            ),
+            (
+                &["--leader-elect=false", "--leader-elect-warm-standby=false"],
                 Ok(()),
             ),
         ];

@@ -2,9 +2,16 @@
 //! flags -> clients -> HTTP server -> leader election -> construct every enabled controller ->
 //! start the shared informers -> run each controller (staggered by --controller-start-interval).
 //!
-//! Losing the lease stops work and fails at once, as upstream; a graceful shutdown (SIGTERM)
-//! lets in-flight syncs finish within a bound and releases the lease, so a standby takes over
-//! without waiting for the lease to expire.
+//! With `--leader-elect-warm-standby` (kcm-rs) the construction and the informers move before
+//! the campaign: a standby keeps its caches synced (and writes nothing: no worker runs, and the
+//! lease fence is closed), and on winning the Lease passes the read barrier (its caches hold
+//! every write made before; see `informer::SharedInformerFactory::read_barrier`) and starts
+//! its workers, instead of listing every object then. Expectations and the other controller
+//! state start empty either way, as on a cold start: the barrier is what makes that safe.
+//!
+//! Losing the lease stops work and fails at once, as upstream (the process exits, controller
+//! state with it); a graceful shutdown (SIGTERM) lets in-flight syncs finish within a bound and
+//! releases the lease, so a standby takes over without waiting for the lease to expire.
 
 use std::{
     net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
@@ -12,11 +19,11 @@ use std::{
         Arc,
         atomic::{AtomicBool, Ordering},
     },
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use controller_toolkit::{descriptor::Runnable, shadow_view::ComparedKind};
-use informer::{FactoryConfig, SharedInformerFactory};
+use informer::{CatchUp, FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use prometheus::Registry;
@@ -33,7 +40,7 @@ use crate::{
     feature_gates::parse_feature_gates,
     health::{Health, Readiness},
     leader_election::{
-        Campaign, ElectionError, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector,
+        Campaign, ElectionError, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector, Start,
     },
     options::{Options, OptionsError},
     registry::{ControllerRegistry, InitError},
@@ -200,18 +207,19 @@ pub async fn run_with_hooks(
     }
 
     let election_metrics = LeaderElectionMetrics::register(&metrics)?;
+    let lease_name = options.lease_name().to_owned();
     let mut elector = LeaderElector::new(
         clients.unfenced_client("leader-election")?,
         LeaderElectionConfig {
             namespace: options.leader_elect_resource_namespace.clone(),
-            name: options.lease_name().to_owned(),
+            name: lease_name.clone(),
             identity: identity.clone(),
             lease_duration: options.leader_elect_lease_duration,
             renew_deadline: options.leader_elect_renew_deadline,
             retry_period: options.leader_elect_retry_period,
             record_events: !options.shadow,
         },
-        election_metrics,
+        election_metrics.clone(),
     );
     if let Some(fence) = fence {
         elector = elector.with_fence(fence);
@@ -222,15 +230,64 @@ pub async fn run_with_hooks(
         "leaderElection",
         Arc::new(move || lease_health.check(stale_after)),
     );
+    // A warm standby builds its controllers and syncs their caches now, and watches the Lease.
+    // Its informers stop only with the process: on shutdown, or when leadership is lost.
+    let (warm, _stop_informers) = if options.leader_elect_warm_standby {
+        elector = elector.watch_lease();
+        let built = build_controllers(&plan, Standby::Warm)?;
+        let informers = CancellationToken::new();
+        built.factory.start(informers.clone());
+        let (factory, synced_metrics, name) = (
+            built.factory.clone(),
+            election_metrics.clone(),
+            lease_name.clone(),
+        );
+        let until_shutdown = informers.clone();
+        tokio::spawn(async move {
+            if factory.wait_for_cache_sync(&until_shutdown).await {
+                tracing::info!("standby: caches are synced");
+                synced_metrics.set_standby_cache_synced(&name, true);
+            }
+        });
+        (Some(built), Some(informers.drop_guard()))
+    } else {
+        (None, None)
+    };
     health.set_readiness(Readiness::Standby);
-    tracing::info!(identity = %elector.identity(), "attempting to acquire leader lease");
+    tracing::info!(identity = %elector.identity(), warm = warm.is_some(), "attempting to acquire leader lease");
     if elector.acquire(&shutdown).await == Campaign::Cancelled {
         health.set_readiness(Readiness::Stopping);
         return Ok(());
     }
+    let won = Instant::now();
+    let start = if warm.is_some() {
+        Start::Warm
+    } else {
+        Start::Cold
+    };
+    if let Some(sync) = plan.controller_metrics.sync.clone() {
+        let (metrics, name) = (election_metrics.clone(), lease_name.clone());
+        tokio::spawn(async move {
+            let after = sync
+                .first_sync_started()
+                .await
+                .saturating_duration_since(won);
+            tracing::info!(?start, ?after, "first sync since winning the lease");
+            metrics.observe_first_sync(&name, start, after);
+        });
+    }
 
     let work = CancellationToken::new();
-    let mut controllers = tokio::spawn(run_controllers(plan, work.clone()));
+    let mut controllers = tokio::spawn(lead(
+        plan,
+        warm,
+        Barrier {
+            enabled: options.leader_elect_read_barrier,
+            metrics: election_metrics,
+            lease: lease_name,
+        },
+        work.clone(),
+    ));
     let renew_stop = CancellationToken::new();
     let renew_token = renew_stop.clone();
     let mut renewer = tokio::spawn(async move {
@@ -282,12 +339,37 @@ struct ControllerPlan {
     shadow: Option<Shadow>,
 }
 
-/// Constructs every enabled controller, starts the informers they asked for, then runs each
-/// controller until `work` is cancelled.
-async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Result<(), RunError> {
+/// Whether the controllers are built by a warm standby, before it leads, or once they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standby {
+    /// Built while campaigning: the informers list and watch through a client the lease fence
+    /// does not hold back, since the fence, closed until the Lease is won, lets a connection
+    /// send nothing at all, reads included. Their client never writes.
+    Warm,
+    /// Built once leading (or without leader election), as upstream.
+    Cold,
+}
+
+/// The enabled controllers, constructed on one informer factory (which they registered their
+/// informers and handlers with) and not running yet.
+struct BuiltControllers {
+    factory: SharedInformerFactory,
+    controllers: Vec<(&'static str, usize, Box<dyn Runnable>)>,
+}
+
+/// Constructs every enabled controller on a new informer factory (upstream's
+/// `NewControllerInitializers` loop), and attaches shadow mode's view of its caches.
+fn build_controllers(
+    plan: &ControllerPlan,
+    standby: Standby,
+) -> Result<BuiltControllers, RunError> {
     let resync = informer::resync_period(plan.options.min_resync_period, &mut rand::rng());
+    let client = match standby {
+        Standby::Warm => plan.clients.unfenced_client("shared-informers")?,
+        Standby::Cold => plan.clients.client("shared-informers")?,
+    };
     let factory = SharedInformerFactory::new(
-        plan.clients.client("shared-informers")?,
+        client,
         FactoryConfig {
             default_resync: resync,
             drop_managed_fields: true,
@@ -302,7 +384,7 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
         plan.shadow.clone(),
     );
 
-    let mut constructed: Vec<(&'static str, usize, Box<dyn Runnable>)> = Vec::new();
+    let mut controllers: Vec<(&'static str, usize, Box<dyn Runnable>)> = Vec::new();
     for descriptor in plan.registry.descriptors() {
         if !plan
             .selection
@@ -313,23 +395,76 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
         }
         match context.init(descriptor)? {
             Some(controller) => {
-                tracing::info!(controller = descriptor.name, "starting controller");
+                tracing::info!(controller = descriptor.name, "constructed controller");
                 let workers = plan.options.controller_flags.workers(descriptor);
-                constructed.push((descriptor.name, workers, controller));
+                controllers.push((descriptor.name, workers, controller));
             }
             None => tracing::info!(controller = descriptor.name, "controller chose not to run"),
         }
     }
-
     if let Some(shadow) = &plan.shadow {
         let kinds = compared_kinds(&plan.registry, &plan.selection);
         shadow.attach(shadow_view(&factory, &kinds, plan.options.shadow_settle));
-        tokio::spawn(shadow.clone().run(work.clone()));
     }
+    Ok(BuiltControllers {
+        factory,
+        controllers,
+    })
+}
+
+/// The read barrier a warm standby passes on winning the Lease.
+struct Barrier {
+    /// Off only in tests (`Options::leader_elect_read_barrier`).
+    enabled: bool,
+    metrics: LeaderElectionMetrics,
+    lease: String,
+}
+
+/// The leader's work: a warm standby's controllers once its caches passed the read barrier,
+/// else controllers built and synced now.
+async fn lead(
+    plan: ControllerPlan,
+    warm: Option<BuiltControllers>,
+    barrier: Barrier,
+    work: CancellationToken,
+) -> Result<(), RunError> {
+    let Some(built) = warm else {
+        return run_controllers(plan, work).await;
+    };
     plan.health.set_readiness(Readiness::Syncing);
-    factory.start(work.clone());
+    if barrier.enabled {
+        let Some(report) = built.factory.read_barrier(CatchUp::DEFAULT, &work).await else {
+            return Ok(());
+        };
+        let relisted: Vec<&str> = report
+            .resources
+            .iter()
+            .filter(|part| part.relisted)
+            .map(|part| part.resource.as_str())
+            .collect();
+        tracing::info!(
+            waited = ?report.waited,
+            ?relisted,
+            "read barrier passed: the caches hold every write made before the lease was won"
+        );
+        barrier
+            .metrics
+            .observe_read_barrier(&barrier.lease, report.waited);
+    } else {
+        tracing::warn!("read barrier disabled: the controllers may act on a stale cache");
+    }
+    plan.health.set_readiness(Readiness::Ready);
+    run_built(plan, built, work).await
+}
+
+/// Constructs every enabled controller, starts the informers they asked for, then runs each
+/// controller until `work` is cancelled.
+async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Result<(), RunError> {
+    let built = build_controllers(&plan, Standby::Cold)?;
+    plan.health.set_readiness(Readiness::Syncing);
+    built.factory.start(work.clone());
     let health = plan.health.clone();
-    let sync_factory = factory.clone();
+    let sync_factory = built.factory.clone();
     let sync_token = work.clone();
     tokio::spawn(async move {
         if sync_factory.wait_for_cache_sync(&sync_token).await {
@@ -337,10 +472,23 @@ async fn run_controllers(plan: ControllerPlan, work: CancellationToken) -> Resul
             health.set_readiness(Readiness::Ready);
         }
     });
+    run_built(plan, built, work).await
+}
 
+/// Runs each built controller with its workers (staggered by --controller-start-interval; each
+/// waits for its caches first) until `work` is cancelled.
+async fn run_built(
+    plan: ControllerPlan,
+    built: BuiltControllers,
+    work: CancellationToken,
+) -> Result<(), RunError> {
+    if let Some(shadow) = &plan.shadow {
+        tokio::spawn(shadow.clone().run(work.clone()));
+    }
     let start_interval = plan.options.controller_start_interval;
-    let mut tasks = Vec::with_capacity(constructed.len());
-    for (name, workers, controller) in constructed {
+    let mut tasks = Vec::with_capacity(built.controllers.len());
+    for (name, workers, controller) in built.controllers {
+        tracing::info!(controller = name, "starting controller");
         let running = Arc::new(AtomicBool::new(true));
         let check_running = running.clone();
         let check_work = work.clone();

@@ -251,6 +251,22 @@ pub struct FaultConfig {
     /// this label key, as if the events were lost on their way to the watcher; lists, and the
     /// initial events of a watch from resourceVersion 0, still show the object.
     pub unwatched_label: Option<String>,
+    /// Watch streams started while this is set deliver the events of objects carrying a label
+    /// key late (see [`WatchLag`]); lists, and other streams, are on time.
+    pub watch_lag: Option<WatchLag>,
+}
+
+/// A watch that lags behind for chosen objects, as a watcher on a slow link or behind an
+/// overloaded API server's watch cache does: each event of an object carrying `label` (a
+/// label key) reaches the watcher `delay` after it happened. A watch is delivered in order, so
+/// the events and bookmarks that follow such an event on the same stream wait behind it; an
+/// object without the label that changes alone arrives on time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchLag {
+    /// The label key of the objects whose events lag.
+    pub label: String,
+    /// How late they arrive.
+    pub delay: Duration,
 }
 
 /// The sim's answers to delegated authentication and authorization: a token table for

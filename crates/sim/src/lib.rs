@@ -36,7 +36,8 @@ pub use accounting::RequestAccounting;
 pub use cluster::SimCluster;
 pub use config::{
     AllowRule, AuthConfig, AuthRuleError, FaultConfig, KubeletConfig, NodeConfigError,
-    NodeOverrides, NodeTaint, NodesConfig, SimConfig, SimUser, parse_labels, parse_taints,
+    NodeOverrides, NodeTaint, NodesConfig, SimConfig, SimUser, WatchLag, parse_labels,
+    parse_taints,
 };
 pub use error::SimError;
 pub use kubelet::{FAIL_AFTER_MS, NEVER_READY, READY_AFTER_MS, SUCCEED_AFTER_MS};

@@ -514,6 +514,7 @@ impl Call<'_> {
             WatchFaults {
                 disconnect_after: faults.watch_disconnect_every,
                 unwatched_label: faults.unwatched_label,
+                lag: faults.watch_lag,
             },
         );
         Ok(json_response(StatusCode::OK, body))

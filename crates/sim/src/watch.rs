@@ -1,7 +1,7 @@
 //! Watch streams: replay of retained events newer than the asked resourceVersion, live
 //! events as they happen, BOOKMARKs, `timeoutSeconds`, forced disconnects, and the 410
 //! ERROR event for versions older than the retained window — as a real API server sends them;
-//! and, as injected faults, forced disconnects and lost events ([`WatchFaults`]).
+//! and, as injected faults, forced disconnects, lost events and late ones ([`WatchFaults`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
+use crate::config::WatchLag;
 use crate::resources::RESOURCES;
 use crate::selector::{FieldSelector, LabelSelector, Labels};
 use crate::server::Shared;
@@ -148,6 +149,8 @@ pub(crate) struct WatchFaults {
     pub disconnect_after: Option<Duration>,
     /// Leave out every event of an object with this label key.
     pub unwatched_label: Option<String>,
+    /// Deliver the events of objects with a label key late, and what follows them behind them.
+    pub lag: Option<WatchLag>,
 }
 
 impl WatchFaults {
@@ -156,12 +159,88 @@ impl WatchFaults {
             .as_ref()
             .is_some_and(|label| event.labels.contains_key(label))
     }
+
+    fn lags(&self, event: &Event) -> bool {
+        self.lag
+            .as_ref()
+            .is_some_and(|lag| event.labels.contains_key(&lag.label))
+    }
+}
+
+/// One frame for a watcher and whether the lag fault holds it back.
+struct Frame {
+    bytes: Bytes,
+    lagged: bool,
+}
+
+impl Frame {
+    fn on_time(bytes: Bytes) -> Self {
+        Self {
+            bytes,
+            lagged: false,
+        }
+    }
 }
 
 /// What one look at the state yields for a watcher.
 enum Batch {
-    Frames(Vec<Bytes>),
+    Frames(Vec<Frame>),
     Expired(Bytes),
+}
+
+/// Where a watch's frames go: straight to the response body, or, under the lag fault, through
+/// a queue that releases each at its time, in order.
+struct Outbox {
+    tx: mpsc::Sender<Bytes>,
+    lag: Option<LagQueue>,
+}
+
+/// The lag fault's queue: frames with the instant they may leave.
+struct LagQueue {
+    delay: Duration,
+    queue: mpsc::UnboundedSender<(Instant, Bytes)>,
+    /// When the last queued frame leaves: nothing may overtake it.
+    last_release: Instant,
+}
+
+impl Outbox {
+    fn new(tx: mpsc::Sender<Bytes>, lag: Option<&WatchLag>) -> Self {
+        let lag = lag.map(|lag| {
+            let (queue, mut queued) = mpsc::unbounded_channel::<(Instant, Bytes)>();
+            let body = tx.clone();
+            tokio::spawn(async move {
+                while let Some((release, frame)) = queued.recv().await {
+                    sleep_until(release).await;
+                    if body.send(frame).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            LagQueue {
+                delay: lag.delay,
+                queue,
+                last_release: Instant::now(),
+            }
+        });
+        Self { tx, lag }
+    }
+
+    /// Sends `frame` on; false once the watcher has gone.
+    async fn send(&mut self, frame: Frame) -> bool {
+        match &mut self.lag {
+            None => self.tx.send(frame.bytes).await.is_ok(),
+            Some(lag) => {
+                let due = Instant::now()
+                    + if frame.lagged {
+                        lag.delay
+                    } else {
+                        Duration::ZERO
+                    };
+                lag.last_release = lag.last_release.max(due);
+                lag.queue.send((lag.last_release, frame.bytes)).is_ok()
+            }
+        }
+    }
 }
 
 /// Events newer than `cursor` (bar the ones `faults` loses), advancing it to the state's
@@ -176,7 +255,12 @@ fn collect(state: &State, params: &WatchParams, faults: &WatchFaults, cursor: &m
         .events
         .range(start..)
         .filter(|e| !faults.loses(e))
-        .filter_map(|e| params.frame_for(e))
+        .filter_map(|e| {
+            params.frame_for(e).map(|bytes| Frame {
+                bytes,
+                lagged: faults.lags(e),
+            })
+        })
         .collect();
     *cursor = (*cursor).max(state.rv);
     Batch::Frames(frames)
@@ -184,15 +268,22 @@ fn collect(state: &State, params: &WatchParams, faults: &WatchFaults, cursor: &m
 
 /// Sends `batch` to the watcher: its frames rendered, or the expiry error as is. Returns
 /// whether the watch goes on (false after an expiry or once the watcher has gone).
-async fn send_batch(tx: &mpsc::Sender<Bytes>, renderer: &mut Renderer, batch: Batch) -> bool {
+async fn send_batch(outbox: &mut Outbox, renderer: &mut Renderer, batch: Batch) -> bool {
     match batch {
         Batch::Expired(frame) => {
-            let _ = tx.send(frame).await;
+            outbox.send(Frame::on_time(frame)).await;
             false
         }
         Batch::Frames(frames) => {
             for frame in frames {
-                if tx.send(renderer.render(frame)).await.is_err() {
+                let bytes = renderer.render(frame.bytes);
+                let sent = outbox
+                    .send(Frame {
+                        bytes,
+                        lagged: frame.lagged,
+                    })
+                    .await;
+                if !sent {
                     return false;
                 }
             }
@@ -244,12 +335,13 @@ pub(crate) fn start(shared: Arc<Shared>, params: WatchParams, faults: WatchFault
                     if params.send_initial_events && params.bookmarks {
                         frames.push(params.bookmark(state.rv, true));
                     }
-                    Batch::Frames(frames)
+                    Batch::Frames(frames.into_iter().map(Frame::on_time).collect())
                 }
             };
             (notify, cursor, first)
         };
-        if !send_batch(&tx, &mut renderer, first).await {
+        let mut outbox = Outbox::new(tx.clone(), faults.lag.as_ref());
+        if !send_batch(&mut outbox, &mut renderer, first).await {
             return;
         }
         let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
@@ -270,7 +362,7 @@ pub(crate) fn start(shared: Arc<Shared>, params: WatchParams, faults: WatchFault
                 _ = bookmark_tick.tick(), if params.bookmarks => true,
                 _ = sleep_until(deadline) => {
                     if params.bookmarks {
-                        let _ = tx.send(params.bookmark(cursor, false)).await;
+                        outbox.send(Frame::on_time(params.bookmark(cursor, false))).await;
                     }
                     return;
                 }
@@ -283,12 +375,15 @@ pub(crate) fn start(shared: Arc<Shared>, params: WatchParams, faults: WatchFault
                 notify.borrow_and_update();
                 collect(&state, &params, &faults, &mut cursor)
             };
-            if !send_batch(&tx, &mut renderer, batch).await {
+            if !send_batch(&mut outbox, &mut renderer, batch).await {
                 return;
             }
             if bookmark_due && cursor > last_bookmark {
                 last_bookmark = cursor;
-                if tx.send(params.bookmark(cursor, false)).await.is_err() {
+                if !outbox
+                    .send(Frame::on_time(params.bookmark(cursor, false)))
+                    .await
+                {
                     return;
                 }
             }
@@ -349,7 +444,7 @@ mod tests {
         ) else {
             panic!("expired")
         };
-        let types: Vec<String> = frames.iter().map(frame_type).collect();
+        let types: Vec<String> = frames.iter().map(|f| frame_type(&f.bytes)).collect();
         assert_eq!(types, vec!["ADDED", "DELETED", "ADDED"]);
         assert_eq!(cursor, 4);
         state.compact();
@@ -385,13 +480,79 @@ mod tests {
             panic!("expired")
         };
         assert_eq!(frames.len(), 1);
-        let event: Value = serde_json::from_slice(&frames[0]).unwrap();
+        let event: Value = serde_json::from_slice(&frames[0].bytes).unwrap();
         assert_eq!(event["object"]["metadata"]["uid"], "seen");
         assert_eq!(cursor, 2, "the lost event still advances the stream");
         assert_eq!(
             initial_frames(&state, &params("")).len(),
             2,
             "a fresh list shows both"
+        );
+    }
+
+    #[test]
+    fn a_lagging_label_marks_the_events_of_its_objects_only() {
+        let mut state = State::new(100, None);
+        for (name, labels) in [
+            ("prompt", json!({"app": "a"})),
+            ("late", json!({"lag": "x"})),
+        ] {
+            state.put(
+                PODS,
+                ("default".to_string(), name.to_string()),
+                json!({"metadata": {"uid": name, "labels": labels}}),
+            );
+        }
+        let faults = WatchFaults {
+            lag: Some(WatchLag {
+                label: "lag".into(),
+                delay: Duration::from_secs(5),
+            }),
+            ..WatchFaults::default()
+        };
+        let mut cursor = 0;
+        let Batch::Frames(frames) = collect(&state, &params(""), &faults, &mut cursor) else {
+            panic!("expired")
+        };
+        let lagged: Vec<bool> = frames.iter().map(|frame| frame.lagged).collect();
+        assert_eq!(lagged, [false, true]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_event_holds_back_what_follows_it_on_the_stream() {
+        let (tx, mut rx) = mpsc::channel(16);
+        let lag = WatchLag {
+            label: "lag".into(),
+            delay: Duration::from_secs(5),
+        };
+        let mut outbox = Outbox::new(tx, Some(&lag));
+        let started = Instant::now();
+        let receiver = tokio::spawn(async move {
+            let mut arrivals = Vec::new();
+            while let Some(frame) = rx.recv().await {
+                arrivals.push((frame, started.elapsed().as_secs()));
+            }
+            arrivals
+        });
+        let frame = |text: &'static str, lagged| Frame {
+            bytes: Bytes::from(text),
+            lagged,
+        };
+        for (text, lagged) in [("before", false), ("late", true), ("bookmark", false)] {
+            assert!(outbox.send(frame(text, lagged)).await);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(outbox.send(frame("after", false)).await);
+        drop(outbox);
+        let arrivals = receiver.await.expect("receiver");
+        assert_eq!(
+            arrivals,
+            [
+                (Bytes::from("before"), 0),
+                (Bytes::from("late"), 5),
+                (Bytes::from("bookmark"), 5),
+                (Bytes::from("after"), 5),
+            ]
         );
     }
 }

@@ -6,7 +6,14 @@
 //! handed to one worker at a time (the queue's processing set), every key taken is `done`
 //! after processing, and on shutdown workers stop taking new keys while in-flight ones finish.
 
-use std::{future::Future, sync::Arc, time::Instant};
+use std::{
+    future::Future,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Instant,
+};
 
 use prometheus::{HistogramOpts, HistogramVec, Registry};
 use tokio_util::sync::CancellationToken;
@@ -20,9 +27,26 @@ const SYNC_DURATION_BUCKETS: &[f64] = &[
 
 /// kcm-rs's per-controller sync duration histogram (`controller_sync_duration_seconds`,
 /// label `controller`). Upstream has none; `workqueue_work_duration_seconds` is the closest.
+/// It also tells when the first sync of any controller sharing it started
+/// ([`SyncMetrics::first_sync_started`]): the manager's time from winning the Lease to work.
 #[derive(Clone)]
 pub struct SyncMetrics {
     duration: HistogramVec,
+    first_sync: Arc<FirstSync>,
+}
+
+/// When the first sync started, and a way to wait for it.
+struct FirstSync {
+    started: AtomicBool,
+    signal: tokio::sync::watch::Sender<Option<Instant>>,
+}
+
+impl FirstSync {
+    fn mark(&self) {
+        if !self.started.swap(true, Ordering::AcqRel) {
+            self.signal.send_replace(Some(Instant::now()));
+        }
+    }
 }
 
 impl SyncMetrics {
@@ -37,7 +61,28 @@ impl SyncMetrics {
             &["controller"],
         )?;
         registry.register(Box::new(duration.clone()))?;
-        Ok(Self { duration })
+        Ok(Self {
+            duration,
+            first_sync: Arc::new(FirstSync {
+                started: AtomicBool::new(false),
+                signal: tokio::sync::watch::Sender::new(None),
+            }),
+        })
+    }
+
+    /// When a worker of a controller using these metrics took its first key: waits for it,
+    /// and answers at once if that happened already.
+    pub async fn first_sync_started(&self) -> Instant {
+        let mut started = self.first_sync.signal.subscribe();
+        loop {
+            if let Some(at) = *started.borrow_and_update() {
+                return at;
+            }
+            // The sender lives as long as `self`, so `changed` cannot fail while we wait.
+            if started.changed().await.is_err() {
+                return Instant::now();
+            }
+        }
     }
 }
 
@@ -166,6 +211,10 @@ impl<T: WorkItem> WorkerPool<T> {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let process = Arc::new(process);
+        let first_sync = self
+            .metrics
+            .as_ref()
+            .map(|metrics| metrics.first_sync.clone());
         let histogram = self
             .metrics
             .map(|metrics| metrics.duration.with_label_values(&[self.controller]));
@@ -175,6 +224,7 @@ impl<T: WorkItem> WorkerPool<T> {
             let shutdown = shutdown.clone();
             let process = process.clone();
             let histogram = histogram.clone();
+            let first_sync = first_sync.clone();
             workers.spawn(async move {
                 loop {
                     // Biased: once shutdown is requested no new key is taken. The queue's `get`
@@ -185,12 +235,20 @@ impl<T: WorkItem> WorkerPool<T> {
                         item = queue.get() => item,
                     };
                     let Some(item) = item else { break };
+                    if let Some(first_sync) = &first_sync {
+                        first_sync.mark();
+                    }
                     let started = Instant::now();
                     process(item.clone()).await;
                     if let Some(histogram) = &histogram {
                         histogram.observe(started.elapsed().as_secs_f64());
                     }
                     queue.done(&item);
+                    // A full queue hands keys over without waiting, and a sync that changes
+                    // nothing writes nothing: without this a worker could keep its thread for
+                    // thousands of syncs (20,000 ReplicaSets after a takeover) while another
+                    // controller's start, or the lease renewal, waits to be polled.
+                    tokio::task::consume_budget().await;
                 }
             });
         }
@@ -373,5 +431,73 @@ mod tests {
         run.await.unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 2);
         assert_eq!(max_concurrent.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_sync_is_signalled_when_a_worker_takes_its_first_key() {
+        let queue = RateLimitingQueue::new(QueueConfig::new("")).unwrap();
+        let metrics = SyncMetrics::register(&Registry::new()).unwrap();
+        let shutdown = CancellationToken::new();
+        let pool = WorkerPool {
+            metrics: Some(metrics.clone()),
+            ..test_pool(&queue, 2)
+        };
+        let run = tokio::spawn(pool.run(shutdown.clone(), |_key: String| async {}));
+        let waiting = metrics.clone();
+        let first = tokio::spawn(async move { waiting.first_sync_started().await });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!first.is_finished(), "no key, no sync");
+        let added = Instant::now();
+        queue.add("ns/a".to_string());
+        let started = tokio::time::timeout(Duration::from_secs(1), first)
+            .await
+            .expect("signalled")
+            .unwrap();
+        assert!(started >= added);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        // A late waiter learns at once, and when it was.
+        let late = tokio::time::timeout(Duration::from_millis(1), metrics.first_sync_started())
+            .await
+            .expect("already signalled");
+        assert_eq!(late, started);
+        shutdown.cancel();
+        run.await.unwrap();
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_worker_whose_syncs_never_wait_lets_other_tasks_run() {
+        let queue = RateLimitingQueue::new(QueueConfig::new("")).unwrap();
+        let keys = 10_000;
+        for key in 0..keys {
+            queue.add(format!("ns/{key}"));
+        }
+        let processed = Arc::new(AtomicUsize::new(0));
+        let shutdown = CancellationToken::new();
+        let (counted, other) = (processed.clone(), Arc::new(Mutex::new(None)));
+        let spawned = other.clone();
+        let run = tokio::spawn(
+            test_pool(&queue, 1).run(shutdown.clone(), move |_key: String| {
+                // From the first sync on, another task waits for the thread (there is one).
+                let seen = counted.clone();
+                spawned.lock().get_or_insert_with(|| {
+                    tokio::spawn(async move { seen.load(Ordering::SeqCst) })
+                });
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(())
+            }),
+        );
+        let other = loop {
+            if let Some(other) = other.lock().take() {
+                break other;
+            }
+            tokio::task::yield_now().await;
+        };
+        let when_the_other_ran = other.await.unwrap();
+        assert!(
+            when_the_other_ran < keys,
+            "the worker kept the thread for all {keys} syncs"
+        );
+        shutdown.cancel();
+        run.await.unwrap();
     }
 }

@@ -100,6 +100,17 @@ pub async fn start_manager(
     registry: ControllerRegistry,
     flags: &[String],
 ) -> RunningManager {
+    start_adjusted_manager(kubeconfig, registry, flags, |_| {}).await
+}
+
+/// [`start_manager`] with the parsed options changed by `adjust` first (for settings no flag
+/// reaches).
+pub async fn start_adjusted_manager(
+    kubeconfig: &Path,
+    registry: ControllerRegistry,
+    flags: &[String],
+    adjust: impl FnOnce(&mut Options),
+) -> RunningManager {
     let mut argv = vec![
         "kube-controller-manager".to_string(),
         format!("--kubeconfig={}", kubeconfig.display()),
@@ -114,7 +125,8 @@ pub async fn start_manager(
         }
     }
     argv.extend(flags.iter().cloned());
-    let options = Options::parse_with(&registry, argv).expect("flags");
+    let mut options = Options::parse_with(&registry, argv).expect("flags");
+    adjust(&mut options);
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let run_stop = stop.clone();
