@@ -10,7 +10,6 @@ mod support;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    path::PathBuf,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -32,33 +31,14 @@ use kube::{
 use serde_json::{Value, json};
 use sim::{
     FaultConfig, SimConfig, WatchLag,
-    testing::{TestCluster, eventually, is_active, workload},
+    testing::{eventually, is_active, workload},
 };
-use support::{RunningManager, plain_get, start_adjusted_manager};
+use support::{Cluster, RunningManager, plain_get, start_adjusted_manager};
 
 const LEASE: &str = "kcm-rs";
 /// Every request of a manager carries this in its user agent, then ` (<identity>)`.
 const MANAGER_AGENT: &str = "kcm-rs/";
 const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
-
-/// The sim (with the test's client) and a kubeconfig for in-process managers.
-struct Cluster {
-    test: TestCluster,
-    _dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
-async fn cluster() -> Cluster {
-    let test = TestCluster::start(SimConfig::default()).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    test.sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    Cluster {
-        test,
-        _dir: dir,
-        kubeconfig,
-    }
-}
 
 /// A manager with short leases and `--leader-elect-warm-standby`, its read barrier on or off.
 async fn start(cluster: &Cluster, read_barrier: bool) -> RunningManager {
@@ -268,7 +248,7 @@ fn peak_live_pods(cluster: &Cluster, app: &str) -> (Arc<AtomicUsize>, tokio::tas
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_standby_keeps_its_caches_synced_writes_nothing_and_takes_over_at_once() {
-    let cluster = cluster().await;
+    let cluster = Cluster::start(SimConfig::default()).await;
     cluster
         .test
         .create::<Deployment>(&typed(workload("Deployment", "web", 3)))
@@ -350,7 +330,7 @@ struct Takeover {
 
 /// The old leader's last writes reach the standby's watches 4 s late; it takes over at once.
 async fn takeover_with_late_watches(read_barrier: bool) -> Takeover {
-    let cluster = cluster().await;
+    let cluster = Cluster::start(SimConfig::default()).await;
     let solo: ReplicaSet = typed(lagging_workload("ReplicaSet", "solo", 3));
     cluster.test.create(&solo).await;
     for name in ["scaled", "rolled"] {
