@@ -272,7 +272,9 @@ pub fn prometheus_labels(text: &str) -> BTreeMap<String, String> {
 }
 
 /// What a manager's `/metrics` says about keeping up: the cumulative sync duration histogram
-/// per controller, the current depth of every workqueue, and the retries so far.
+/// per controller, the current depth of every workqueue, the retries so far, and how many
+/// syncs and queue adds there were (to tell a quiet stretch from a busy one: the DaemonSet
+/// bench's heartbeat window counts the syncs node heartbeats caused).
 #[derive(Default)]
 pub struct QueueMetrics {
     /// Controller -> (bucket upper bound in seconds, cumulative count), by ascending bound.
@@ -281,6 +283,11 @@ pub struct QueueMetrics {
     pub depth: f64,
     /// Sum of `workqueue_retries_total` over the queues.
     pub retries: f64,
+    /// `controller_sync_duration_seconds_count` by `controller`: that controller's syncs so
+    /// far (its main queue's; other queues' work is counted in [`Self::adds`]).
+    pub syncs: BTreeMap<String, f64>,
+    /// `workqueue_adds_total` by queue `name`.
+    pub adds: BTreeMap<String, f64>,
 }
 
 impl QueueMetrics {
@@ -299,6 +306,16 @@ impl QueueMetrics {
             match name {
                 "workqueue_depth" => metrics.depth += value,
                 "workqueue_retries_total" => metrics.retries += value,
+                "controller_sync_duration_seconds_count" => {
+                    if let Some(controller) = prometheus_labels(labels).remove("controller") {
+                        *metrics.syncs.entry(controller).or_default() += value;
+                    }
+                }
+                "workqueue_adds_total" => {
+                    if let Some(queue) = prometheus_labels(labels).remove("name") {
+                        *metrics.adds.entry(queue).or_default() += value;
+                    }
+                }
                 "controller_sync_duration_seconds_bucket" => {
                     let labels = prometheus_labels(labels);
                     let (Some(controller), Some(bound)) =
@@ -320,6 +337,18 @@ impl QueueMetrics {
             buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
         metrics
+    }
+
+    /// `syncs` of `controller` between `before` and `self`.
+    pub fn syncs_since(&self, before: &QueueMetrics, controller: &str) -> f64 {
+        let count = |metrics: &QueueMetrics| metrics.syncs.get(controller).copied().unwrap_or(0.0);
+        count(self) - count(before)
+    }
+
+    /// `adds` to queue `name` between `before` and `self`.
+    pub fn adds_since(&self, before: &QueueMetrics, name: &str) -> f64 {
+        let count = |metrics: &QueueMetrics| metrics.adds.get(name).copied().unwrap_or(0.0);
+        count(self) - count(before)
     }
 
     /// The 99th percentile sync duration (the upper bound of the bucket that holds it) of the
