@@ -78,14 +78,38 @@ impl Manager {
 
     /// The body of one of the manager's pages.
     pub fn page(&self, path: &str) -> anyhow::Result<String> {
+        Ok(self.get(path)?.1)
+    }
+
+    /// The status code and body of one of the manager's pages.
+    fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
         use std::io::{Read, Write};
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port))?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
         write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
         let mut response = String::new();
         stream.read_to_string(&mut response)?;
-        let body = response.split_once("\r\n\r\n").context("no HTTP body")?.1;
-        Ok(body.to_owned())
+        let (head, body) = response.split_once("\r\n\r\n").context("no HTTP body")?;
+        let code = head
+            .split_whitespace()
+            .nth(1)
+            .context("no HTTP status")?
+            .parse()?;
+        Ok((code, body.to_owned()))
+    }
+
+    /// Waits until `/readyz` answers 200: the manager serves and its controllers' caches have
+    /// synced, so what is measured next is their work, not the manager's start (the initial
+    /// list of 5,000 nodes, say).
+    pub async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
+        let started = Instant::now();
+        while !self.get("/readyz").is_ok_and(|(code, _)| code == 200) {
+            if started.elapsed() > timeout {
+                bail!("the manager was not ready within {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
     }
 
     /// The manager's own metrics that tell how its queues and syncs kept up.
@@ -209,9 +233,29 @@ async fn calls_answered(
     agent: &str,
     code: impl Fn(&str) -> bool,
 ) -> anyhow::Result<BTreeMap<String, u64>> {
+    Ok(calls_by_code(client, agent, code).await?.1)
+}
+
+/// [`api_calls`] and those of them that failed (a non-2xx answer: a 404 on a pod already
+/// gone, a 409 on a stale resourceVersion), from one read of the sim's counters, so that the
+/// two agree.
+pub async fn api_calls_and_failures(
+    client: &Client,
+    agent: &str,
+) -> anyhow::Result<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
+    calls_by_code(client, agent, |code| !code.starts_with('2')).await
+}
+
+/// The sim's request counts of `agent` by "verb resource": all of them, and those whose status
+/// code `code` accepts.
+async fn calls_by_code(
+    client: &Client,
+    agent: &str,
+    code: impl Fn(&str) -> bool,
+) -> anyhow::Result<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
-    let mut calls = BTreeMap::new();
+    let (mut all, mut accepted) = (BTreeMap::new(), BTreeMap::new());
     for line in text.lines() {
         let Some((labels, count)) = line
             .strip_prefix("sim_requests_total{")
@@ -221,13 +265,16 @@ async fn calls_answered(
         };
         let labels = prometheus_labels(labels);
         let label = |name: &str| labels.get(name).map(String::as_str).unwrap_or_default();
-        if label("user_agent").contains(agent) && code(label("code")) {
-            *calls
-                .entry(format!("{} {}", label("verb"), label("resource")))
-                .or_default() += count.trim().parse::<u64>()?;
+        if label("user_agent").contains(agent) {
+            let key = format!("{} {}", label("verb"), label("resource"));
+            let count = count.trim().parse::<u64>()?;
+            *all.entry(key.clone()).or_default() += count;
+            if code(label("code")) {
+                *accepted.entry(key).or_default() += count;
+            }
         }
     }
-    Ok(calls)
+    Ok((all, accepted))
 }
 
 /// Calls that change something, other than Leases (a manager's own leader election).
