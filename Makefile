@@ -29,12 +29,16 @@ test:
 	$(CARGO) test --workspace --doc
 
 ## bench: criterion benches of the hot paths, then the end-to-end bench (hack/bench.sh) at the
-## issue's defaults, then 200 Deployments x 5 at upstream's default client QPS (20/30); all in
-## the dist profile the README's numbers were measured with
+## issue's defaults, then 200 Deployments x 5 at upstream's default client QPS (20/30), then the
+## DaemonSets of issue 32: 10 on 1,000 nodes (create, both rolling updates, node churn) and 5 on
+## 5,000 nodes with a 60 s window of heartbeats alone; all in the dist profile the README's
+## numbers were measured with
 bench:
 	$(CARGO) bench --profile dist --workspace --exclude kube-controller-manager
 	hack/bench.sh
 	hack/bench.sh --deployments 200 --statefulsets 0 --replicasets 0 --qps 20 --burst 30 --out e2e-200x5-default-qps
+	hack/bench.sh --deployments 0 --statefulsets 0 --replicasets 0 --daemonsets 10 --nodes 1000 --out e2e-ds-1000x10
+	hack/bench.sh --deployments 0 --statefulsets 0 --replicasets 0 --daemonsets 5 --nodes 5000 --heartbeat-window 60 --out e2e-ds-5000x5
 
 ## chaos: failover, crashes mid-rollout and API faults at the issue's sizes (hack/chaos.sh; long,
 ## not part of `make test`, which runs its small variant)

@@ -8,14 +8,28 @@
 //!
 //! `cargo bench -p kube-controller-manager --bench e2e -- [--deployments N]
 //! [--deployment-replicas R] [--statefulsets N] [--statefulset-replicas R] [--replicasets N]
-//! [--replicaset-replicas R] [--qps Q] [--burst B] [--manager PATH] [--sim PATH] [--out NAME]
-//! [--shadow] [--manager-arg ARG]...` (a count of 0 skips that kind; `--manager` measures
-//! another build of the binary, e.g. main's before a change; `--manager-arg` passes one more
-//! flag to the managers under test, e.g. `--replicaset-status-hold=0s` for upstream's writes;
-//! `--sim` defaults to the `kube-sim` beside the manager binary; `--out` defaults to `e2e`;
-//! `--shadow` runs a second manager with `--shadow` beside the first and measures it too: its
-//! CPU, peak RSS, writes, and the divergences it reports); under `cargo test` it runs a small
-//! smoke configuration of each kind.
+//! [--replicaset-replicas R] [--daemonsets N] [--nodes M] [--node-heartbeat-ms MS]
+//! [--node-churn K] [--heartbeat-window S] [--qps Q] [--burst B] [--manager PATH] [--sim PATH]
+//! [--out NAME] [--shadow] [--manager-arg ARG]...` (a count of 0 skips that kind; `--manager`
+//! measures another build of the binary, e.g. main's before a change; `--manager-arg` passes
+//! one more flag to the managers under test, e.g. `--replicaset-status-hold=0s` for upstream's
+//! writes; `--sim` defaults to the `kube-sim` beside the manager binary; `--out` defaults to
+//! `e2e`; `--shadow` runs a second manager with `--shadow` beside the first and measures it
+//! too: its CPU, peak RSS, writes, and the divergences it reports); under `cargo test` it runs
+//! a small smoke configuration of each kind.
+//!
+//! DaemonSets (issue 32; none by default, so the default run measures what it always did):
+//! `--nodes M` and `--node-heartbeat-ms` go to `kube-sim` (defaults 1 and 10,000, the sim's
+//! own); `--daemonsets N` creates N DaemonSets on the M nodes, rolls them with
+//! `maxUnavailable: 10%` and then with `maxSurge: 10%`, and churns the nodes: `--node-churn K`
+//! (default 100) nodes added through the API, K of the original nodes tainted `NoExecute`
+//! (which the DaemonSets do not tolerate: the controller deletes their pods there) and K
+//! others deleted (the sim's pod GC removes their pods). Each is a measured phase, converged
+//! when every DaemonSet's status counts the nodes it should run on and the pods are exactly
+//! one per DaemonSet and node. `--heartbeat-window S` measures, right after the create phase,
+//! S seconds in which nothing changes but the nodes' heartbeats: the manager's CPU (percent of
+//! one core), peak RSS, and the DaemonSet syncs and queue adds they caused (issue 32's bar:
+//! none). Its results go to `bench-results/<out>.heartbeat.json` too.
 
 use std::{
     collections::BTreeMap,
@@ -26,15 +40,15 @@ use std::{
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::{
-    apps::v1::{Deployment, ReplicaSet, StatefulSet},
-    core::v1::Pod,
+    apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet},
+    core::v1::{Node, Pod},
 };
 use kube::{
     Api, Client,
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use support::{BINARY, Manager, Sim, api_calls, writes};
+use support::{BINARY, Manager, Sim, api_calls, api_calls_and_failures, writes};
 
 mod support;
 
@@ -58,6 +72,19 @@ struct Settings {
     deployments: Size,
     stateful_sets: Size,
     replica_sets: Size,
+    /// DaemonSets, one pod per node each.
+    daemon_sets: usize,
+    /// `kube-sim --nodes`.
+    nodes: usize,
+    /// `kube-sim --node-heartbeat-ms`: every node's Lease renewal and status heartbeat period.
+    node_heartbeat_ms: u64,
+    /// Nodes added, tainted and deleted by the DaemonSet bench's churn phases.
+    node_churn: usize,
+    /// The heartbeat-only window after the DaemonSets' create phase, if any.
+    heartbeat_window: Option<Duration>,
+    /// Under `cargo test`: a measured figure that must hold for the code to be right (no
+    /// DaemonSet sync from heartbeats) fails the run instead of only being reported.
+    smoke: bool,
     qps: u32,
     burst: u32,
     manager_binary: PathBuf,
@@ -83,6 +110,14 @@ impl Settings {
             deployments: size(1000, 5, 3),
             stateful_sets: size(200, 3, 3),
             replica_sets: size(500, 4, 3),
+            // The smoke covers the DaemonSet path in seconds: 2 DaemonSets on 5 nodes that
+            // heartbeat every 100 ms (so a 2 s window sees 20 heartbeats per node), a churn of 2.
+            daemon_sets: if benchmarking { 0 } else { 2 },
+            nodes: if benchmarking { 1 } else { 5 },
+            node_heartbeat_ms: if benchmarking { 10_000 } else { 100 },
+            node_churn: if benchmarking { 100 } else { 2 },
+            heartbeat_window: (!benchmarking).then_some(Duration::from_secs(2)),
+            smoke: !benchmarking,
             qps: 2000,
             burst: 4000,
             manager_binary: PathBuf::from(BINARY),
@@ -101,6 +136,14 @@ impl Settings {
                 "--statefulset-replicas" => settings.stateful_sets.replicas = value()?.parse()?,
                 "--replicasets" => settings.replica_sets.count = value()?.parse()?,
                 "--replicaset-replicas" => settings.replica_sets.replicas = value()?.parse()?,
+                "--daemonsets" => settings.daemon_sets = value()?.parse()?,
+                "--nodes" => settings.nodes = value()?.parse()?,
+                "--node-heartbeat-ms" => settings.node_heartbeat_ms = value()?.parse()?,
+                "--node-churn" => settings.node_churn = value()?.parse()?,
+                "--heartbeat-window" => {
+                    let seconds: u64 = value()?.parse()?;
+                    settings.heartbeat_window = (seconds > 0).then(|| Duration::from_secs(seconds));
+                }
                 "--qps" => settings.qps = value()?.parse()?,
                 "--burst" => settings.burst = value()?.parse()?,
                 "--manager" => settings.manager_binary = PathBuf::from(value()?),
@@ -111,7 +154,29 @@ impl Settings {
                 _ => {}
             }
         }
+        settings.check()?;
         Ok(settings)
+    }
+
+    /// Refuses combinations the DaemonSet phases cannot run, before anything starts.
+    fn check(&self) -> anyhow::Result<()> {
+        if self.nodes == 0 {
+            bail!("--nodes must be at least 1");
+        }
+        if self.daemon_sets == 0 && self.heartbeat_window.is_some() {
+            bail!(
+                "--heartbeat-window is measured after the DaemonSets' create: it needs --daemonsets"
+            );
+        }
+        // The churn taints K of the original nodes and deletes K others.
+        if self.daemon_sets > 0 && self.nodes < 2 * self.node_churn {
+            bail!(
+                "--node-churn {} taints {0} nodes and deletes {0} others: it needs --nodes {} or more",
+                self.node_churn,
+                2 * self.node_churn
+            );
+        }
+        Ok(())
     }
 }
 
@@ -141,6 +206,10 @@ struct PhaseResult {
     cpu_seconds: f64,
     peak_rss_mib: f64,
     api_calls: BTreeMap<String, u64>,
+    /// Those of `api_calls` the server refused or could not serve (non-2xx), by verb and
+    /// resource.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    failed_api_calls: BTreeMap<String, u64>,
     api_calls_per_object: f64,
     /// The p99 sync duration of the phase's syncs (the slowest controller's), in ms: the upper
     /// bound of the histogram bucket that holds it.
@@ -151,6 +220,13 @@ struct PhaseResult {
     queue_depth_end: f64,
     /// The shadow manager over the same phase, with `--shadow`.
     shadow: Option<ShadowUsage>,
+    /// DaemonSet phases: the nodes every DaemonSet runs a pod on once converged...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nodes: Option<usize>,
+    /// ...and the pods the phase creates, replaces or removes (over all DaemonSets): what its
+    /// requests are counted per, since a DaemonSet's size is its node count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pods: Option<usize>,
 }
 
 /// What the shadow manager cost over one phase.
@@ -169,7 +245,7 @@ fn difference(
     after
         .iter()
         .filter_map(|(key, count)| {
-            let delta = count - before.get(key).copied().unwrap_or(0);
+            let delta = count.saturating_sub(before.get(key).copied().unwrap_or(0));
             (delta > 0).then(|| (key.clone(), delta))
         })
         .collect()
@@ -226,7 +302,7 @@ where
     C: AsyncFnMut() -> anyhow::Result<bool>,
 {
     let manager = managers.normal;
-    let calls_before = api_calls(client, MANAGER_AGENT).await?;
+    let (calls_before, failed_before) = api_calls_and_failures(client, MANAGER_AGENT).await?;
     let shadow_calls_before = api_calls(client, SHADOW_AGENT).await?;
     let queues_before = manager.queue_metrics()?;
     let mut queue_depth_peak = queues_before.depth;
@@ -254,12 +330,9 @@ where
     // should have drained a second later.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let queue_depth_end = manager.queue_metrics()?.depth;
-    let calls = difference(&api_calls(client, MANAGER_AGENT).await?, &calls_before);
-    let total: u64 = calls
-        .iter()
-        .filter(|(key, _)| !key.starts_with("watch ") && !key.starts_with("list "))
-        .map(|(_, count)| count)
-        .sum();
+    let (calls_after, failed_after) = api_calls_and_failures(client, MANAGER_AGENT).await?;
+    let calls = difference(&calls_after, &calls_before);
+    let total = requests(&calls);
     let shadow = match (managers.shadow, shadow_cpu_before, shadow_peak_rss) {
         (Some(shadow), Some(cpu_before), Some(peak_rss)) => Some(ShadowUsage {
             cpu_seconds: shadow.cpu_seconds()? - cpu_before,
@@ -279,10 +352,13 @@ where
         peak_rss_mib: peak_rss.finish()?,
         api_calls_per_object: total as f64 / objects.max(1) as f64,
         api_calls: calls,
+        failed_api_calls: difference(&failed_after, &failed_before),
         sync_p99_ms: queues_after.sync_p99_ms_since(&queues_before),
         queue_depth_peak: queue_depth_peak.max(queues_after.depth),
         queue_depth_end,
         shadow,
+        nodes: None,
+        pods: None,
     })
 }
 
@@ -491,7 +567,497 @@ async fn workload_phases(
     Ok(results)
 }
 
-fn markdown(results: &[PhaseResult]) -> String {
+/// The label of every bench DaemonSet and of its pods.
+const DAEMON_SET_LABEL: &str = "bench=daemonset";
+/// Names of the nodes the churn adds (the sim's own are `sim-node-<i>`).
+const CHURN_NODE_PREFIX: &str = "bench-node-";
+/// The taint the churn puts on nodes. NoExecute, and tolerated by no bench DaemonSet (daemon
+/// pods' default tolerations cover only the node-condition taints), so the controller must
+/// delete their pods there, not only stop creating them.
+const EVICT_TAINT_KEY: &str = "kcm-rs.io/bench-evict";
+
+/// A DaemonSet selecting `app=<name>`, labelled `bench=daemonset` (its pods too), with
+/// `maxUnavailable: 10%` from its creation, so the first rolling update phase changes only the
+/// template.
+fn daemon_set(name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "default", "labels": {"bench": "daemonset"}},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "updateStrategy": {"type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "10%", "maxSurge": 0}},
+            "template": {"metadata": {"labels": {"app": name, "bench": "daemonset"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}
+        }
+    })
+}
+
+/// Whether every one of the `count` bench DaemonSets reports, for its current generation,
+/// `nodes` nodes that should run its pod, each with a pod that is updated, ready and available,
+/// and none misscheduled; and the bench's pods are exactly one per DaemonSet and node, none
+/// terminating. The statuses alone can read converged while a surge's old pods or the pods of
+/// a deleted node are still going (a status counts only nodes that exist and should run the
+/// pod); those deletions belong to the phase. The pods are listed only once the statuses read
+/// converged, so the list (25,000 pods at 5,000 nodes) runs a few times per phase, not every
+/// poll.
+async fn daemon_sets_converged(
+    client: &Client,
+    count: usize,
+    nodes: usize,
+) -> anyhow::Result<bool> {
+    let selector = ListParams::default().labels(DAEMON_SET_LABEL);
+    let want = i32::try_from(nodes)?;
+    let list = Api::<DaemonSet>::namespaced(client.clone(), "default")
+        .list(&selector)
+        .await?;
+    let statuses_converged = list.items.len() == count
+        && list.items.iter().all(|ds| {
+            ds.status.as_ref().is_some_and(|s| {
+                s.observed_generation == ds.metadata.generation
+                    && s.desired_number_scheduled == want
+                    && s.current_number_scheduled == want
+                    && s.number_misscheduled == 0
+                    && s.number_ready == want
+                    && s.updated_number_scheduled.unwrap_or(0) == want
+                    && s.number_available.unwrap_or(0) == want
+                    && s.number_unavailable.unwrap_or(0) == 0
+            })
+        });
+    if !statuses_converged {
+        return Ok(false);
+    }
+    let pods = Api::<Pod>::namespaced(client.clone(), "default")
+        .list_metadata(&selector)
+        .await?;
+    Ok(pods.items.len() == count * nodes
+        && pods
+            .items
+            .iter()
+            .all(|pod| pod.metadata.deletion_timestamp.is_none()))
+}
+
+/// The names of the cluster's nodes, sorted, once the sim has registered `expected` of them.
+/// Fails if one carries a NoSchedule or NoExecute taint: the phases count on every node running
+/// a pod of every DaemonSet.
+async fn initial_nodes(client: &Client, expected: usize) -> anyhow::Result<Vec<String>> {
+    let api: Api<Node> = Api::all(client.clone());
+    let started = Instant::now();
+    loop {
+        let nodes = api.list(&ListParams::default()).await?.items;
+        if nodes.len() >= expected {
+            let tainted = nodes.iter().find(|node| {
+                node.spec
+                    .as_ref()
+                    .and_then(|spec| spec.taints.as_ref())
+                    .is_some_and(|taints| {
+                        taints.iter().any(|taint| {
+                            matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")
+                        })
+                    })
+            });
+            if let Some(node) = tainted {
+                bail!(
+                    "node {} is tainted: the DaemonSet phases need every node to take their pods",
+                    node.metadata.name.as_deref().unwrap_or_default()
+                );
+            }
+            let mut names: Vec<String> = nodes
+                .into_iter()
+                .filter_map(|node| node.metadata.name)
+                .collect();
+            names.sort();
+            return Ok(names);
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            bail!("the sim has {} nodes, not {expected}", nodes.len());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// What the nodes' heartbeats alone cost the manager, measured while nothing else changes
+/// (issue 32's bar: at most 5% of one core, and no DaemonSet sync).
+#[derive(serde::Serialize)]
+struct HeartbeatResult {
+    nodes: usize,
+    daemon_sets: usize,
+    heartbeat_ms: u64,
+    window_seconds: f64,
+    /// Nodes whose object changed during the window. Nothing but their heartbeats writes them
+    /// then, so this says the heartbeats ran (and how many nodes they reached).
+    nodes_heartbeating: usize,
+    cpu_seconds: f64,
+    cpu_percent_of_one_core: f64,
+    peak_rss_mib: f64,
+    /// `controller_sync_duration_seconds_count{controller="daemonset-controller"}`.
+    daemon_set_syncs: f64,
+    /// `workqueue_adds_total{name="daemonset"}`.
+    daemon_set_queue_adds: f64,
+    /// `workqueue_adds_total{name="daemonset-node-updates"}`: a node update the controller
+    /// did not filter out in its informer handler.
+    node_update_queue_adds: f64,
+    /// Every controller's syncs (the others watch no nodes: they should be 0 as well).
+    all_syncs: f64,
+    /// The manager's requests in the window, by verb and resource.
+    api_calls: BTreeMap<String, u64>,
+}
+
+/// The resourceVersion of every node, by name.
+async fn node_versions(client: &Client) -> anyhow::Result<BTreeMap<String, String>> {
+    let nodes = Api::<Node>::all(client.clone())
+        .list_metadata(&ListParams::default())
+        .await?;
+    Ok(nodes
+        .items
+        .into_iter()
+        .filter_map(|node| Some((node.metadata.name?, node.metadata.resource_version?)))
+        .collect())
+}
+
+/// Measures `window` of heartbeats alone: the manager's CPU and peak RSS from /proc, its syncs
+/// and queue adds from its `/metrics` (read only at both ends, so the scrape costs it once),
+/// its requests from the sim's accounting.
+async fn heartbeat_window(
+    settings: &Settings,
+    window: Duration,
+    client: &Client,
+    manager: &Manager,
+) -> anyhow::Result<HeartbeatResult> {
+    let versions_before = node_versions(client).await?;
+    let calls_before = api_calls(client, MANAGER_AGENT).await?;
+    let metrics_before = manager.queue_metrics()?;
+    let cpu_before = manager.cpu_seconds()?;
+    let started = Instant::now();
+    let mut peak_rss = PeakRss::start(manager)?;
+    while let Some(left) = window.checked_sub(started.elapsed()) {
+        tokio::time::sleep(left.min(Duration::from_secs(1))).await;
+        peak_rss.sample()?;
+        if left.is_zero() {
+            break;
+        }
+    }
+    let cpu_seconds = manager.cpu_seconds()? - cpu_before;
+    let window_seconds = started.elapsed().as_secs_f64();
+    let metrics_after = manager.queue_metrics()?;
+    let peak_rss_mib = peak_rss.finish()?;
+    let api_calls = difference(&api_calls(client, MANAGER_AGENT).await?, &calls_before);
+    let versions_after = node_versions(client).await?;
+    let nodes_heartbeating = versions_after
+        .iter()
+        .filter(|(name, version)| versions_before.get(*name).is_some_and(|v| v != *version))
+        .count();
+    let all_syncs =
+        metrics_after.syncs.values().sum::<f64>() - metrics_before.syncs.values().sum::<f64>();
+    Ok(HeartbeatResult {
+        nodes: versions_after.len(),
+        daemon_sets: settings.daemon_sets,
+        heartbeat_ms: settings.node_heartbeat_ms,
+        window_seconds,
+        nodes_heartbeating,
+        cpu_seconds,
+        cpu_percent_of_one_core: 100.0 * cpu_seconds / window_seconds,
+        peak_rss_mib,
+        daemon_set_syncs: metrics_after.syncs_since(&metrics_before, DAEMON_SET_CONTROLLER),
+        daemon_set_queue_adds: metrics_after.adds_since(&metrics_before, DAEMON_SET_QUEUE),
+        node_update_queue_adds: metrics_after.adds_since(&metrics_before, NODE_UPDATE_QUEUE),
+        all_syncs,
+        api_calls,
+    })
+}
+
+/// The DaemonSet controller's name (the `controller` label of its sync metrics) and its two
+/// queues (the `name` label of its workqueue metrics), as `crates/daemonset` names them.
+const DAEMON_SET_CONTROLLER: &str = "daemonset-controller";
+const DAEMON_SET_QUEUE: &str = "daemonset";
+const NODE_UPDATE_QUEUE: &str = "daemonset-node-updates";
+
+/// One measured DaemonSet phase: its end state is `nodes` nodes per DaemonSet, and it changes
+/// `pods` pods.
+struct DaemonSetPhase<'a> {
+    name: String,
+    daemon_sets: usize,
+    nodes: usize,
+    pods: usize,
+    client: &'a Client,
+    managers: Managers<'a>,
+}
+
+impl DaemonSetPhase<'_> {
+    /// Runs `act` and measures until the DaemonSets converge on the phase's node count.
+    async fn run(
+        self,
+        act: impl std::future::Future<Output = anyhow::Result<()>>,
+    ) -> anyhow::Result<PhaseResult> {
+        let (client, count, nodes) = (self.client, self.daemon_sets, self.nodes);
+        let mut result = measure(&self.name, count, client, self.managers, act, async || {
+            daemon_sets_converged(client, count, nodes).await
+        })
+        .await?;
+        result.nodes = Some(nodes);
+        result.pods = Some(self.pods);
+        Ok(result)
+    }
+}
+
+/// create, the heartbeat window, rolling update with `maxUnavailable`, then with `maxSurge`,
+/// and the node churn: add, taint NoExecute, delete.
+async fn daemon_set_phases(
+    settings: &Settings,
+    client: &Client,
+    managers: Managers<'_>,
+) -> anyhow::Result<(Vec<PhaseResult>, Option<HeartbeatResult>)> {
+    let count = settings.daemon_sets;
+    let churn = settings.node_churn;
+    let api: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
+    let node_api: Api<Node> = Api::all(client.clone());
+    let original = initial_nodes(client, settings.nodes).await?;
+    let names: Vec<String> = (0..count).map(|i| format!("bench-daemonset-{i}")).collect();
+    let label = format!("DaemonSets {count} on {} nodes", original.len());
+    let patch_all = |patch: serde_json::Value| {
+        let (api, names) = (api.clone(), names.clone());
+        async move {
+            for name in &names {
+                api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            anyhow::Ok(())
+        }
+    };
+    let phase = |name: String, nodes: usize, pods: usize| DaemonSetPhase {
+        name,
+        daemon_sets: count,
+        nodes,
+        pods,
+        client,
+        managers,
+    };
+    let mut results = Vec::new();
+    let mut nodes = original.len();
+
+    results.push(
+        phase(format!("{label}: create"), nodes, count * nodes)
+            .run(async {
+                for name in &names {
+                    let object: DaemonSet = serde_json::from_value(daemon_set(name))?;
+                    api.create(&PostParams::default(), &object).await?;
+                }
+                Ok(())
+            })
+            .await?,
+    );
+
+    let heartbeats = match settings.heartbeat_window {
+        Some(window) => Some(heartbeat_window(settings, window, client, managers.normal).await?),
+        None => None,
+    };
+
+    let pods = count * nodes;
+    results.push(
+        phase(
+            format!("{label}: rolling update maxUnavailable 10%"),
+            nodes,
+            pods,
+        )
+        .run(patch_all(
+            json!({"spec": {"template": {"metadata": {"annotations": {"rollout": "2"}}}}}),
+        ))
+        .await?,
+    );
+    results.push(
+        phase(format!("{label}: rolling update maxSurge 10%"), nodes, pods)
+            .run(patch_all(json!({"spec": {
+                "updateStrategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": "10%"}},
+                "template": {"metadata": {"annotations": {"rollout": "3"}}}
+            }})))
+            .await?,
+    );
+
+    if churn > 0 {
+        let pods = count * churn;
+        nodes += churn;
+        results.push(
+            phase(format!("{label}: add {churn} nodes"), nodes, pods)
+                .run(async {
+                    for i in 0..churn {
+                        let node: Node = serde_json::from_value(json!({
+                            "apiVersion": "v1", "kind": "Node",
+                            "metadata": {"name": format!("{CHURN_NODE_PREFIX}{i}")}
+                        }))?;
+                        node_api.create(&PostParams::default(), &node).await?;
+                    }
+                    Ok(())
+                })
+                .await?,
+        );
+
+        // Of the original nodes, so that the added ones keep their pods: the first `churn` are
+        // tainted, the next `churn` deleted (`Settings::check` made sure there are as many).
+        let (Some(tainted), Some(deleted)) =
+            (original.get(..churn), original.get(churn..2 * churn))
+        else {
+            bail!("{} nodes cannot churn {churn} twice", original.len());
+        };
+        let taint = json!({"spec": {"taints": [
+            {"key": EVICT_TAINT_KEY, "value": "true", "effect": "NoExecute"}
+        ]}});
+        nodes -= churn;
+        results.push(
+            phase(
+                format!("{label}: taint {churn} nodes NoExecute"),
+                nodes,
+                pods,
+            )
+            .run(async {
+                for name in tainted {
+                    node_api
+                        .patch(name, &PatchParams::default(), &Patch::Merge(&taint))
+                        .await?;
+                }
+                Ok(())
+            })
+            .await?,
+        );
+
+        nodes -= churn;
+        results.push(
+            phase(format!("{label}: delete {churn} nodes"), nodes, pods)
+                .run(async {
+                    for name in deleted {
+                        node_api.delete(name, &DeleteParams::default()).await?;
+                    }
+                    Ok(())
+                })
+                .await?,
+        );
+    }
+    Ok((results, heartbeats))
+}
+
+/// The report: the workload kinds' table (as it always was), the DaemonSets' table, and the
+/// heartbeat window.
+fn markdown(results: &[PhaseResult], heartbeats: Option<&HeartbeatResult>) -> String {
+    let (daemon_sets, workloads): (Vec<&PhaseResult>, Vec<&PhaseResult>) =
+        results.iter().partition(|result| result.pods.is_some());
+    let mut out = String::new();
+    if !workloads.is_empty() || daemon_sets.is_empty() {
+        out.push_str(&workload_table(&workloads));
+    }
+    if !daemon_sets.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&daemon_set_table(&daemon_sets));
+    }
+    if let Some(heartbeats) = heartbeats {
+        out.push_str(&heartbeat_report(heartbeats));
+    }
+    out
+}
+
+/// A phase's p99 sync cell.
+fn p99_cell(result: &PhaseResult) -> String {
+    result
+        .sync_p99_ms
+        .map_or_else(|| "-".to_owned(), |ms| format!("≤ {ms}"))
+}
+
+/// API calls as "verb resource: count, ...", with how many of each failed, if any.
+fn calls_cell(calls: &BTreeMap<String, u64>, failed: &BTreeMap<String, u64>) -> String {
+    calls
+        .iter()
+        .map(|(key, count)| match failed.get(key) {
+            Some(failed) => format!("{key}: {count} ({failed} failed)"),
+            None => format!("{key}: {count}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Requests other than list and watch (the informers' own).
+fn requests(calls: &BTreeMap<String, u64>) -> u64 {
+    calls
+        .iter()
+        .filter(|(key, _)| !key.starts_with("watch ") && !key.starts_with("list "))
+        .map(|(_, count)| count)
+        .sum()
+}
+
+/// DaemonSet phases, their requests per pod created, replaced or removed: a DaemonSet's size
+/// is its node count, so per object they would say little.
+fn daemon_set_table(results: &[&PhaseResult]) -> String {
+    let shadow = results.iter().any(|result| result.shadow.is_some());
+    let mut out = String::from(
+        "| phase | DaemonSets | nodes | pods changed | wall s | manager CPU s | manager peak RSS MiB | manager requests per pod (excl. list/watch) | writes per pod (POST / PUT / PATCH / DELETE) | sync p99 ms | queue depth peak / end |",
+    );
+    if shadow {
+        out.push_str(" shadow CPU s | shadow peak RSS MiB | shadow writes |");
+    }
+    out.push_str(" manager API calls |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|");
+    if shadow {
+        out.push_str("---:|---:|---:|");
+    }
+    out.push_str("---|\n");
+    for result in results {
+        let pods = result.pods.unwrap_or(0);
+        let _ = write!(
+            out,
+            "| {} | {} | {} | {pods} | {:.1} | {:.2} | {:.1} | {:.2} | {:.2} ({}) | {} | {} / {} |",
+            result.phase,
+            result.objects,
+            result.nodes.unwrap_or(0),
+            result.wall_seconds,
+            result.cpu_seconds,
+            result.peak_rss_mib,
+            requests(&result.api_calls) as f64 / pods.max(1) as f64,
+            writes(&result.api_calls) as f64 / pods.max(1) as f64,
+            writes_by_verb(&result.api_calls, pods),
+            p99_cell(result),
+            result.queue_depth_peak,
+            result.queue_depth_end,
+        );
+        if let Some(usage) = &result.shadow {
+            let _ = write!(
+                out,
+                " {:.2} | {:.1} | {} |",
+                usage.cpu_seconds, usage.peak_rss_mib, usage.writes
+            );
+        }
+        let _ = writeln!(
+            out,
+            " {} |",
+            calls_cell(&result.api_calls, &result.failed_api_calls)
+        );
+    }
+    out
+}
+
+/// The heartbeat window, beside issue 32's bars.
+fn heartbeat_report(result: &HeartbeatResult) -> String {
+    format!(
+        "\nHeartbeats only: {} nodes heartbeating every {} ms ({} of them seen to heartbeat), {} DaemonSets, a {:.1} s window after the create converged: manager CPU {:.2} s = {:.2}% of one core (bar: ≤ 5%), peak RSS {:.1} MiB (bar: ≤ 150), DaemonSet syncs {} (bar: 0; queue adds: `daemonset` {}, `daemonset-node-updates` {}), syncs of every controller {}, manager requests: {}.\n",
+        result.nodes,
+        result.heartbeat_ms,
+        result.nodes_heartbeating,
+        result.daemon_sets,
+        result.window_seconds,
+        result.cpu_seconds,
+        result.cpu_percent_of_one_core,
+        result.peak_rss_mib,
+        result.daemon_set_syncs,
+        result.daemon_set_queue_adds,
+        result.node_update_queue_adds,
+        result.all_syncs,
+        if result.api_calls.is_empty() {
+            "none".to_owned()
+        } else {
+            calls_cell(&result.api_calls, &BTreeMap::new())
+        },
+    )
+}
+
+/// The workload kinds' phases.
+fn workload_table(results: &[&PhaseResult]) -> String {
     let shadow = results.iter().any(|result| result.shadow.is_some());
     let mut out = String::from(
         "| phase | objects | wall s | manager CPU s | manager peak RSS MiB | manager requests per object (excl. list/watch) | sync p99 ms | queue depth peak / end |",
@@ -505,11 +1071,6 @@ fn markdown(results: &[PhaseResult]) -> String {
     }
     out.push_str("---|\n");
     for result in results {
-        let calls: Vec<String> = result
-            .api_calls
-            .iter()
-            .map(|(key, count)| format!("{key}: {count}"))
-            .collect();
         let _ = write!(
             out,
             "| {} | {} | {:.1} | {:.2} | {:.1} | {:.2} |",
@@ -520,13 +1081,12 @@ fn markdown(results: &[PhaseResult]) -> String {
             result.peak_rss_mib,
             result.api_calls_per_object,
         );
-        let p99 = result
-            .sync_p99_ms
-            .map_or_else(|| "-".to_owned(), |ms| format!("≤ {ms}"));
         let _ = write!(
             out,
-            " {p99} | {} / {} |",
-            result.queue_depth_peak, result.queue_depth_end
+            " {} | {} / {} |",
+            p99_cell(result),
+            result.queue_depth_peak,
+            result.queue_depth_end
         );
         if let Some(usage) = &result.shadow {
             let _ = write!(
@@ -535,7 +1095,11 @@ fn markdown(results: &[PhaseResult]) -> String {
                 usage.cpu_seconds, usage.peak_rss_mib, usage.writes
             );
         }
-        let _ = writeln!(out, " {} |", calls.join(", "));
+        let _ = writeln!(
+            out,
+            " {} |",
+            calls_cell(&result.api_calls, &result.failed_api_calls)
+        );
     }
     for result in results
         .iter()
@@ -580,6 +1144,29 @@ fn writes_by_verb(calls: &BTreeMap<String, u64>, objects: usize) -> String {
 /// Upstream's writes per Deployment rollout, for comparison (issue 21).
 const UPSTREAM_ROLLOUT_WRITES: &str = "\nUpstream reference (kube-controller-manager v1.28.4 on a real kube-apiserver, 1,000 Deployments x 5, 25%/25%): writes per rollout 49.5 (POST 18.4 / PUT 26.1 / DELETE 5.0).\n";
 
+/// A heartbeat window that measured no heartbeat measured nothing: that fails the run. Under
+/// `cargo test` the window is also the test of the controller's node filter: a heartbeat that
+/// reaches either DaemonSet queue fails it (the bench reports the count beside issue 32's bar).
+fn check_heartbeats(settings: &Settings, window: &HeartbeatResult) -> anyhow::Result<()> {
+    if window.heartbeat_ms > 0 && window.nodes_heartbeating == 0 {
+        bail!(
+            "no node heartbeat during the {:.1} s window",
+            window.window_seconds
+        );
+    }
+    let reached_the_controller =
+        window.daemon_set_syncs + window.daemon_set_queue_adds + window.node_update_queue_adds;
+    if settings.smoke && reached_the_controller > 0.0 {
+        bail!(
+            "node heartbeats reached the DaemonSet controller: {} syncs, {} adds to `daemonset`, {} to `daemonset-node-updates`",
+            window.daemon_set_syncs,
+            window.daemon_set_queue_adds,
+            window.node_update_queue_adds
+        );
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::from_args()?;
@@ -593,6 +1180,9 @@ async fn main() -> anyhow::Result<()> {
             // Dependents go a moment after their owner, as upstream's garbage collector
             // deletes them from its own watch.
             format!("--gc-delay-ms={}", GC_DELAY.as_millis()),
+            // The sim's defaults (1 node, heartbeats every 10 s) unless asked otherwise.
+            format!("--nodes={}", settings.nodes),
+            format!("--node-heartbeat-ms={}", settings.node_heartbeat_ms),
         ],
     )
     .await?;
@@ -606,6 +1196,11 @@ async fn main() -> anyhow::Result<()> {
         shadow: shadow.as_ref(),
     };
     let client = sim.client().await?;
+    // The first phase reads the managers' /metrics at once, and would otherwise measure their
+    // start (the initial lists: 5,000 nodes, say) as its own work.
+    for manager in [Some(&manager), shadow.as_ref()].into_iter().flatten() {
+        manager.wait_ready(Duration::from_secs(120)).await?;
+    }
 
     let mut results = Vec::new();
     for (kind, size) in [
@@ -617,6 +1212,15 @@ async fn main() -> anyhow::Result<()> {
             results.extend(workload_phases(kind, size, &client, managers).await?);
         }
     }
+    let mut heartbeats = None;
+    if settings.daemon_sets > 0 {
+        let (phases, window) = daemon_set_phases(&settings, &client, managers).await?;
+        results.extend(phases);
+        heartbeats = window;
+    }
+    if let Some(window) = &heartbeats {
+        check_heartbeats(&settings, window)?;
+    }
 
     // The accounting must have been read: every kind's create phase creates pods.
     let counted_pod_creates = results
@@ -626,7 +1230,7 @@ async fn main() -> anyhow::Result<()> {
         bail!("no pod create by the manager was counted: the sim's accounting was not read");
     }
 
-    let mut table = markdown(&results);
+    let mut table = markdown(&results, heartbeats.as_ref());
     if let Some(shadow) = &shadow {
         // Every intent judged: the settle window (5 s) has passed since the last change.
         tokio::time::sleep(Duration::from_secs(7)).await;
@@ -660,6 +1264,12 @@ async fn main() -> anyhow::Result<()> {
         out_dir.join(format!("{}.json", settings.out)),
         serde_json::to_string_pretty(&results)?,
     )?;
+    if let Some(window) = &heartbeats {
+        std::fs::write(
+            out_dir.join(format!("{}.heartbeat.json", settings.out)),
+            serde_json::to_string_pretty(window)?,
+        )?;
+    }
     drop(shadow);
     drop(manager);
     drop(sim);

@@ -78,14 +78,38 @@ impl Manager {
 
     /// The body of one of the manager's pages.
     pub fn page(&self, path: &str) -> anyhow::Result<String> {
+        Ok(self.get(path)?.1)
+    }
+
+    /// The status code and body of one of the manager's pages.
+    fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
         use std::io::{Read, Write};
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port))?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
         write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
         let mut response = String::new();
         stream.read_to_string(&mut response)?;
-        let body = response.split_once("\r\n\r\n").context("no HTTP body")?.1;
-        Ok(body.to_owned())
+        let (head, body) = response.split_once("\r\n\r\n").context("no HTTP body")?;
+        let code = head
+            .split_whitespace()
+            .nth(1)
+            .context("no HTTP status")?
+            .parse()?;
+        Ok((code, body.to_owned()))
+    }
+
+    /// Waits until `/readyz` answers 200: the manager serves and its controllers' caches have
+    /// synced, so what is measured next is their work, not the manager's start (the initial
+    /// list of 5,000 nodes, say).
+    pub async fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
+        let started = Instant::now();
+        while !self.get("/readyz").is_ok_and(|(code, _)| code == 200) {
+            if started.elapsed() > timeout {
+                bail!("the manager was not ready within {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
     }
 
     /// The manager's own metrics that tell how its queues and syncs kept up.
@@ -209,9 +233,29 @@ async fn calls_answered(
     agent: &str,
     code: impl Fn(&str) -> bool,
 ) -> anyhow::Result<BTreeMap<String, u64>> {
+    Ok(calls_by_code(client, agent, code).await?.1)
+}
+
+/// [`api_calls`] and those of them that failed (a non-2xx answer: a 404 on a pod already
+/// gone, a 409 on a stale resourceVersion), from one read of the sim's counters, so that the
+/// two agree.
+pub async fn api_calls_and_failures(
+    client: &Client,
+    agent: &str,
+) -> anyhow::Result<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
+    calls_by_code(client, agent, |code| !code.starts_with('2')).await
+}
+
+/// The sim's request counts of `agent` by "verb resource": all of them, and those whose status
+/// code `code` accepts.
+async fn calls_by_code(
+    client: &Client,
+    agent: &str,
+    code: impl Fn(&str) -> bool,
+) -> anyhow::Result<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
-    let mut calls = BTreeMap::new();
+    let (mut all, mut accepted) = (BTreeMap::new(), BTreeMap::new());
     for line in text.lines() {
         let Some((labels, count)) = line
             .strip_prefix("sim_requests_total{")
@@ -221,13 +265,16 @@ async fn calls_answered(
         };
         let labels = prometheus_labels(labels);
         let label = |name: &str| labels.get(name).map(String::as_str).unwrap_or_default();
-        if label("user_agent").contains(agent) && code(label("code")) {
-            *calls
-                .entry(format!("{} {}", label("verb"), label("resource")))
-                .or_default() += count.trim().parse::<u64>()?;
+        if label("user_agent").contains(agent) {
+            let key = format!("{} {}", label("verb"), label("resource"));
+            let count = count.trim().parse::<u64>()?;
+            *all.entry(key.clone()).or_default() += count;
+            if code(label("code")) {
+                *accepted.entry(key).or_default() += count;
+            }
         }
     }
-    Ok(calls)
+    Ok((all, accepted))
 }
 
 /// Calls that change something, other than Leases (a manager's own leader election).
@@ -272,7 +319,9 @@ pub fn prometheus_labels(text: &str) -> BTreeMap<String, String> {
 }
 
 /// What a manager's `/metrics` says about keeping up: the cumulative sync duration histogram
-/// per controller, the current depth of every workqueue, and the retries so far.
+/// per controller, the current depth of every workqueue, the retries so far, and how many
+/// syncs and queue adds there were (to tell a quiet stretch from a busy one: the DaemonSet
+/// bench's heartbeat window counts the syncs node heartbeats caused).
 #[derive(Default)]
 pub struct QueueMetrics {
     /// Controller -> (bucket upper bound in seconds, cumulative count), by ascending bound.
@@ -281,6 +330,11 @@ pub struct QueueMetrics {
     pub depth: f64,
     /// Sum of `workqueue_retries_total` over the queues.
     pub retries: f64,
+    /// `controller_sync_duration_seconds_count` by `controller`: that controller's syncs so
+    /// far (its main queue's; other queues' work is counted in [`Self::adds`]).
+    pub syncs: BTreeMap<String, f64>,
+    /// `workqueue_adds_total` by queue `name`.
+    pub adds: BTreeMap<String, f64>,
 }
 
 impl QueueMetrics {
@@ -299,6 +353,16 @@ impl QueueMetrics {
             match name {
                 "workqueue_depth" => metrics.depth += value,
                 "workqueue_retries_total" => metrics.retries += value,
+                "controller_sync_duration_seconds_count" => {
+                    if let Some(controller) = prometheus_labels(labels).remove("controller") {
+                        *metrics.syncs.entry(controller).or_default() += value;
+                    }
+                }
+                "workqueue_adds_total" => {
+                    if let Some(queue) = prometheus_labels(labels).remove("name") {
+                        *metrics.adds.entry(queue).or_default() += value;
+                    }
+                }
                 "controller_sync_duration_seconds_bucket" => {
                     let labels = prometheus_labels(labels);
                     let (Some(controller), Some(bound)) =
@@ -320,6 +384,18 @@ impl QueueMetrics {
             buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
         metrics
+    }
+
+    /// `syncs` of `controller` between `before` and `self`.
+    pub fn syncs_since(&self, before: &QueueMetrics, controller: &str) -> f64 {
+        let count = |metrics: &QueueMetrics| metrics.syncs.get(controller).copied().unwrap_or(0.0);
+        count(self) - count(before)
+    }
+
+    /// `adds` to queue `name` between `before` and `self`.
+    pub fn adds_since(&self, before: &QueueMetrics, name: &str) -> f64 {
+        let count = |metrics: &QueueMetrics| metrics.adds.get(name).copied().unwrap_or(0.0);
+        count(self) - count(before)
     }
 
     /// The 99th percentile sync duration (the upper bound of the bucket that holds it) of the
