@@ -65,8 +65,8 @@ impl DaemonSetSync {
             .await
     }
 
-    /// upstream `syncNodes`: sets the expectations to the plan's creates and deletes (also
-    /// 0/0), creates the pods in slow-start batches (stopping after a batch with a failure
+    /// upstream `syncNodes`: sets the expectations to the plan's creates and the pods it
+    /// deletes, by key (also 0/0; upstream counts deletions only), creates the pods in slow-start batches (stopping after a batch with a failure
     /// and lowering the expectations by the creates never tried; a create refused because
     /// the namespace is going away is dropped silently, as upstream), then deletes the pods
     /// (`pods` holds them by key), all at once. Every failure is returned, aggregated.
@@ -78,9 +78,10 @@ impl DaemonSetSync {
     ) -> Result<(), SyncError> {
         let key = context.key;
         let ds = &context.ds.object;
-        let (creates, deletes) = plan.expectations();
+        let (creates, _) = plan.expectations();
         self.expectations
-            .set_expectations(key, count(creates), count(deletes));
+            .expect_deletions(key, plan.delete_pods.iter().cloned());
+        self.expectations.raise_expectations(key, count(creates), 0);
         let template = create_pod_template(
             &pod_template(ds).cloned().unwrap_or_default(),
             template_generation(ds),
@@ -125,17 +126,20 @@ impl DaemonSetSync {
         }
         let deleted = join_all(plan.delete_pods.iter().map(|pod_key| async move {
             // Every key of the plan is a claimed pod's.
-            let pod = pods.get(pod_key)?;
-            Some(self.pod_control.delete_pod(pod, ds).await)
+            let deleted = match pods.get(pod_key) {
+                Some(pod) => Some(self.pod_control.delete_pod(pod, ds).await),
+                None => None,
+            };
+            (pod_key, deleted)
         }))
         .await;
-        for result in deleted {
+        for (pod_key, result) in deleted {
             match result {
                 Some(Ok(())) => {}
                 // No delete event will come for this pod: stop waiting for it.
-                None => self.expectations.deletion_observed(key),
+                None => self.expectations.deletion_observed(key, pod_key),
                 Some(Err(error)) => {
-                    self.expectations.deletion_observed(key);
+                    self.expectations.deletion_observed(key, pod_key);
                     if !error.is_not_found() {
                         errors.push(error);
                     }
