@@ -113,9 +113,11 @@ async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
             "--shadow-settle=2s",
         ]))
         .await;
+    // Leading (its controllers' health checks exist) with synced caches.
     eventually("the shadow ready", Duration::from_secs(30), || async {
+        let (_, checks) = plain_get(shadow.addr, "/healthz?verbose").await.ok()?;
         let (code, _) = plain_get(shadow.addr, "/readyz").await.ok()?;
-        (code == 200).then_some(())
+        (checks.contains("daemonset-controller") && code == 200).then_some(())
     })
     .await;
 

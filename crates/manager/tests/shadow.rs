@@ -64,10 +64,18 @@ async fn start_shadow(cluster: &Cluster, extra: &[&str]) -> RunningManager {
     let mut shadow = vec!["--shadow", "--shadow-settle=2s"];
     shadow.extend(extra);
     let running = cluster.start_manager(&flags(&shadow)).await;
-    eventually("the shadow ready", Duration::from_secs(30), || async {
-        let (code, _) = plain_get(running.addr, "/readyz").await.ok()?;
-        (code == 200).then_some(())
-    })
+    // `/readyz` also answers 200 while the shadow waits for its Lease: a controller's health
+    // check exists only once it leads, and `/readyz` then answers 200 once the caches synced.
+    eventually(
+        "the shadow leading with synced caches",
+        Duration::from_secs(30),
+        || async {
+            let (_, checks) = plain_get(running.addr, "/healthz?verbose").await.ok()?;
+            let leading = checks.contains("deployment-controller");
+            let (ready, _) = plain_get(running.addr, "/readyz").await.ok()?;
+            (leading && ready == 200).then_some(())
+        },
+    )
     .await;
     running
 }
