@@ -983,21 +983,47 @@ fn requests(calls: &BTreeMap<String, u64>) -> u64 {
         .sum()
 }
 
-/// DaemonSet phases, their requests per pod created, replaced or removed: a DaemonSet's size
-/// is its node count, so per object they would say little.
-fn daemon_set_table(results: &[&PhaseResult]) -> String {
+/// A phase table's head: `columns` and their `alignment`, then the shadow's columns when any
+/// phase measured a shadow, then the API calls.
+fn table_head(results: &[&PhaseResult], columns: &str, alignment: &str) -> String {
     let shadow = results.iter().any(|result| result.shadow.is_some());
-    let mut out = String::from(
-        "| phase | DaemonSets | nodes | pods changed | wall s | manager CPU s | manager peak RSS MiB | manager requests per pod (excl. list/watch) | writes per pod (POST / PUT / PATCH / DELETE) | sync p99 ms | queue depth peak / end |",
-    );
+    let mut out = String::from(columns);
     if shadow {
         out.push_str(" shadow CPU s | shadow peak RSS MiB | shadow writes |");
     }
-    out.push_str(" manager API calls |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|");
+    out.push_str(" manager API calls |\n");
+    out.push_str(alignment);
     if shadow {
         out.push_str("---:|---:|---:|");
     }
     out.push_str("---|\n");
+    out
+}
+
+/// The end of a phase's row: the shadow's cells, if it ran one, and the API calls.
+fn row_tail(out: &mut String, result: &PhaseResult) {
+    if let Some(usage) = &result.shadow {
+        let _ = write!(
+            out,
+            " {:.2} | {:.1} | {} |",
+            usage.cpu_seconds, usage.peak_rss_mib, usage.writes
+        );
+    }
+    let _ = writeln!(
+        out,
+        " {} |",
+        calls_cell(&result.api_calls, &result.failed_api_calls)
+    );
+}
+
+/// DaemonSet phases, their requests per pod created, replaced or removed: a DaemonSet's size
+/// is its node count, so per object they would say little.
+fn daemon_set_table(results: &[&PhaseResult]) -> String {
+    let mut out = table_head(
+        results,
+        "| phase | DaemonSets | nodes | pods changed | wall s | manager CPU s | manager peak RSS MiB | manager requests per pod (excl. list/watch) | writes per pod (POST / PUT / PATCH / DELETE) | sync p99 ms | queue depth peak / end |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+    );
     for result in results {
         let pods = result.pods.unwrap_or(0);
         let _ = write!(
@@ -1016,18 +1042,7 @@ fn daemon_set_table(results: &[&PhaseResult]) -> String {
             result.queue_depth_peak,
             result.queue_depth_end,
         );
-        if let Some(usage) = &result.shadow {
-            let _ = write!(
-                out,
-                " {:.2} | {:.1} | {} |",
-                usage.cpu_seconds, usage.peak_rss_mib, usage.writes
-            );
-        }
-        let _ = writeln!(
-            out,
-            " {} |",
-            calls_cell(&result.api_calls, &result.failed_api_calls)
-        );
+        row_tail(&mut out, result);
     }
     out
 }
@@ -1058,18 +1073,11 @@ fn heartbeat_report(result: &HeartbeatResult) -> String {
 
 /// The workload kinds' phases.
 fn workload_table(results: &[&PhaseResult]) -> String {
-    let shadow = results.iter().any(|result| result.shadow.is_some());
-    let mut out = String::from(
+    let mut out = table_head(
+        results,
         "| phase | objects | wall s | manager CPU s | manager peak RSS MiB | manager requests per object (excl. list/watch) | sync p99 ms | queue depth peak / end |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     );
-    if shadow {
-        out.push_str(" shadow CPU s | shadow peak RSS MiB | shadow writes |");
-    }
-    out.push_str(" manager API calls |\n|---|---:|---:|---:|---:|---:|---:|---:|");
-    if shadow {
-        out.push_str("---:|---:|---:|");
-    }
-    out.push_str("---|\n");
     for result in results {
         let _ = write!(
             out,
@@ -1088,18 +1096,7 @@ fn workload_table(results: &[&PhaseResult]) -> String {
             result.queue_depth_peak,
             result.queue_depth_end
         );
-        if let Some(usage) = &result.shadow {
-            let _ = write!(
-                out,
-                " {:.2} | {:.1} | {} |",
-                usage.cpu_seconds, usage.peak_rss_mib, usage.writes
-            );
-        }
-        let _ = writeln!(
-            out,
-            " {} |",
-            calls_cell(&result.api_calls, &result.failed_api_calls)
-        );
+        row_tail(&mut out, result);
     }
     for result in results
         .iter()
