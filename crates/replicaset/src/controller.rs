@@ -9,12 +9,11 @@ use controller_toolkit::{
     availability::availability_requeue,
     controller_ref::ControllerRefManager,
     events::{EventRecorder, EventType},
-    keys::pod_key,
     pod_control::{PodControl, PodControlError},
     pod_predicates::{filter_active_pods, is_pod_terminating},
     runtime::{
         BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync,
-        DependentEvents, OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
+        OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
     },
     stale_reads::{StaleRead, WrittenVersions},
     write_holds::WriteHolds,
@@ -124,20 +123,6 @@ pub struct ReplicaSetSync {
     held_writes: Option<StatusWritesHeld>,
 }
 
-/// Pod events as the expectations see them: a pod of a ReplicaSet appearing
-/// is an observed creation, one going (or starting to go) an observed deletion.
-struct ObservedPods(Arc<UidTrackingExpectations>);
-
-impl DependentEvents<CachedPod> for ObservedPods {
-    fn created(&self, owner_key: &str, _pod: &CachedPod) {
-        self.0.creation_observed(owner_key);
-    }
-
-    fn deleted(&self, owner_key: &str, pod: &CachedPod) {
-        self.0.deletion_observed(owner_key, &pod_key(pod));
-    }
-}
-
 impl ControllerSync for ReplicaSetSync {
     type Options = ReplicaSetOptions;
 
@@ -165,7 +150,7 @@ impl ControllerSync for ReplicaSetSync {
         runtime.owns(
             &pod_informer,
             OwnerRouting::new(replica_set_informer.lister(), runtime.queue())
-                .with_events(ObservedPods(expectations.clone()))
+                .with_events(expectations.clone())
                 .graceful_delete_is_delete(),
         );
         let writer = runtime.writer().clone();

@@ -12,6 +12,7 @@
 
 use std::{marker::PhantomData, sync::Arc, time::Duration};
 
+use expectations::UidTrackingExpectations;
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, LabelMatcher,
     Labeled, Lister, RawObject, object_key,
@@ -23,7 +24,7 @@ use k8s_openapi::{
 use kube::{Resource, ResourceExt};
 use workqueue::RateLimitingQueue;
 
-use crate::{controller_ref::controller_of, pod_predicates::is_pod_ready};
+use crate::{controller_ref::controller_of, keys::pod_key, pod_predicates::is_pod_ready};
 
 /// The selector an owner adopts orphans with, or `None` when it is empty (it would select
 /// everything) or cannot be parsed: such an owner adopts nothing (upstream's
@@ -140,7 +141,7 @@ impl<K: Owner> Owner for RawObject<K> {
 }
 
 /// What a controller learns from its dependents' events besides "sync the owner": the
-/// ReplicaSet controller's expectations observe creations and deletions here.
+/// ReplicaSet and DaemonSet controllers' expectations observe creations and deletions here.
 pub trait DependentEvents<D>: Send + Sync + 'static {
     /// A dependent of the owner with key `owner_key` appeared.
     fn created(&self, _owner_key: &str, _dependent: &D) {}
@@ -150,6 +151,20 @@ pub trait DependentEvents<D>: Send + Sync + 'static {
 
 /// No bookkeeping beyond enqueueing.
 impl<D> DependentEvents<D> for () {}
+
+/// Pods as UID-tracking expectations see them: a pod of the owner appearing is an observed
+/// creation, one going (or starting to go) the observed deletion of that pod. Tracked by pod,
+/// a graceful deletion (the update setting `deletionTimestamp`, then the delete) counts once,
+/// so a sync never runs while a pod it deleted is still in the cache as if it were not going.
+impl DependentEvents<CachedPod> for Arc<UidTrackingExpectations> {
+    fn created(&self, owner_key: &str, _pod: &CachedPod) {
+        self.creation_observed(owner_key);
+    }
+
+    fn deleted(&self, owner_key: &str, pod: &CachedPod) {
+        self.deletion_observed(owner_key, &pod_key(pod));
+    }
+}
 
 /// Called with the key of an object that is gone.
 type OnGone = Arc<dyn Fn(&str) + Send + Sync>;
@@ -417,6 +432,37 @@ mod tests {
         fn deleted(&self, _owner_key: &str, _pod: &CachedPod) {
             self.0.fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    /// A pod `name` in namespace `ns`, being deleted or not.
+    fn named_pod(name: &str, deleting: bool) -> CachedPod {
+        let mut pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+        });
+        if deleting {
+            pod["metadata"]["deletionTimestamp"] = serde_json::json!("2026-01-01T00:00:00Z");
+        }
+        typed(pod)
+    }
+
+    #[test]
+    fn a_graceful_deletion_seen_twice_is_one_observed_deletion() {
+        let expectations = Arc::new(UidTrackingExpectations::new());
+        let observed = expectations.clone();
+        expectations.expect_deletions("ns/ds", ["ns/a", "ns/b"]);
+        // Pod a goes gracefully: the update that sets deletionTimestamp, then the delete.
+        observed.deleted("ns/ds", &named_pod("a", true));
+        observed.deleted("ns/ds", &named_pod("a", false));
+        assert!(
+            !expectations.satisfied_expectations("ns/ds"),
+            "pod b is still there: the sync must not run on a cache that still shows it"
+        );
+        // A pod the sync did not delete does not count either.
+        observed.deleted("ns/ds", &named_pod("c", false));
+        assert!(!expectations.satisfied_expectations("ns/ds"));
+        observed.deleted("ns/ds", &named_pod("b", false));
+        assert!(expectations.satisfied_expectations("ns/ds"));
     }
 
     fn typed<K: serde::de::DeserializeOwned>(json: serde_json::Value) -> K {
