@@ -111,7 +111,8 @@ pub trait KindCache: Send + Sync {
     fn read_meta(&self, namespace: &str, name: &str, read: &mut dyn FnMut(&ObjectMeta));
     /// The metadata of every object in `namespace`.
     fn in_namespace(&self, namespace: &str) -> Vec<ObjectMeta>;
-    /// Delivers the cache's watch events to `events`.
+    /// Delivers the cache's watch events to `events` as the cache applies them (an inline
+    /// handler): a change the cache showed at some instant was delivered by then.
     fn follow(&self, events: Arc<dyn KindEvents>);
 }
 
@@ -144,7 +145,8 @@ impl std::fmt::Debug for Snapshot {
     }
 }
 
-/// What a [`KindCache`]'s watch delivers, by metadata.
+/// What a [`KindCache`]'s watch delivers, by metadata, on the informer's own task: each call
+/// must be quick and must not block.
 pub trait KindEvents: Send + Sync {
     /// An object was created (not in the cache's first list); `snapshot` gives it whole.
     fn created(&self, meta: &ObjectMeta, snapshot: &dyn Fn() -> Snapshot);
@@ -199,7 +201,7 @@ impl<K: InformerResource> KindCache for InformerCache<K> {
     }
 
     fn follow(&self, events: Arc<dyn KindEvents>) {
-        self.informer.add_event_handler(Following {
+        self.informer.add_inline_handler(Following {
             events,
             to_json: self.to_json,
         });

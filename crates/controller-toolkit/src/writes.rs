@@ -7,8 +7,12 @@
 //! object into a [`Write`] and the server's answer back into the object, and hold the rules
 //! every controller shares: the status-update retry ([`StatusRetry`]) and upstream's
 //! `slowStartBatch` ([`slow_start`]).
+//!
+//! A write also knows when the sync that decided it started ([`sync_started`]): its cache
+//! reads came after that instant, so an executor that judges writes (shadow mode) can tell
+//! which changes the decision had seen.
 
-use std::{fmt, future::Future, sync::Arc};
+use std::{fmt, future::Future, sync::Arc, time::Instant};
 
 use futures::future::{BoxFuture, join_all};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -21,6 +25,24 @@ use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, value::RawValue};
 
 use crate::api_errors::is_conflict;
+
+tokio::task_local! {
+    /// When the sync running on this task started.
+    static SYNC_STARTED: Instant;
+}
+
+/// Runs `sync`, one sync of a key, so that the writes it decides can tell when it started
+/// ([`sync_started`]). The controller runtime runs every sync through it.
+pub async fn within_sync<F: Future>(sync: F) -> F::Output {
+    SYNC_STARTED.scope(Instant::now(), sync).await
+}
+
+/// When the sync deciding the write now being executed started, if it runs [`within_sync`]:
+/// every cache read the decision rests on came after it, so a change the cache showed before
+/// then was seen by the decision.
+pub fn sync_started() -> Option<Instant> {
+    SYNC_STARTED.try_with(|started| *started).ok()
+}
 
 /// What a write does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -475,6 +497,22 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_write_knows_when_the_sync_deciding_it_started() {
+        assert_eq!(sync_started(), None, "outside a sync");
+        let before = Instant::now();
+        let (first, later) = within_sync(async {
+            let first = sync_started();
+            tokio::task::yield_now().await;
+            (first, sync_started())
+        })
+        .await;
+        let first = first.expect("within a sync");
+        assert!(first >= before && first <= Instant::now());
+        assert_eq!(later, Some(first), "one instant for the whole sync");
+        assert_eq!(sync_started(), None, "only within it");
+    }
 
     #[test]
     fn slow_start_batch_sizes() {

@@ -81,6 +81,9 @@ struct InformerInner<K> {
 struct InformerState<K> {
     processor: EventProcessor<K>,
     listeners: Vec<Listener<K>>,
+    /// Handlers called on the informer's own task as each change is applied
+    /// ([`SharedInformer::add_inline_handler`]).
+    inline: Vec<Arc<dyn EventHandler<K>>>,
     phase: Phase<K>,
 }
 
@@ -106,6 +109,7 @@ impl<K: InformerResource> SharedInformer<K> {
                 state: Mutex::new(InformerState {
                     processor,
                     listeners: Vec::new(),
+                    inline: Vec::new(),
                     phase: Phase::NotStarted {
                         pending_tasks: Vec::new(),
                     },
@@ -140,6 +144,20 @@ impl<K: InformerResource> SharedInformer<K> {
         }
         state.listeners.push(listener);
         registration
+    }
+
+    /// Registers a handler called on the informer's own task, under its lock, right after each
+    /// change is applied to the cache and before any queued handler hears of it: whatever it
+    /// records is in order with the cache, so a reader that saw an object in the cache at some
+    /// instant knows the handler had recorded it by then. It must be quick and must not block
+    /// or call back into this informer (a lock and a map insert). Objects already cached are
+    /// replayed to it first as `on_add(obj, true)`, as for [`Self::add_event_handler`].
+    pub fn add_inline_handler<H: EventHandler<K>>(&self, handler: H) {
+        let mut state = self.inner.state.lock();
+        for obj in self.inner.store.list() {
+            handler.on_add(&obj, true);
+        }
+        state.inline.push(Arc::new(handler));
     }
 
     /// Adds a named index (also after start: existing objects are indexed at once).
@@ -282,7 +300,7 @@ impl<K: InformerResource> InformerInner<K> {
         // A relist re-delivers unchanged objects as updates; upstream hands such "sync"
         // updates only to handlers whose resync is due, which is only ever at a resync tick.
         notifications.retain(|notification| !notification.is_sync());
-        distribute(&state.listeners, notifications);
+        distribute(&state, notifications);
         if state.processor.has_synced() {
             self.synced.store(true, Ordering::SeqCst);
         }
@@ -290,13 +308,17 @@ impl<K: InformerResource> InformerInner<K> {
 
     fn resync(&self) {
         let state = self.state.lock();
-        distribute(&state.listeners, state.processor.resync());
+        distribute(&state, state.processor.resync());
     }
 }
 
-fn distribute<K: Clone>(listeners: &[Listener<K>], notifications: Vec<Notification<K>>) {
+/// Hands `notifications` to the inline handlers, then queues them to every listener.
+fn distribute<K: Clone + 'static>(state: &InformerState<K>, notifications: Vec<Notification<K>>) {
     for notification in notifications {
-        for listener in listeners {
+        for handler in &state.inline {
+            notification.deliver(handler.as_ref());
+        }
+        for listener in &state.listeners {
             listener.send(notification.clone());
         }
     }
@@ -427,6 +449,37 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+
+    #[tokio::test]
+    async fn an_inline_handler_has_recorded_a_change_once_the_cache_shows_it() {
+        let shutdown = CancellationToken::new();
+        let (informer, queued) = recording_informer(&shutdown);
+        informer.inner.handle(Event::Init);
+        informer.inner.handle(Event::InitApply(p("a")));
+        informer.inner.handle(done());
+        let inline = Recorder::default();
+        informer.add_inline_handler(inline.clone());
+        assert_eq!(inline.calls(), ["add ns/a true"], "the cache replayed");
+        queued.gate.set_closed(true);
+        informer.inner.handle(Event::Apply(p("b")));
+        informer
+            .inner
+            .handle(Event::Apply(pod("ns", "a", &[], "2").as_ref().clone()));
+        informer.inner.handle(Event::Delete(p("b")));
+        assert_eq!(
+            inline.calls(),
+            [
+                "add ns/a true",
+                "add ns/b false",
+                "update ns/a",
+                "delete ns/b"
+            ],
+            "recorded on the informer's task, whatever the queued handler does"
+        );
+        queued.gate.set_closed(false);
+        eventually("the queued handler", || queued.calls().len() == 4).await;
+        shutdown.cancel();
     }
 
     #[tokio::test]

@@ -70,6 +70,8 @@ struct WatchLog {
 struct Logged {
     /// When each object, or one it controls, last changed.
     changed: HashMap<String, Instant>,
+    /// When each object's spec (its generation) last changed.
+    spec_changed: HashMap<String, Instant>,
     created_by_name: HashMap<String, Vec<Creation>>,
     created_by_owner: HashMap<String, Vec<Creation>>,
     deleted_by_name: HashMap<String, Vec<Deletion>>,
@@ -84,6 +86,7 @@ impl WatchLog {
             catalog,
             inner: Mutex::new(Logged {
                 changed: HashMap::new(),
+                spec_changed: HashMap::new(),
                 created_by_name: HashMap::new(),
                 created_by_owner: HashMap::new(),
                 deleted_by_name: HashMap::new(),
@@ -115,7 +118,12 @@ impl WatchLog {
                 .insert(object_key(&owner.resource, namespace, &owner.name), now);
         }
         match event {
-            Event::Changed => {}
+            Event::Changed { spec: false } => {}
+            Event::Changed { spec: true } => {
+                logged
+                    .spec_changed
+                    .insert(object_key(resource, namespace, name), now);
+            }
             Event::Created(object) => {
                 let creation = Creation {
                     name: name.to_owned(),
@@ -171,6 +179,7 @@ impl Logged {
     fn prune(&mut self, now: Instant, keep: Duration) {
         let fresh = |at: &Instant| now.duration_since(*at) <= keep;
         self.changed.retain(|_, at| fresh(at));
+        self.spec_changed.retain(|_, at| fresh(at));
         for log in [&mut self.created_by_name, &mut self.created_by_owner] {
             log.retain(|_, entries| {
                 entries.retain(|entry| fresh(&entry.at));
@@ -189,7 +198,10 @@ impl Logged {
 
 /// What one watch event means to the log.
 enum Event {
-    Changed,
+    /// Changed; `spec` when its generation moved.
+    Changed {
+        spec: bool,
+    },
     Created(Option<Snapshot>),
     Deleted,
 }
@@ -212,7 +224,9 @@ impl KindEvents for LogFeed {
         let event = if old.deletion_timestamp.is_none() && new.deletion_timestamp.is_some() {
             Event::Deleted
         } else {
-            Event::Changed
+            Event::Changed {
+                spec: old.generation != new.generation,
+            }
         };
         self.log.record(self.resource, new, event);
     }
@@ -318,10 +332,37 @@ impl ClusterView {
         name: &str,
         since: Instant,
     ) -> bool {
-        self.log
-            .inner
-            .lock()
-            .changed
+        self.logged_after(|logged| &logged.changed, resource, namespace, name, since)
+    }
+
+    /// Whether the spec of `namespace/name` of `resource` changed (its generation moved) after
+    /// `since`.
+    pub(crate) fn spec_changed_since(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        since: Instant,
+    ) -> bool {
+        self.logged_after(
+            |logged| &logged.spec_changed,
+            resource,
+            namespace,
+            name,
+            since,
+        )
+    }
+
+    /// Whether the log `times` picks holds `namespace/name` of `resource` after `since`.
+    fn logged_after(
+        &self,
+        times: fn(&Logged) -> &HashMap<String, Instant>,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        since: Instant,
+    ) -> bool {
+        times(&self.log.inner.lock())
             .get(&object_key(resource, namespace, name))
             .is_some_and(|at| *at > since)
     }

@@ -36,7 +36,7 @@ use std::{
 
 use controller_toolkit::{
     shadow_view::{ComparedKind, DependentsMatch},
-    writes::{Write, WriteExecutor, WriteVerb},
+    writes::{self, Write, WriteExecutor, WriteVerb},
 };
 use futures::future::BoxFuture;
 use k8s_openapi::jiff::Timestamp;
@@ -49,7 +49,7 @@ pub use report::{Divergence, Intent, KEPT, ShadowMetrics, ShadowReport};
 
 use crate::{
     answer::answer_for,
-    cluster::owner_key,
+    cluster::{ObjectFacts, owner_key},
     compare::{
         Expectation, Facts, Kind, Observed, OwnerName, OwnerState, Verdict, compared_fields,
         verdict,
@@ -71,11 +71,6 @@ pub const DEFAULT_SETTLE: Duration = Duration::from_secs(5);
 
 /// How often the one-line summary is logged.
 const SUMMARY_EVERY: Duration = Duration::from_secs(60);
-
-/// How long before a decision is recorded the controller may have read the caches it was
-/// decided on (one sync). A creation logged earlier was counted by that decision, so it cannot
-/// answer one of its creates by count; one logged later may.
-const DECISION_LAG: Duration = Duration::from_millis(250);
 
 /// Shadow mode's state, shared by the controllers' executors, the comparison loop and the
 /// `/shadow` page. Cheap to clone.
@@ -128,6 +123,10 @@ struct Pending {
     controller: &'static str,
     verb: WriteVerb,
     at: Instant,
+    /// When the sync that decided it started ([`writes::sync_started`]), else `at`: a creation
+    /// the watch log shows before then was in the cache the decision read, so was counted by
+    /// it and cannot answer one of its creates by count; one logged later may.
+    decided_from: Instant,
     expectation: Expectation,
     /// The owner the decision was made for, and its generation then.
     owner: Option<(OwnerName, Option<i64>)>,
@@ -176,6 +175,7 @@ struct Outcome {
     key: PendingKey,
     controller: &'static str,
     at: Instant,
+    decided_from: Instant,
     owner: Option<OwnerName>,
     verdict: Verdict,
 }
@@ -360,6 +360,7 @@ impl State {
             controller,
             verb: write.verb.clone(),
             at,
+            decided_from: writes::sync_started().unwrap_or(at),
             expectation: decision.expectation,
             owner,
         };
@@ -389,6 +390,7 @@ impl State {
                 key: key.clone(),
                 controller: pending.controller,
                 at: pending.at,
+                decided_from: pending.decided_from,
                 owner: pending.owner.as_ref().map(|(owner, _)| owner.clone()),
                 verdict,
             });
@@ -425,7 +427,12 @@ impl State {
             age,
             settle: self.settle,
             namespace_deleting: view.namespace_deleting(namespace),
-            owner: owner_state(view, namespace, pending.owner.as_ref()),
+            owner: owner_state(
+                view,
+                namespace,
+                pending.owner.as_ref(),
+                pending.decided_from,
+            ),
             ..Facts::default()
         };
         let observed;
@@ -464,12 +471,7 @@ impl State {
                         }
                     }
                     (Identity::Count, Some(owner)) => view
-                        .claim_created_by(
-                            resource,
-                            namespace,
-                            owner,
-                            count_window_start(pending.at),
-                        )
+                        .claim_created_by(resource, namespace, owner, pending.decided_from)
                         .map(|name| Found {
                             name,
                             rule: Rule::OwnerCount,
@@ -575,7 +577,7 @@ impl State {
                             now,
                         )
                     {
-                        let since = count_window_start(outcome.at);
+                        let since = outcome.decided_from;
                         let owned = (
                             Check::Exists,
                             owner_key(&key.resource, &key.namespace, owner),
@@ -719,17 +721,13 @@ impl State {
     }
 }
 
-/// The start of the window in which the cluster's creates answer, by count, a create decided
-/// at `at`.
-fn count_window_start(at: Instant) -> Instant {
-    at.checked_sub(DECISION_LAG).unwrap_or(at)
-}
-
-/// What became of the owner a decision was made for (and its generation then).
+/// What became of the owner a decision was made for (and its generation when recorded), by
+/// a sync that started at `decided_from`.
 fn owner_state(
     view: &ClusterView,
     namespace: &str,
     owner: Option<&(OwnerName, Option<i64>)>,
+    decided_from: Instant,
 ) -> OwnerState {
     let Some((owner, generation)) = owner else {
         return OwnerState::NotFollowed;
@@ -737,12 +735,31 @@ fn owner_state(
     if !view.follows(&owner.resource) {
         return OwnerState::NotFollowed;
     }
-    match view.facts(&owner.resource, namespace, &owner.name) {
+    let spec_moved = view.spec_changed_since(&owner.resource, namespace, &owner.name, decided_from);
+    owner_state_from(
+        owner.uid.as_deref(),
+        *generation,
+        view.facts(&owner.resource, namespace, &owner.name).as_ref(),
+        spec_moved,
+    )
+}
+
+/// What became of an owner (`uid`, `generation` when the decision was recorded), cached `now`
+/// as this, whose spec moved (`spec_moved`) or not since the sync deciding started. A spec
+/// change between the sync's reads and the recording leaves the recorded generation equal to
+/// the cached one, yet the decision was made on the spec before it.
+fn owner_state_from(
+    uid: Option<&str>,
+    generation: Option<i64>,
+    now: Option<&ObjectFacts>,
+    spec_moved: bool,
+) -> OwnerState {
+    match now {
         None => OwnerState::Gone,
-        Some(now) if now.terminating || (owner.uid.is_some() && now.uid != owner.uid) => {
+        Some(now) if now.terminating || (uid.is_some() && now.uid.as_deref() != uid) => {
             OwnerState::Gone
         }
-        Some(now) if now.generation != *generation => OwnerState::SpecChanged,
+        Some(now) if spec_moved || now.generation != generation => OwnerState::SpecChanged,
         Some(_) => OwnerState::Unchanged,
     }
 }
@@ -754,5 +771,60 @@ fn listing(names: &[String]) -> String {
         "none".to_owned()
     } else {
         names.join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_became_of_an_owner() {
+        let cached = |uid: &str, generation: i64, terminating: bool| ObjectFacts {
+            uid: Some(uid.to_owned()),
+            resource_version: Some("7".to_owned()),
+            generation: Some(generation),
+            terminating,
+        };
+        let cases = [
+            ("gone from the cache", None, false, OwnerState::Gone),
+            (
+                "being deleted",
+                Some(cached("u1", 2, true)),
+                false,
+                OwnerState::Gone,
+            ),
+            (
+                "a namesake",
+                Some(cached("u2", 2, false)),
+                false,
+                OwnerState::Gone,
+            ),
+            (
+                "a newer generation",
+                Some(cached("u1", 3, false)),
+                false,
+                OwnerState::SpecChanged,
+            ),
+            (
+                "the spec moved between the sync's reads and the recording",
+                Some(cached("u1", 2, false)),
+                true,
+                OwnerState::SpecChanged,
+            ),
+            (
+                "unchanged",
+                Some(cached("u1", 2, false)),
+                false,
+                OwnerState::Unchanged,
+            ),
+        ];
+        for (name, now, spec_moved, expected) in cases {
+            assert_eq!(
+                owner_state_from(Some("u1"), Some(2), now.as_ref(), spec_moved),
+                expected,
+                "{name}"
+            );
+        }
     }
 }

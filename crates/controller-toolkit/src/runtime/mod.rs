@@ -32,7 +32,7 @@ use workqueue::{
 use crate::{
     events::{EventRecorder, RecorderConfig},
     stale_reads::StaleSyncSkips,
-    writes::{WriteExecutor, Writer},
+    writes::{WriteExecutor, Writer, within_sync},
 };
 
 pub use routing::{
@@ -307,7 +307,7 @@ impl ControllerRuntime {
                 shutdown.clone(),
                 move |key: String| {
                     let reconciler = reconciler.clone();
-                    async move { reconciler.sync(&key).await }
+                    async move { within_sync(reconciler.sync(&key)).await }
                 },
             )
         };
@@ -315,7 +315,7 @@ impl ControllerRuntime {
             let (name, reconciler) = (*name, reconciler.clone());
             pool(queue, None).run_syncs(shutdown.clone(), move |key: String| {
                 let reconciler = reconciler.clone();
-                async move { reconciler.sync_other(name, &key).await }
+                async move { within_sync(reconciler.sync_other(name, &key)).await }
             })
         });
         futures::future::join(main, futures::future::join_all(others)).await;
