@@ -28,6 +28,10 @@ pub struct ControllerDescriptor {
     /// Canonical name, as upstream (`replicaset-controller`): `--controllers`, the event
     /// source, the client's user agent, the health check and the log field.
     pub name: &'static str,
+    /// The name upstream builds its API client under (`ClientBuilder.ClientOrDie`): the last
+    /// part of its user agent and, with `--use-service-account-credentials`, its service
+    /// account. The canonical name, except for the DaemonSet controller's `daemon-set-controller`.
+    pub client_name: &'static str,
     /// Other names `--controllers` accepts (upstream's short names, e.g. `replicaset`).
     pub aliases: &'static [&'static str],
     /// Whether `*` leaves the controller off (only naming it enables it).

@@ -48,8 +48,11 @@ use crate::{
     revisions::{History, RevisionError},
 };
 
-/// Canonical controller name: event source, client name, health check.
+/// Canonical controller name: event source, health check, `--controllers`.
 pub const CONTROLLER_NAME: &str = "daemonset-controller";
+/// The name upstream builds the controller's API client under (`daemon-set-controller`, with
+/// a hyphen the canonical name lacks): its user agent's last part.
+pub const CLIENT_NAME: &str = "daemon-set-controller";
 /// Work queue name of the DaemonSets (and `name` label of its workqueue metrics).
 pub const QUEUE_NAME: &str = "daemonset";
 /// Work queue name of the node updates (upstream v1.36's second queue, node names as keys).

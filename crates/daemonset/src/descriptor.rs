@@ -13,7 +13,7 @@ use controller_toolkit::{
 use informer::SharedInformerFactory;
 
 use crate::{
-    CONTROLLER_NAME, DaemonSetController, DaemonSetOptions, FeatureGates, QUEUE_NAME,
+    CLIENT_NAME, CONTROLLER_NAME, DaemonSetController, DaemonSetOptions, FeatureGates, QUEUE_NAME,
     controller::RawDaemonSet,
 };
 
@@ -23,6 +23,7 @@ pub const TAINT_COMPARISON_GATE: &str = "TaintTolerationComparisonOperators";
 /// The DaemonSet controller as the manager registers it.
 pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
     name: CONTROLLER_NAME,
+    client_name: CLIENT_NAME,
     aliases: &["daemonset"],
     disabled_by_default: false,
     workers: WorkersFlag {

@@ -10,8 +10,8 @@ mod revisions;
 mod sync_nodes;
 
 pub use controller::{
-    CONTROLLER_NAME, DaemonSetController, DaemonSetError, DaemonSetOptions, NODE_QUEUE_NAME,
-    QUEUE_NAME, RawDaemonSet,
+    CLIENT_NAME, CONTROLLER_NAME, DaemonSetController, DaemonSetError, DaemonSetOptions,
+    NODE_QUEUE_NAME, QUEUE_NAME, RawDaemonSet,
 };
 pub use controller_toolkit::runtime::RuntimeOptions;
 pub use descriptor::{DESCRIPTOR, TAINT_COMPARISON_GATE};

@@ -27,6 +27,7 @@ const TERMINATING_GATE: &str = "DeploymentReplicaSetTerminatingReplicas";
 /// The Deployment controller as the manager registers it.
 pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
     name: CONTROLLER_NAME,
+    client_name: CONTROLLER_NAME,
     aliases: &["deployment"],
     disabled_by_default: false,
     workers: WorkersFlag {

@@ -83,7 +83,10 @@ impl ControllerContext {
             .options
             .controller_flags
             .settings_for(descriptor, &self.gates);
-        let client = self.clients.client(name).map_err(|error| failed(&error))?;
+        let client = self
+            .clients
+            .client(descriptor.client_name)
+            .map_err(|error| failed(&error))?;
         (descriptor.init)(InitContext {
             client,
             informers: &self.informers,

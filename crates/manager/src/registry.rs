@@ -116,6 +116,7 @@ pub(crate) fn test_descriptor(
     use controller_toolkit::descriptor::WorkersFlag;
     ControllerDescriptor {
         name,
+        client_name: name,
         aliases,
         disabled_by_default,
         workers: WorkersFlag {

@@ -70,7 +70,7 @@ async fn controllers_daemonset_runs_the_daemonset_controller_alone() {
         .await;
     test.create(&daemon_set("agent")).await;
     settled(test, "agent", 2).await;
-    let creates = requests_with_agent(&test.sim, "kcm-rs/daemonset-controller", "create", "pods");
+    let creates = requests_with_agent(&test.sim, "kcm-rs/daemon-set-controller", "create", "pods");
     assert_eq!(
         creates, 2,
         "one pod per node, by the DaemonSet controller's client"

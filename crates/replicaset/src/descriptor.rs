@@ -21,6 +21,7 @@ pub const STATUS_HOLD_FLAG: &str = "replicaset-status-hold";
 /// The ReplicaSet controller as the manager registers it.
 pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
     name: CONTROLLER_NAME,
+    client_name: CONTROLLER_NAME,
     aliases: &["replicaset"],
     disabled_by_default: false,
     workers: WorkersFlag {

@@ -31,6 +31,7 @@ pub const MAX_UNAVAILABLE_GATE: &str = "MaxUnavailableStatefulSet";
 /// The StatefulSet controller as the manager registers it.
 pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
     name: CONTROLLER_NAME,
+    client_name: CONTROLLER_NAME,
     aliases: &["statefulset"],
     disabled_by_default: false,
     workers: WorkersFlag {

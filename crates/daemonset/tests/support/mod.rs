@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use sim::{NodesConfig, SimConfig, testing::TestCluster};
 
 /// The user agent the controller's requests carry, for the sim's accounting.
-pub const CONTROLLER_AGENT: &str = "daemonset-controller";
+pub const CONTROLLER_AGENT: &str = daemonset::CLIENT_NAME;
 
 /// How long the waits of these tests wait.
 pub const WAIT: Duration = Duration::from_secs(20);
