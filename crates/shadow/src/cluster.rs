@@ -196,6 +196,15 @@ impl Logged {
     }
 }
 
+/// Which changes of an object [`ClusterView::changed_since`] asks about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Any change of the object or of an object it controls.
+    Any,
+    /// A change of its spec (its generation moved).
+    Spec,
+}
+
 /// What one watch event means to the log.
 enum Event {
     /// Changed; `spec` when its generation moved.
@@ -323,46 +332,23 @@ impl ClusterView {
         facts
     }
 
-    /// Whether the object, or an object it controls, changed after `since`: the inputs of a
-    /// decision about it were still moving.
+    /// Whether the object changed after `since` as `change` says: the inputs of a decision
+    /// about it were still moving ([`Change::Any`]), or the decision was made on an older spec
+    /// ([`Change::Spec`]).
     pub(crate) fn changed_since(
         &self,
+        change: Change,
         resource: &str,
         namespace: &str,
         name: &str,
         since: Instant,
     ) -> bool {
-        self.logged_after(|logged| &logged.changed, resource, namespace, name, since)
-    }
-
-    /// Whether the spec of `namespace/name` of `resource` changed (its generation moved) after
-    /// `since`.
-    pub(crate) fn spec_changed_since(
-        &self,
-        resource: &str,
-        namespace: &str,
-        name: &str,
-        since: Instant,
-    ) -> bool {
-        self.logged_after(
-            |logged| &logged.spec_changed,
-            resource,
-            namespace,
-            name,
-            since,
-        )
-    }
-
-    /// Whether the log `times` picks holds `namespace/name` of `resource` after `since`.
-    fn logged_after(
-        &self,
-        times: fn(&Logged) -> &HashMap<String, Instant>,
-        resource: &str,
-        namespace: &str,
-        name: &str,
-        since: Instant,
-    ) -> bool {
-        times(&self.log.inner.lock())
+        let logged = self.log.inner.lock();
+        let times = match change {
+            Change::Any => &logged.changed,
+            Change::Spec => &logged.spec_changed,
+        };
+        times
             .get(&object_key(resource, namespace, name))
             .is_some_and(|at| *at > since)
     }

@@ -49,7 +49,7 @@ pub use report::{Divergence, Intent, KEPT, ShadowMetrics, ShadowReport};
 
 use crate::{
     answer::answer_for,
-    cluster::{ObjectFacts, owner_key},
+    cluster::{Change, ObjectFacts, owner_key},
     compare::{
         Expectation, Facts, Kind, Observed, OwnerName, OwnerState, Verdict, compared_fields,
         verdict,
@@ -446,7 +446,8 @@ impl State {
                         ..Observed::of(&meta)
                     });
                 facts.current = observed.as_ref();
-                facts.inputs_moved = view.changed_since(resource, namespace, name, pending.at);
+                facts.inputs_moved =
+                    view.changed_since(Change::Any, resource, namespace, name, pending.at);
             }
             Expectation::Created { identity } => {
                 facts.found = match (identity, owner) {
@@ -735,7 +736,13 @@ fn owner_state(
     if !view.follows(&owner.resource) {
         return OwnerState::NotFollowed;
     }
-    let spec_moved = view.spec_changed_since(&owner.resource, namespace, &owner.name, decided_from);
+    let spec_moved = view.changed_since(
+        Change::Spec,
+        &owner.resource,
+        namespace,
+        &owner.name,
+        decided_from,
+    );
     owner_state_from(
         owner.uid.as_deref(),
         *generation,
