@@ -29,18 +29,6 @@ const EXAMPLE_B: &str = r#"{"spec":{"template":{"$patch":"replace","metadata":{"
 /// matched by their data, not their name).
 const UPSTREAM_HASH: &str = "6d8b5c9f7";
 
-/// POSTs raw JSON bytes (so the revision data reaches the server byte for byte).
-async fn post_raw(harness: &Harness, path: &str, body: &str) -> Value {
-    let request = kube::core::Request::new(path)
-        .create(&Default::default(), body.as_bytes().to_vec())
-        .expect("request builds");
-    harness
-        .client
-        .request::<Value>(request)
-        .await
-        .expect("create")
-}
-
 /// A controller reference to the DaemonSet `test` with `uid`, as upstream sets it.
 fn owned_by(uid: &str) -> Value {
     json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "test", "uid": uid,
@@ -83,23 +71,23 @@ fn upstream_pod(node: &str, owner: Option<&str>) -> Value {
 /// orphaned) and one pod per node (the first owned, the second an orphan when `orphans`).
 /// Returns the pods' UIDs by name.
 async fn build_scene(harness: &Harness, data: &str, orphans: bool) -> BTreeMap<String, String> {
-    let ds = post_raw(
-        harness,
-        "/apis/apps/v1/namespaces/default/daemonsets",
-        &json!({
-            "apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": "test"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "foo"}},
-                "template": {
-                    "metadata": {"labels": {"app": "foo"}, "annotations": {"test": "value"}},
-                    "spec": {"containers": [{"name": "test", "image": "test"}]}
+    let ds = harness
+        .create_raw(
+            "/apis/apps/v1/namespaces/default/daemonsets",
+            &json!({
+                "apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": "test"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "foo"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "foo"}, "annotations": {"test": "value"}},
+                        "spec": {"containers": [{"name": "test", "image": "test"}]}
+                    }
                 }
-            }
-        })
-        .to_string(),
-    )
-    .await;
+            })
+            .to_string(),
+        )
+        .await;
     let uid = ds["metadata"]["uid"].as_str().expect("uid").to_owned();
     assert_eq!(
         ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"],
@@ -117,23 +105,23 @@ async fn build_scene(harness: &Harness, data: &str, orphans: bool) -> BTreeMap<S
     let revision = format!(
         r#"{{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{revision_metadata},"data":{data},"revision":1}}"#
     );
-    post_raw(
-        harness,
-        "/apis/apps/v1/namespaces/default/controllerrevisions",
-        &revision,
-    )
-    .await;
+    harness
+        .create_raw(
+            "/apis/apps/v1/namespaces/default/controllerrevisions",
+            &revision,
+        )
+        .await;
     let second_owner = (!orphans).then_some(uid.as_str());
     for (node, owner) in [
         ("sim-node-0", Some(uid.as_str())),
         ("sim-node-1", second_owner),
     ] {
-        post_raw(
-            harness,
-            "/api/v1/namespaces/default/pods",
-            &upstream_pod(node, owner).to_string(),
-        )
-        .await;
+        harness
+            .create_raw(
+                "/api/v1/namespaces/default/pods",
+                &upstream_pod(node, owner).to_string(),
+            )
+            .await;
     }
     let pods = sim::testing::eventually("the pods running", support::WAIT, || async {
         let pods = harness.pods_labelled("foo").await;
@@ -258,12 +246,12 @@ async fn duplicate_current_revisions_are_merged_into_the_newest() {
         r#"{{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{{"name":"test-{duplicate_hash}","labels":{{"app":"foo","controller-revision-hash":"{duplicate_hash}"}},"ownerReferences":{}}},"data":{EXAMPLE_A},"revision":2}}"#,
         owned_by(&owner)
     );
-    post_raw(
-        &harness,
-        "/apis/apps/v1/namespaces/default/controllerrevisions",
-        &duplicate,
-    )
-    .await;
+    harness
+        .create_raw(
+            "/apis/apps/v1/namespaces/default/controllerrevisions",
+            &duplicate,
+        )
+        .await;
     harness.start_controller();
     harness.wait_for_settled("test", 2).await;
     let revisions = sim::testing::eventually("one revision left", support::WAIT, || async {

@@ -4,21 +4,11 @@
 
 mod support;
 
-use std::{path::Path, process::Output};
+use std::process::Output;
+
+use sim::testing::Kubectl;
 
 use support::{Harness, deployment, image_of, revision_of, spec_replicas, template_image};
-
-const KUBECTL: &str = "/usr/bin/kubectl";
-
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(KUBECTL)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .await
-        .expect("kubectl runs")
-}
 
 fn text(output: &Output) -> String {
     format!(
@@ -32,11 +22,7 @@ fn text(output: &Output) -> String {
 async fn kubectl_rollout_status_and_undo() {
     let harness = Harness::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    harness
-        .sim
-        .write_kubeconfig(&kubeconfig)
-        .expect("kubeconfig");
+    let kubectl = Kubectl::for_cluster(&harness.sim, dir.path());
 
     // kubectl's undo patch replaces /metadata/annotations, which must exist. Upstream's
     // Deployment always has the revision annotation (written through the status endpoint);
@@ -44,11 +30,9 @@ async fn kubectl_rollout_status_and_undo() {
     let mut d = deployment("kc", 3, "nginx:1.25", 50);
     d.metadata.annotations = Some([("team".to_owned(), "web".to_owned())].into());
     harness.create(&d).await;
-    let status = kubectl(
-        &kubeconfig,
-        &["rollout", "status", "deployment/kc", "--timeout=60s"],
-    )
-    .await;
+    let status = kubectl
+        .output(&["rollout", "status", "deployment/kc", "--timeout=60s"])
+        .await;
     assert!(status.status.success(), "{}", text(&status));
     assert!(
         text(&status).contains("deployment \"kc\" successfully rolled out"),
@@ -57,23 +41,19 @@ async fn kubectl_rollout_status_and_undo() {
     );
 
     harness.set_image("kc", "nginx:1.27").await;
-    let status = kubectl(
-        &kubeconfig,
-        &["rollout", "status", "deployment/kc", "--timeout=60s"],
-    )
-    .await;
+    let status = kubectl
+        .output(&["rollout", "status", "deployment/kc", "--timeout=60s"])
+        .await;
     assert!(status.status.success(), "{}", text(&status));
     let first = harness.replica_set_with_image("kc", "nginx:1.25").await;
     assert_eq!(spec_replicas(&first), 0);
 
-    let undo = kubectl(&kubeconfig, &["rollout", "undo", "deployment/kc"]).await;
+    let undo = kubectl.output(&["rollout", "undo", "deployment/kc"]).await;
     assert!(undo.status.success(), "{}", text(&undo));
     assert!(text(&undo).contains("rolled back"), "{}", text(&undo));
-    let status = kubectl(
-        &kubeconfig,
-        &["rollout", "status", "deployment/kc", "--timeout=60s"],
-    )
-    .await;
+    let status = kubectl
+        .output(&["rollout", "status", "deployment/kc", "--timeout=60s"])
+        .await;
     assert!(status.status.success(), "{}", text(&status));
 
     let d = harness.wait_complete("kc").await;

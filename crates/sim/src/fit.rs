@@ -378,14 +378,8 @@ pub(crate) fn unschedulable_message(nodes: usize, misfits: &[Misfit]) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::selector::tests::labels;
     use serde_json::json;
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     fn taint(key: &str, value: &str, effect: &str) -> NodeTaint {
         NodeTaint::new(key, value, effect)

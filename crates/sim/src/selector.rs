@@ -326,11 +326,12 @@ fn field_value(object: Option<&Value>, path: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
+    /// Labels from `(key, value)` pairs.
+    pub(crate) fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -4,17 +4,14 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch};
 use serde_json::{Value, json};
+use sim::testing::Kubectl;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
-
-const KUBECTL: &str = "/usr/bin/kubectl";
 
 const MANIFEST: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -37,55 +34,30 @@ spec:
         image: nginx:1.25
 ";
 
-fn kubectl(dir: &Path) -> Command {
-    let mut cmd = Command::new(KUBECTL);
-    cmd.arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .env("HOME", dir)
-        .kill_on_drop(true);
-    cmd
-}
-
-/// Runs kubectl with `args`; panics with its stderr unless it succeeds; returns stdout.
-async fn run(dir: &Path, args: &[&str]) -> String {
-    let out = kubectl(dir)
-        .args(args)
-        .output()
-        .await
-        .expect("kubectl runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
 #[tokio::test]
 async fn kubectl_drives_a_deployment() {
     let cluster = common::cluster().await;
     let dir = tempfile::tempdir().unwrap();
-    cluster
-        .write_kubeconfig(&dir.path().join("kubeconfig"))
-        .unwrap();
+    let kubectl = Kubectl::for_cluster(&cluster, dir.path());
     std::fs::write(dir.path().join("web.yaml"), MANIFEST).unwrap();
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
     let manifest = dir.path().join("web.yaml");
 
-    let out = run(dir.path(), &["create", "-f", manifest.to_str().unwrap()]).await;
+    let out = kubectl
+        .run(&["create", "-f", manifest.to_str().unwrap()])
+        .await;
     assert!(out.contains("deployment.apps/web created"), "{out}");
 
-    let out = run(dir.path(), &["get", "deployment", "web", "-o", "json"]).await;
+    let out = kubectl
+        .run(&["get", "deployment", "web", "-o", "json"])
+        .await;
     let got: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(got["spec"]["replicas"], 2);
     assert_eq!(got["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
     assert_eq!(got["metadata"]["generation"], 1);
 
     // Human output is a server-side Table with upstream's columns.
-    let out = run(dir.path(), &["get", "deployments"]).await;
+    let out = kubectl.run(&["get", "deployments"]).await;
     let header: Vec<&str> = out
         .lines()
         .next()
@@ -102,24 +74,24 @@ async fn kubectl_drives_a_deployment() {
         "{out}"
     );
 
-    run(dir.path(), &["scale", "deployment", "web", "--replicas=3"]).await;
+    kubectl
+        .run(&["scale", "deployment", "web", "--replicas=3"])
+        .await;
     assert_eq!(
         deployments.get("web").await.unwrap().spec.unwrap().replicas,
         Some(3)
     );
 
-    run(
-        dir.path(),
-        &[
+    kubectl
+        .run(&[
             "patch",
             "deployment",
             "web",
             "--type=merge",
             "-p",
             r#"{"metadata":{"labels":{"team":"a"}}}"#,
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(
         deployments
             .get("web")
@@ -131,25 +103,24 @@ async fn kubectl_drives_a_deployment() {
         "a"
     );
 
-    run(
-        dir.path(),
-        &[
+    kubectl
+        .run(&[
             "patch",
             "deployment",
             "web",
             "--type=json",
             "-p",
             r#"[{"op":"replace","path":"/spec/replicas","value":1}]"#,
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(
         deployments.get("web").await.unwrap().spec.unwrap().replicas,
         Some(1)
     );
 
     // get --watch: the current state first, then each change.
-    let mut watch = kubectl(dir.path())
+    let mut watch = kubectl
+        .command()
         .args([
             "get",
             "deployment",
@@ -198,7 +169,7 @@ async fn kubectl_drives_a_deployment() {
     }
     watch.kill().await.unwrap();
 
-    let out = run(dir.path(), &["delete", "deployment", "web"]).await;
+    let out = kubectl.run(&["delete", "deployment", "web"]).await;
     assert!(out.contains("deployment.apps \"web\" deleted"), "{out}");
     assert!(!common::exists(&deployments, "web").await);
     let agents = cluster.accounting();

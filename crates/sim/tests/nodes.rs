@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
@@ -14,10 +13,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
+use sim::testing::Kubectl;
 use sim::{NodeOverrides, NodeTaint, NodesConfig, SimCluster, SimConfig};
-use tokio::process::Command;
-
-const KUBECTL: &str = "/usr/bin/kubectl";
 
 /// A cluster with `nodes`.
 async fn cluster_with_nodes(nodes: NodesConfig) -> SimCluster {
@@ -615,28 +612,6 @@ async fn the_pod_gc_waits_its_delay() {
     .await;
 }
 
-/// Runs kubectl against `dir/kubeconfig`; panics with its stderr unless it succeeds.
-async fn kubectl(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(KUBECTL)
-        .arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .env("HOME", dir)
-        .args(args)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("kubectl runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
 /// The whitespace-separated cells of the line of `output` starting with `name`.
 fn row<'a>(output: &'a str, name: &str) -> Vec<&'a str> {
     output
@@ -651,22 +626,21 @@ fn row<'a>(output: &'a str, name: &str) -> Vec<&'a str> {
 async fn kubectl_gets_nodes_and_leases_cordons_and_taints() {
     let cluster = cluster_with_nodes(nodes(2, Duration::from_secs(10))).await;
     let dir = tempfile::tempdir().unwrap();
-    cluster
-        .write_kubeconfig(&dir.path().join("kubeconfig"))
-        .unwrap();
-    let dir = dir.path();
+    let kubectl = Kubectl::for_cluster(&cluster, dir.path());
 
-    let out = kubectl(dir, &["get", "nodes"]).await;
+    let out = kubectl.run(&["get", "nodes"]).await;
     assert!(out.starts_with("NAME"), "{out}");
     assert_eq!(
         row(&out, "sim-node-0")[..3],
         ["sim-node-0", "Ready", "<none>"]
     );
     assert_eq!(row(&out, "sim-node-1")[4], "v1.28.0-sim");
-    let wide = kubectl(dir, &["get", "nodes", "-o", "wide"]).await;
+    let wide = kubectl.run(&["get", "nodes", "-o", "wide"]).await;
     assert!(wide.contains("INTERNAL-IP"), "{wide}");
     assert_eq!(row(&wide, "sim-node-1")[5], "10.0.0.2");
-    let leases = kubectl(dir, &["get", "lease", "-n", "kube-node-lease"]).await;
+    let leases = kubectl
+        .run(&["get", "lease", "-n", "kube-node-lease"])
+        .await;
     assert_eq!(
         row(&leases, "sim-node-0")[..2],
         ["sim-node-0", "sim-node-0"]
@@ -675,54 +649,48 @@ async fn kubectl_gets_nodes_and_leases_cordons_and_taints() {
         row(&leases, "sim-node-1")[..2],
         ["sim-node-1", "sim-node-1"]
     );
-    let hostname = kubectl(
-        dir,
-        &[
+    let hostname = kubectl
+        .run(&[
             "get",
             "nodes",
             "-l",
             "kubernetes.io/hostname=sim-node-1",
             "-o",
             "name",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(hostname.trim(), "node/sim-node-1");
 
-    kubectl(dir, &["cordon", "sim-node-0"]).await;
-    let out = kubectl(dir, &["get", "nodes"]).await;
+    kubectl.run(&["cordon", "sim-node-0"]).await;
+    let out = kubectl.run(&["get", "nodes"]).await;
     assert_eq!(row(&out, "sim-node-0")[1], "Ready,SchedulingDisabled");
-    kubectl(
-        dir,
-        &["taint", "nodes", "sim-node-1", "dedicated=gpu:NoSchedule"],
-    )
-    .await;
+    kubectl
+        .run(&["taint", "nodes", "sim-node-1", "dedicated=gpu:NoSchedule"])
+        .await;
     let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
     create_pod(&pods, "p", json!({})).await;
     assert_eq!(
         unschedulable(&pods, "p").await,
         "0/2 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable."
     );
-    kubectl(dir, &["uncordon", "sim-node-0"]).await;
+    kubectl.run(&["uncordon", "sim-node-0"]).await;
     assert_eq!(
         node_of(&scheduled(&pods, "p").await).as_deref(),
         Some("sim-node-0")
     );
-    let taints = kubectl(
-        dir,
-        &[
+    let taints = kubectl
+        .run(&[
             "get",
             "node",
             "sim-node-1",
             "-o",
             "jsonpath={.spec.taints[0].key}={.spec.taints[0].value}",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(taints, "dedicated=gpu");
-    let out = kubectl(dir, &["get", "pods", "-o", "wide"]).await;
+    let out = kubectl.run(&["get", "pods", "-o", "wide"]).await;
     assert_eq!(row(&out, "p")[6], "sim-node-0");
-    kubectl(dir, &["delete", "node", "sim-node-0"]).await;
+    kubectl.run(&["delete", "node", "sim-node-0"]).await;
     common::eventually("p collected", || async {
         (!common::exists(&pods, "p").await).then_some(())
     })

@@ -52,18 +52,6 @@ fn point_owner_at(object: &mut Value, uid: &str) {
     }
 }
 
-/// POSTs raw JSON bytes (so fields like `"creationTimestamp":null` reach the server).
-async fn post_raw(harness: &Harness, path: &str, body: &str) -> Value {
-    let request = kube::core::Request::new(path)
-        .create(&Default::default(), body.as_bytes().to_vec())
-        .expect("request builds");
-    harness
-        .client
-        .request::<Value>(request)
-        .await
-        .expect("create")
-}
-
 /// Creates the scene: the set, its revision and pods owned by it, and the status upstream left.
 async fn build_scene(
     harness: &Harness,
@@ -73,12 +61,12 @@ async fn build_scene(
     revision_name: &str,
 ) {
     strip_server_fields(&mut set);
-    let created = post_raw(
-        harness,
-        "/apis/apps/v1/namespaces/default/statefulsets",
-        &set.to_string(),
-    )
-    .await;
+    let created = harness
+        .create_raw(
+            "/apis/apps/v1/namespaces/default/statefulsets",
+            &set.to_string(),
+        )
+        .await;
     let uid = created["metadata"]["uid"].as_str().expect("uid").to_owned();
     let name = created["metadata"]["name"]
         .as_str()
@@ -87,18 +75,20 @@ async fn build_scene(
 
     strip_server_fields(&mut revision);
     point_owner_at(&mut revision, &uid);
-    post_raw(
-        harness,
-        "/apis/apps/v1/namespaces/default/controllerrevisions",
-        &revision.to_string(),
-    )
-    .await;
+    harness
+        .create_raw(
+            "/apis/apps/v1/namespaces/default/controllerrevisions",
+            &revision.to_string(),
+        )
+        .await;
 
     let replicas = pods.len();
     for mut pod in pods {
         strip_server_fields(&mut pod);
         point_owner_at(&mut pod, &uid);
-        post_raw(harness, "/api/v1/namespaces/default/pods", &pod.to_string()).await;
+        harness
+            .create_raw("/api/v1/namespaces/default/pods", &pod.to_string())
+            .await;
     }
     // The status upstream left behind.
     let mut stored: k8s_openapi::api::apps::v1::StatefulSet =

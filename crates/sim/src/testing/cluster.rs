@@ -92,6 +92,21 @@ impl TestCluster {
             .unwrap_or_else(|e| panic!("create {}: {e}", kind::<K>()))
     }
 
+    /// POSTs `body` to `path` as it is, byte for byte: for objects whose exact bytes matter
+    /// (fields like `"creationTimestamp":null`, ControllerRevision data as upstream wrote it).
+    ///
+    /// # Panics
+    /// When the server refuses it.
+    pub async fn create_raw(&self, path: &str, body: &str) -> Value {
+        let request = kube::core::Request::new(path)
+            .create(&PostParams::default(), body.as_bytes().to_vec())
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+        self.client
+            .request::<Value>(request)
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+    }
+
     /// Applies a JSON merge patch to the `K` named `name` and returns it as stored.
     ///
     /// # Panics

@@ -12,12 +12,14 @@
 //! For tests only: the helpers panic with a message saying what failed, as a test should.
 
 mod cluster;
+mod kubectl;
 mod objects;
 
 use std::future::Future;
 use std::time::Duration;
 
 pub use cluster::TestCluster;
+pub use kubectl::{KUBECTL, Kubectl};
 pub use objects::{controller_uid, is_active, is_ready, is_serving, workload};
 
 use crate::{FaultConfig, KubeletConfig, SimConfig};
