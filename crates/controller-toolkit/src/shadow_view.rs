@@ -44,6 +44,11 @@ pub struct ComparedKind {
     /// writes as a dependent (pods, claims, revisions, a Deployment's ReplicaSets as the
     /// Deployment controller sees them).
     pub dependents: Option<DependentsMatch>,
+    /// Whether the controller decides this kind's writes from the nodes too (the DaemonSet
+    /// controller): a node added, deleted, relabelled or retainted after a write was decided
+    /// moved its inputs, as a change of the object itself does, so a status decided on a node
+    /// set the cluster no longer has is not judged against the cluster's.
+    pub decided_from_nodes: bool,
     /// The cache shadow mode reads this kind from, if the controllers asked for it.
     pub cache: fn(&SharedInformerFactory) -> Option<Arc<dyn KindCache>>,
 }
@@ -58,6 +63,7 @@ pub const PODS: ComparedKind = ComparedKind {
     annotation_prefixes: &[],
     annotations_on_status: false,
     dependents: None,
+    decided_from_nodes: false,
     cache: pod_cache,
 };
 
@@ -71,6 +77,7 @@ pub const CONTROLLER_REVISIONS: ComparedKind = ComparedKind {
     annotation_prefixes: &[],
     annotations_on_status: false,
     dependents: None,
+    decided_from_nodes: false,
     cache: revision_cache,
 };
 

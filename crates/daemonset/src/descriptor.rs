@@ -69,6 +69,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             annotation_prefixes: &[],
             annotations_on_status: false,
             dependents: Some(DependentsMatch::Count),
+            decided_from_nodes: true,
             cache: daemon_set_cache,
         },
         PODS,

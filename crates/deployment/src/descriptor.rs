@@ -67,6 +67,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
                 resource: "replicasets",
                 equal: equal_ignore_hash,
             }),
+            decided_from_nodes: false,
             cache: deployment_cache,
         },
         ComparedKind {
@@ -77,6 +78,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             annotation_prefixes: ANNOTATIONS,
             annotations_on_status: false,
             dependents: None,
+            decided_from_nodes: false,
             cache: replica_set_cache,
         },
         // Read for the Recreate strategy and the available counts.

@@ -1,19 +1,24 @@
 //! The DaemonSet controller through the manager, from real flags in this process, against the
 //! sim with nodes: `--controllers=daemonset` runs it alone (its two queues named in the
 //! workqueue metrics), and in shadow mode beside a normal manager a DaemonSet's creation and
-//! rollout decide nothing the normal manager did not do.
+//! rollout decide nothing the normal manager did not do, and a pod decided for a node deleted
+//! meanwhile is not compared.
 
 mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams},
+};
 use serde_json::{Value, json};
 use sim::{
-    NodesConfig, SimConfig,
+    FaultConfig, NodesConfig, SimConfig, WatchLag,
     testing::{TestCluster, eventually},
 };
-use support::{Cluster, plain_get, plain_http_flags, requests_with_agent};
+use support::{Cluster, RunningManager, plain_get, plain_http_flags, requests_with_agent};
 
 /// The sim with `nodes` nodes, and a kubeconfig for in-process managers.
 async fn cluster(nodes: usize) -> Cluster {
@@ -98,13 +103,9 @@ async fn controllers_daemonset_runs_the_daemonset_controller_alone() {
     cluster.test.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
-    let cluster = cluster(3).await;
-    let test = &cluster.test;
-    let _normal = cluster
-        .start_manager(&flags(&["--leader-elect=true", "--controllers=daemonset"]))
-        .await;
+/// A shadow running the DaemonSet controller; returns once it leads (its controller's health
+/// check exists) with synced caches.
+async fn start_shadow(cluster: &Cluster) -> RunningManager {
     let shadow = cluster
         .start_manager(&flags(&[
             "--leader-elect=true",
@@ -113,13 +114,34 @@ async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
             "--shadow-settle=2s",
         ]))
         .await;
-    // Leading (its controllers' health checks exist) with synced caches.
     eventually("the shadow ready", Duration::from_secs(30), || async {
         let (_, checks) = plain_get(shadow.addr, "/healthz?verbose").await.ok()?;
         let (code, _) = plain_get(shadow.addr, "/readyz").await.ok()?;
         (checks.contains("daemonset-controller") && code == 200).then_some(())
     })
     .await;
+    shadow
+}
+
+/// The shadow's report once every intent recorded by now is judged (the settle time passed).
+async fn all_judged(shadow: &RunningManager) -> Value {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    eventually("every intent judged", Duration::from_secs(60), || async {
+        let (_, body) = plain_get(shadow.addr, "/shadow").await.ok()?;
+        let report: Value = serde_json::from_str(&body).ok()?;
+        (report["pending"] == 0).then_some(report)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
+    let cluster = cluster(3).await;
+    let test = &cluster.test;
+    let _normal = cluster
+        .start_manager(&flags(&["--leader-elect=true", "--controllers=daemonset"]))
+        .await;
+    let shadow = start_shadow(&cluster).await;
 
     test.create(&daemon_set("agent")).await;
     settled(test, "agent", 3).await;
@@ -130,13 +152,7 @@ async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
     .await;
     settled(test, "agent", 3).await;
 
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let report = eventually("every intent judged", Duration::from_secs(60), || async {
-        let (_, body) = plain_get(shadow.addr, "/shadow").await.ok()?;
-        let report: Value = serde_json::from_str(&body).ok()?;
-        (report["pending"] == 0).then_some(report)
-    })
-    .await;
+    let report = all_judged(&shadow).await;
     assert_eq!(report["divergences_total"], 0, "{report:#}");
     assert!(
         report["compared_total"].as_u64() > Some(3),
@@ -155,5 +171,64 @@ async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
         .map(|(_, count)| count)
         .sum();
     assert_eq!(shadow_writes, 0, "the shadow wrote nothing");
+    cluster.test.stop().await;
+}
+
+/// A node is deleted; the pod garbage collector deletes its pod at once. The shadow's Node
+/// watch lags (its pod watch does not), so it sees the pod go while the node is still there and
+/// decides a pod for it; the normal manager, whose Node watch is on time, does not. That pod is
+/// for a node that is gone: not compared (`node-gone`), not a missing pod, and it claims none
+/// of the pods the cluster created for the other nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_pod_decided_for_a_node_deleted_meanwhile_is_not_compared() {
+    let cluster = cluster(3).await;
+    let test = &cluster.test;
+    let nodes: Api<Node> = Api::all(test.client.clone());
+    nodes
+        .patch(
+            "sim-node-2",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"shadow-lags": "yes"}}})),
+        )
+        .await
+        .expect("label the node");
+    let _normal = cluster
+        .start_manager(&flags(&["--leader-elect=true", "--controllers=daemonset"]))
+        .await;
+    test.create(&daemon_set("agent")).await;
+    settled(test, "agent", 3).await;
+    // Watches started from now on (the shadow's) see the node's events a second late.
+    test.sim.set_faults(FaultConfig {
+        watch_lag: Some(WatchLag {
+            label: "shadow-lags".into(),
+            delay: Duration::from_secs(1),
+        }),
+        ..FaultConfig::default()
+    });
+    let shadow = start_shadow(&cluster).await;
+    let before = all_judged(&shadow).await;
+    assert_eq!(before["divergences_total"], 0, "{before:#}");
+
+    nodes
+        .delete("sim-node-2", &DeleteParams::default())
+        .await
+        .expect("delete the node");
+    settled(test, "agent", 2).await;
+    let report = eventually(
+        "the shadow's pod for the deleted node judged",
+        Duration::from_secs(60),
+        || async {
+            let report = all_judged(&shadow).await;
+            let judged = report["not_compared"]["node-gone"].as_u64() > Some(0)
+                || report["divergences_total"].as_u64() > Some(0);
+            judged.then_some(report)
+        },
+    )
+    .await;
+    assert_eq!(report["divergences_total"], 0, "{report:#}");
+    assert!(
+        report["not_compared"]["node-gone"].as_u64() >= Some(1),
+        "the shadow's pod for the deleted node: {report:#}"
+    );
     cluster.test.stop().await;
 }

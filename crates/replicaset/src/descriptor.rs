@@ -63,6 +63,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             annotation_prefixes: &[],
             annotations_on_status: false,
             dependents: Some(DependentsMatch::Count),
+            decided_from_nodes: false,
             cache: replica_set_cache,
         },
         PODS,

@@ -43,6 +43,8 @@ pub struct ComparedResource {
     /// How the objects created for an owner of this kind are recognized; `None` when the kind
     /// is not followed as an owner (no controller declares it with its status).
     pub dependents: Option<DependentsMatch>,
+    /// Whether a controller decides its writes from the nodes too (any declaration's).
+    pub decided_from_nodes: bool,
     /// Where it is read from (the first declaration's).
     pub cache: CacheOf,
 }
@@ -70,6 +72,7 @@ impl Catalog {
                     annotation_prefixes: Vec::new(),
                     annotations_on_status: false,
                     dependents: None,
+                    decided_from_nodes: false,
                     cache: declared.cache,
                 });
             union(&mut merged.status_fields, declared.status_fields);
@@ -79,6 +82,7 @@ impl Catalog {
                 declared.annotation_prefixes,
             );
             merged.annotations_on_status |= declared.annotations_on_status;
+            merged.decided_from_nodes |= declared.decided_from_nodes;
             if merged.dependents.is_none() {
                 merged.dependents = declared.dependents;
             }
@@ -89,6 +93,12 @@ impl Catalog {
     /// The entry of `resource` (plural), if a controller declared it.
     pub fn get(&self, resource: &str) -> Option<&ComparedResource> {
         self.resources.get(resource)
+    }
+
+    /// Whether a controller decides the writes of `resource` from the nodes too.
+    pub fn decided_from_nodes(&self, resource: &str) -> bool {
+        self.get(resource)
+            .is_some_and(|compared| compared.decided_from_nodes)
     }
 
     /// Every compared resource with its entry, by resource name.
@@ -170,25 +180,34 @@ mod tests {
             annotation_prefixes,
             annotations_on_status,
             dependents: None,
+            decided_from_nodes: false,
             cache: no_cache,
         }
     }
 
-    /// Two controllers writing pods: what either compares is compared, each field once.
+    /// Two controllers writing pods: what either compares is compared, each field once, and
+    /// the nodes are inputs if they are for either.
     #[test]
     fn declarations_of_one_resource_merge_as_a_union() {
         let catalog = Catalog::new(&[
             pods(&["metadata.labels"], &[], false),
-            pods(
-                &["metadata.labels", "spec.nodeName"],
-                &["example.com/"],
-                true,
-            ),
+            ComparedKind {
+                decided_from_nodes: true,
+                ..pods(
+                    &["metadata.labels", "spec.nodeName"],
+                    &["example.com/"],
+                    true,
+                )
+            },
         ]);
         let merged = catalog.get("pods").expect("pods are compared");
         assert_eq!(merged.object_fields, ["metadata.labels", "spec.nodeName"]);
         assert_eq!(merged.annotation_prefixes, ["example.com/"]);
         assert!(merged.annotations_on_status, "either declaration says so");
+        assert!(
+            catalog.decided_from_nodes("pods"),
+            "either declaration says so"
+        );
         assert!(merged.status_fields.is_empty());
         assert_eq!(catalog.resources().count(), 1, "one entry per resource");
     }

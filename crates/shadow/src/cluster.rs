@@ -14,7 +14,7 @@ use std::{
 };
 
 use controller_toolkit::shadow_view::{ComparedKind, KindCache, KindEvents, Snapshot};
-use informer::{SharedInformer, SharedInformerFactory};
+use informer::{CachedNode, DeletedObject, EventHandler, SharedInformer, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
@@ -249,13 +249,46 @@ impl KindEvents for LogFeed {
 pub struct ClusterView {
     caches: HashMap<&'static str, Arc<dyn KindCache>>,
     namespaces: Option<SharedInformer<Namespace>>,
+    /// The nodes, where a controller caches them (the DaemonSet controller).
+    nodes: Option<SharedInformer<CachedNode>>,
+    /// When the watch last delivered a change of the node set (see [`NodeMoves`]).
+    nodes_moved: Arc<Mutex<Option<Instant>>>,
     log: Arc<WatchLog>,
+}
+
+/// Records when the node watch delivers a change the DaemonSet controller decides from: a node
+/// added (after the first list) or deleted, or its labels or taints changed. Heartbeats change
+/// neither, so they are not recorded.
+struct NodeMoves(Arc<Mutex<Option<Instant>>>);
+
+impl NodeMoves {
+    fn moved(&self) {
+        *self.0.lock() = Some(Instant::now());
+    }
+}
+
+impl EventHandler<CachedNode> for NodeMoves {
+    fn on_add(&self, _: &Arc<CachedNode>, is_in_initial_list: bool) {
+        if !is_in_initial_list {
+            self.moved();
+        }
+    }
+
+    fn on_update(&self, old: &Arc<CachedNode>, new: &Arc<CachedNode>) {
+        if !old.same_labels_and_taints(new) {
+            self.moved();
+        }
+    }
+
+    fn on_delete(&self, _: &DeletedObject<CachedNode>) {
+        self.moved();
+    }
 }
 
 impl ClusterView {
     /// A view of the compared `kinds` that `factory` has caches for (those the controllers
     /// asked for), logging what their watches deliver and remembering it for `keep` (a few
-    /// settle windows).
+    /// settle windows). The nodes are read from the controllers' node cache, if any.
     pub fn new(keep: Duration, kinds: &[ComparedKind], factory: &SharedInformerFactory) -> Self {
         let catalog = Arc::new(Catalog::new(kinds));
         let log = Arc::new(WatchLog::new(keep, catalog.clone()));
@@ -271,9 +304,16 @@ impl ClusterView {
             }));
             caches.insert(resource, cache);
         }
+        let nodes = factory.existing::<CachedNode>();
+        let nodes_moved = Arc::new(Mutex::new(None));
+        if let Some(nodes) = &nodes {
+            nodes.add_inline_handler(NodeMoves(nodes_moved.clone()));
+        }
         Self {
             caches,
             namespaces: None,
+            nodes,
+            nodes_moved,
             log,
         }
     }
@@ -297,6 +337,18 @@ impl ClusterView {
             .lister()
             .get("", namespace)
             .is_none_or(|found| found.metadata.deletion_timestamp.is_some())
+    }
+
+    /// Whether the node `name` is gone (false while the nodes are not cached or not synced).
+    pub(crate) fn node_gone(&self, name: &str) -> bool {
+        self.nodes
+            .as_ref()
+            .is_some_and(|nodes| nodes.has_synced() && nodes.lister().get("", name).is_none())
+    }
+
+    /// Whether the watch delivered a change of the node set after `since` ([`NodeMoves`]).
+    pub(crate) fn nodes_moved_since(&self, since: Instant) -> bool {
+        self.nodes_moved.lock().is_some_and(|at| at > since)
     }
 
     /// Whether `resource` is cached.

@@ -44,6 +44,9 @@ pub enum Expectation {
     Created {
         /// How the object is recognized among the cluster's.
         identity: Identity,
+        /// The node a created pod is pinned to ([`pinned_node`]): once that node is gone, the
+        /// pod garbage collector decides whether such a pod exists, not the controller.
+        node: Option<String>,
     },
     /// A delete: the object decided on (this UID, when known) should be gone or going.
     Gone {
@@ -134,7 +137,10 @@ pub fn decision_of(catalog: &Catalog, write: &Write) -> Decision {
                 let owner = controller_owner(catalog, &object);
                 match identity_of(catalog, resource, &object, &write.body, owner.as_ref()) {
                     Some(identity) => Decision {
-                        expectation: Expectation::Created { identity },
+                        expectation: Expectation::Created {
+                            identity,
+                            node: pinned_node(&object),
+                        },
                         owner,
                     },
                     None => not_compared,
@@ -164,6 +170,38 @@ pub fn decision_of(catalog: &Catalog, write: &Write) -> Decision {
         },
         WriteVerb::StrategicPatch | WriteVerb::MergePatch => not_compared,
     }
+}
+
+/// The node the pod `object` is pinned to: its `spec.nodeName`, else, as upstream's
+/// `GetTargetNodeName` reads a daemon pod, the one value of the first `matchFields`
+/// requirement `metadata.name In [...]` of its required node affinity's terms. `None` for
+/// other objects and for pods pinned to no single node.
+pub fn pinned_node(object: &Value) -> Option<String> {
+    let spec = object.get("spec")?;
+    if let Some(name) = spec
+        .get("nodeName")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+    {
+        return Some(name.to_owned());
+    }
+    spec.pointer(
+        "/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
+    )?
+    .as_array()?
+    .iter()
+    .filter_map(|term| term.get("matchFields")?.as_array())
+    .flatten()
+    .find(|requirement| {
+        requirement.get("key").and_then(Value::as_str) == Some("metadata.name")
+            && requirement.get("operator").and_then(Value::as_str) == Some("In")
+    })
+    .and_then(
+        |requirement| match requirement.get("values")?.as_array()?.as_slice() {
+            [Value::String(name)] => Some(name.clone()),
+            _ => None,
+        },
+    )
 }
 
 /// The fields of `object` a write with `verb` on `resource` is compared on: those `catalog`
@@ -318,6 +356,10 @@ pub enum Skip {
     NamespaceDeleting,
     /// The owner it was decided for is gone: the garbage collector decides.
     OwnerGone,
+    /// A pod not created for a node that is gone since: the pod garbage collector decides
+    /// (a sync that ran between the collector's deletion of the node's pods and the node's
+    /// own deletion event decides a create for it, another sync of the same moment does not).
+    NodeGone,
 }
 
 impl Skip {
@@ -326,6 +368,7 @@ impl Skip {
         match self {
             Skip::NamespaceDeleting => "namespace-deleting",
             Skip::OwnerGone => "owner-gone",
+            Skip::NodeGone => "node-gone",
         }
     }
 }
@@ -374,6 +417,8 @@ pub struct Facts<'a> {
     pub inputs_moved: bool,
     /// The cluster's object found by the create's identity, live or seen created. Creates.
     pub found: Option<Found>,
+    /// Whether the node the created pod is pinned to is gone. Creates.
+    pub node_gone: bool,
     /// Whether the watch saw the object decided on deleted since the decision. Deletes.
     pub seen_deleted: bool,
     /// The owner's other objects the cluster deleted since the decision, in order. Deletes.
@@ -449,9 +494,10 @@ pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
     let spec_changed = facts.owner == OwnerState::SpecChanged;
     match expectation {
         Expectation::NotCompared => Verdict::Superseded,
-        Expectation::Created { identity } => match &facts.found {
+        Expectation::Created { identity, .. } => match &facts.found {
             Some(found) if found.diffs.is_empty() => Verdict::Match(found.rule),
             _ if early => Verdict::Wait,
+            None if facts.node_gone => Verdict::NotCompared(Skip::NodeGone),
             _ if spec_changed => Verdict::Superseded,
             Some(found) => Verdict::Field {
                 rule: found.rule,
@@ -555,6 +601,7 @@ mod tests {
                 write(WriteVerb::Create, "pods", owned),
                 Expectation::Created {
                     identity: Identity::Name,
+                    node: None,
                 },
                 Some(set),
             ),
@@ -568,6 +615,7 @@ mod tests {
                 ),
                 Expectation::Created {
                     identity: Identity::Count,
+                    node: None,
                 },
                 Some(replica_set.clone()),
             ),
@@ -657,6 +705,48 @@ mod tests {
     }
 
     #[test]
+    fn the_node_a_pod_is_pinned_to() {
+        let affinity = |terms: Value| {
+            json!({"spec": {"affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}})
+        };
+        let by_name = |values: Value| json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": values}]});
+        let cases = [
+            ("bound", json!({"spec": {"nodeName": "n1"}}), Some("n1")),
+            (
+                "a daemon pod's affinity",
+                affinity(json!([by_name(json!(["n2"]))])),
+                Some("n2"),
+            ),
+            (
+                "the first matchFields term naming a node",
+                affinity(json!([
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                    by_name(json!(["n3"])),
+                    by_name(json!(["n4"]))
+                ])),
+                Some("n3"),
+            ),
+            (
+                "more than one node",
+                affinity(json!([by_name(json!(["n1", "n2"]))])),
+                None,
+            ),
+            (
+                "another operator",
+                affinity(json!([{"matchFields": [
+                    {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}])),
+                None,
+            ),
+            ("an empty nodeName", json!({"spec": {"nodeName": ""}}), None),
+            ("no spec", json!({"metadata": {"name": "x"}}), None),
+        ];
+        for (name, object, node) in cases {
+            assert_eq!(pinned_node(&object).as_deref(), node, "{name}");
+        }
+    }
+
+    #[test]
     fn status_fields_are_canonical_and_conditions_keyed_by_type() {
         let object = json!({"status": {"replicas": 3, "readyReplicas": 0, "observedGeneration": 2,
             "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
@@ -700,9 +790,11 @@ mod tests {
         };
         let by_name = Expectation::Created {
             identity: Identity::Name,
+            node: None,
         };
         let by_count = Expectation::Created {
             identity: Identity::Count,
+            node: Some("node-1".into()),
         };
         let delete = Expectation::Gone {
             uid: Some("u1".into()),
@@ -859,6 +951,34 @@ mod tests {
                 &by_count,
                 facts(late),
                 Verdict::Missing(Rule::OwnerCount),
+            ),
+            (
+                "never created, its node gone since",
+                &by_count,
+                Facts {
+                    node_gone: true,
+                    ..facts(late)
+                },
+                Verdict::NotCompared(Skip::NodeGone),
+            ),
+            (
+                "its node gone since, not yet settled",
+                &by_count,
+                Facts {
+                    node_gone: true,
+                    ..facts(early)
+                },
+                Verdict::Wait,
+            ),
+            (
+                "created, its node gone since",
+                &by_count,
+                Facts {
+                    found: Some(found(Rule::OwnerCount, vec![])),
+                    node_gone: true,
+                    ..facts(late)
+                },
+                Verdict::Match(Rule::OwnerCount),
             ),
             (
                 "owner's spec changed before the create",

@@ -327,7 +327,8 @@ impl State {
         let generated = matches!(
             decision.expectation,
             Expectation::Created {
-                identity: Identity::Count
+                identity: Identity::Count,
+                ..
             }
         );
         if let Some(owner) = owner.as_ref().filter(|_| generated || check == Check::Gone) {
@@ -447,9 +448,12 @@ impl State {
                     });
                 facts.current = observed.as_ref();
                 facts.inputs_moved =
-                    view.changed_since(Change::Any, resource, namespace, name, pending.at);
+                    view.changed_since(Change::Any, resource, namespace, name, pending.at)
+                        || (self.catalog.decided_from_nodes(resource)
+                            && view.nodes_moved_since(pending.at));
             }
-            Expectation::Created { identity } => {
+            Expectation::Created { identity, node } => {
+                facts.node_gone = node.as_deref().is_some_and(|node| view.node_gone(node));
                 facts.found = match (identity, owner) {
                     (Identity::Name, _) => identity::found_by_name(
                         name,
@@ -471,6 +475,9 @@ impl State {
                             _ => None,
                         }
                     }
+                    // A create for a node that is gone claims none of the owner's creations:
+                    // they answer the creates for the nodes that remain.
+                    (Identity::Count, Some(_)) if facts.node_gone => None,
                     (Identity::Count, Some(owner)) => view
                         .claim_created_by(resource, namespace, owner, pending.decided_from)
                         .map(|name| Found {

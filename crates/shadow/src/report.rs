@@ -121,7 +121,7 @@ pub struct ShadowReport {
     pub pending: usize,
     /// Recorded writes the cluster matched, by the rule that matched them.
     pub matched: BTreeMap<Rule, u64>,
-    /// Recorded writes not compared, by why: `namespace-deleting`, `owner-gone`.
+    /// Recorded writes not compared, by why: `namespace-deleting`, `owner-gone`, `node-gone`.
     pub not_compared: BTreeMap<&'static str, u64>,
     /// The last divergences, newest first.
     pub divergences: Vec<Divergence>,

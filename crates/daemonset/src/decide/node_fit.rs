@@ -129,5 +129,5 @@ pub fn node_update_concerns(fit: &NodeFit, scheduled: bool, number_misscheduled:
 /// `shouldIgnoreNodeUpdate`: a node update matters only if its labels or taints changed
 /// (absent and empty are the same, as Go's semantic equality has it).
 pub fn node_update_is_ignored(old: &CachedNode, new: &CachedNode) -> bool {
-    old.metadata.labels.iter().eq(new.metadata.labels.iter()) && old.taints() == new.taints()
+    old.same_labels_and_taints(new)
 }

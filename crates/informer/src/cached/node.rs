@@ -43,6 +43,14 @@ impl CachedNode {
             .and_then(|spec| spec.taints.as_deref())
             .unwrap_or_default()
     }
+
+    /// Whether `other` has the same labels and taints (absent and empty are the same, as Go's
+    /// semantic equality has it): all a node update changes of what decides where daemon pods
+    /// run (upstream's `shouldIgnoreNodeUpdate`); heartbeats change neither.
+    pub fn same_labels_and_taints(&self, other: &CachedNode) -> bool {
+        self.metadata.labels.iter().eq(other.metadata.labels.iter())
+            && self.taints() == other.taints()
+    }
 }
 
 /// The node's JSON as decoded: `status` (and anything else) is skipped.
