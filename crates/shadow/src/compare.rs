@@ -16,8 +16,9 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use controller_toolkit::writes::{Write, WriteVerb};
+use informer::CachedPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
@@ -139,7 +140,7 @@ pub fn decision_of(catalog: &Catalog, write: &Write) -> Decision {
                     Some(identity) => Decision {
                         expectation: Expectation::Created {
                             identity,
-                            node: pinned_node(&object),
+                            node: (resource == "pods").then(|| pinned_node(&object)).flatten(),
                         },
                         owner,
                     },
@@ -172,36 +173,13 @@ pub fn decision_of(catalog: &Catalog, write: &Write) -> Decision {
     }
 }
 
-/// The node the pod `object` is pinned to: its `spec.nodeName`, else, as upstream's
-/// `GetTargetNodeName` reads a daemon pod, the one value of the first `matchFields`
-/// requirement `metadata.name In [...]` of its required node affinity's terms. `None` for
-/// other objects and for pods pinned to no single node.
+/// The node the pod `object` is for, read as the controllers read a cached pod
+/// ([`CachedPod::target_node_name`], upstream's `GetTargetNodeName`): its `spec.nodeName`, else
+/// the node a daemon pod's required node affinity pins it to. `None` for pods pinned to no
+/// single node and for what does not decode as a pod.
 pub fn pinned_node(object: &Value) -> Option<String> {
-    let spec = object.get("spec")?;
-    if let Some(name) = spec
-        .get("nodeName")
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty())
-    {
-        return Some(name.to_owned());
-    }
-    spec.pointer(
-        "/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
-    )?
-    .as_array()?
-    .iter()
-    .filter_map(|term| term.get("matchFields")?.as_array())
-    .flatten()
-    .find(|requirement| {
-        requirement.get("key").and_then(Value::as_str) == Some("metadata.name")
-            && requirement.get("operator").and_then(Value::as_str) == Some("In")
-    })
-    .and_then(
-        |requirement| match requirement.get("values")?.as_array()?.as_slice() {
-            [Value::String(name)] => Some(name.clone()),
-            _ => None,
-        },
-    )
+    let pod = CachedPod::deserialize(object).ok()?;
+    pod.target_node_name().map(str::to_owned)
 }
 
 /// The fields of `object` a write with `verb` on `resource` is compared on: those `catalog`
