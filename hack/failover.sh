@@ -4,7 +4,8 @@
 # way: caches built after winning the Lease) and warm ones (`--leader-elect-warm-standby`),
 # each after a SIGTERM and a kill -9 of the leader: the time from the signal to the successor's
 # first write, and what a standby costs before it. Other arguments go to the chaos driver
-# (`--manager PATH`, `--sim PATH`, `--out NAME`). Results: bench-results/<out>-handover.md and
+# (`--handover-start cold|warm`, `--handover-signal TERM|KILL`, `--handover-repeat N`,
+# `--manager PATH`, `--sim PATH`, `--out NAME`). Results: bench-results/<out>-handover.md and
 # .json (`chaos-handover` by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."

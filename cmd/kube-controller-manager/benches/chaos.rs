@@ -35,7 +35,8 @@
 //! `KCM_CHAOS_ONLY=handover` (`hack/failover.sh`) times handovers instead: on 10,000
 //! Deployments × 5 (`--handover-deployments N`; 20 in the small variant), cold and warm
 //! standbys (`--handover-start cold|warm` for one kind), each after a SIGTERM and a kill -9 of
-//! the leader with a rollout started at the signal (`--handover-repeat N` times), the time
+//! the leader (`--handover-signal TERM|KILL` for one) with a rollout started at the signal
+//! (`--handover-repeat N` times), the time
 //! from the signal to the successor's first write, with what the standby cost before it
 //! (memory, CPU, lists and watches). Results: `bench-results/<out>-handover.md` and `.json`.
 
@@ -125,6 +126,9 @@ struct Settings {
     handover_repeat: usize,
     /// `--handover-start cold|warm`: time only those standbys (both by default).
     handover_start: Option<String>,
+    /// `--handover-signal TERM|KILL`: time only the handovers after that signal (both by
+    /// default).
+    handover_signal: Option<String>,
     manager_binary: PathBuf,
     sim_binary: PathBuf,
     out: String,
@@ -144,6 +148,7 @@ impl Settings {
             handover_deployments: sizes.handover_deployments,
             handover_repeat: 1,
             handover_start: None,
+            handover_signal: None,
             manager_binary: PathBuf::from(BINARY),
             sim_binary: Path::new(BINARY).with_file_name("kube-sim"),
             out: if benchmarking { "chaos" } else { "chaos-small" }.to_owned(),
@@ -158,6 +163,7 @@ impl Settings {
                 "--handover-deployments" => settings.handover_deployments = value()?.parse()?,
                 "--handover-repeat" => settings.handover_repeat = value()?.parse()?,
                 "--handover-start" => settings.handover_start = Some(value()?.clone()),
+                "--handover-signal" => settings.handover_signal = Some(value()?.clone()),
                 _ => {}
             }
         }
@@ -1418,11 +1424,11 @@ async fn handover(settings: &Settings, dir: &Path) -> anyhow::Result<Vec<Handove
     ];
     let rounds = rounds
         .into_iter()
-        .filter(|(election, _)| {
-            settings
-                .handover_start
-                .as_deref()
-                .is_none_or(|start| start == election.label())
+        .filter(|(election, signal)| {
+            let start = settings.handover_start.as_deref();
+            let only_signal = settings.handover_signal.as_deref();
+            start.is_none_or(|start| start == election.label())
+                && only_signal.is_none_or(|only| only == *signal)
         })
         .collect::<Vec<_>>()
         .repeat(settings.handover_repeat);

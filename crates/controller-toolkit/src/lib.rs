@@ -16,6 +16,7 @@ pub mod runtime;
 pub mod shadow_view;
 pub mod stale_reads;
 pub mod write_holds;
+pub mod write_watermarks;
 pub mod writes;
 
 pub use controller_ref::{

@@ -16,14 +16,29 @@
 //! version is past the read by construction. A small cache (ControllerRevisions,
 //! StatefulSets, DaemonSets: rarely written, so often behind only for want of a bookmark)
 //! re-lists after a short grace instead: one list of a few objects costs less than the wait.
+//!
+//! A leader that gives its Lease up (SIGTERM) can say more precisely what the successor must
+//! have seen: per resource, the version its own last write returned or its last decision read,
+//! whichever is higher (the manager's handover versions, [`HandedOver`]). Every write it made
+//! and every change it acted on is at or below that version, so that version is the
+//! resource's target and no consistent read is made for it. It is usually a change the
+//! successor's watch has already delivered, while a consistent read returns the collection's
+//! latest version, which a resource nobody wrote lately reaches only with its next bookmark.
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
 
 use futures::future::BoxFuture;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use crate::SharedInformerFactory;
+
+/// Per resource (`pods`), the version a leader that gave its Lease up vouches covers every
+/// write it made and every change it decided from (see the module documentation).
+pub type HandedOver = BTreeMap<String, u64>;
 
 /// How often the barrier looks at the informers' versions (atomic loads).
 const POLL_PERIOD: Duration = Duration::from_millis(5);
@@ -108,6 +123,9 @@ pub struct BarrierResource {
     pub resource: String,
     /// The version the consistent read returned (`None`: not an integer).
     pub target: Option<u64>,
+    /// Whether the target came from the previous leader ([`HandedOver`]) instead of a
+    /// consistent read.
+    pub handed_over: bool,
     /// Whether it had to re-list to get there.
     pub relisted: bool,
 }
@@ -122,13 +140,15 @@ pub struct BarrierReport {
 }
 
 impl SharedInformerFactory {
-    /// Waits until every started informer has reached the resourceVersion a consistent read
-    /// of its resource returns now (see the module documentation); informers still behind
-    /// longer than `catch_up` allows re-list. A failed read is retried until it succeeds.
-    /// `None` when `shutdown` fires first.
+    /// Waits until every started informer has reached its target: the version `handed_over`
+    /// names for its resource, else the resourceVersion a consistent read of its resource
+    /// returns now (see the module documentation); informers still behind longer than
+    /// `catch_up` allows re-list. A failed read is retried until it succeeds. `None` when
+    /// `shutdown` fires first.
     pub async fn read_barrier(
         &self,
         catch_up: CatchUp,
+        handed_over: &HandedOver,
         shutdown: &CancellationToken,
     ) -> Option<BarrierReport> {
         let started = Instant::now();
@@ -137,9 +157,21 @@ impl SharedInformerFactory {
             readers.push((informer.resource(), informer.version_reader()));
         });
         let client = self.client();
-        let reads = readers
-            .into_iter()
-            .map(|(resource, read)| read_until_answered(resource, read, client.clone(), shutdown));
+        let reads = readers.into_iter().map(|(resource, read)| {
+            let vouched = handed_over.get(&resource).copied();
+            let client = client.clone();
+            async move {
+                match vouched {
+                    Some(target) => Some(BarrierResource {
+                        resource,
+                        target: Some(target),
+                        handed_over: true,
+                        relisted: false,
+                    }),
+                    None => read_until_answered(resource, read, client, shutdown).await,
+                }
+            }
+        });
         let mut resources: Vec<BarrierResource> = futures::future::join_all(reads)
             .await
             .into_iter()
@@ -227,6 +259,7 @@ async fn read_until_answered(
                 return Some(BarrierResource {
                     resource,
                     target,
+                    handed_over: false,
                     relisted: false,
                 });
             }

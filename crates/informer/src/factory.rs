@@ -4,7 +4,7 @@
 
 use std::{
     any::{Any, TypeId},
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     sync::Arc,
     time::Duration,
 };
@@ -64,6 +64,7 @@ pub(crate) trait ErasedInformer: Send + Sync {
     /// The resource's plural name (`pods`).
     fn resource(&self) -> String;
     fn last_sync_resource_version(&self) -> Option<u64>;
+    fn last_change_resource_version(&self) -> Option<u64>;
     /// How many objects the cache holds.
     fn cached_objects(&self) -> usize;
     fn relist(&self);
@@ -90,6 +91,10 @@ impl<K: InformerResource> ErasedInformer for SharedInformer<K> {
 
     fn last_sync_resource_version(&self) -> Option<u64> {
         SharedInformer::last_sync_resource_version(self)
+    }
+
+    fn last_change_resource_version(&self) -> Option<u64> {
+        SharedInformer::last_change_resource_version(self)
     }
 
     fn cached_objects(&self) -> usize {
@@ -192,6 +197,19 @@ impl SharedInformerFactory {
                 visit(entry.informer.as_ref());
             }
         }
+    }
+
+    /// For each started informer's resource (`pods`), the version of the last change its
+    /// cache took in ([`crate::Store::last_change_resource_version`]): what every decision
+    /// made from these caches so far rests on. Resources with no change yet are left out.
+    pub fn changes_seen(&self) -> BTreeMap<String, u64> {
+        let mut seen = BTreeMap::new();
+        self.for_each_started(|informer| {
+            if let Some(version) = informer.last_change_resource_version() {
+                seen.insert(informer.resource(), version);
+            }
+        });
+        seen
     }
 
     /// Number of informers started so far.

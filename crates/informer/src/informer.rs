@@ -203,6 +203,12 @@ impl<K: InformerResource> SharedInformer<K> {
         self.inner.store.last_sync_resource_version()
     }
 
+    /// The version of the last change the cache took in
+    /// ([`Store::last_change_resource_version`]).
+    pub fn last_change_resource_version(&self) -> Option<u64> {
+        self.inner.store.last_change_resource_version()
+    }
+
     /// Makes the running list+watch loop start over with a consistent list (at once, or when
     /// it starts if it has not yet), as a 410 Gone would. For a read barrier the watch does not
     /// reach in time: the list's version is at least any version read before it.

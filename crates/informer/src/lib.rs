@@ -31,7 +31,9 @@ mod resync;
 mod store;
 mod sync;
 
-pub use barrier::{BarrierProgress, BarrierReport, BarrierResource, CatchUp, barrier_progress};
+pub use barrier::{
+    BarrierProgress, BarrierReport, BarrierResource, CatchUp, HandedOver, barrier_progress,
+};
 pub use cached::{
     CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedNode,
     CachedNodeSpec, CachedPod, CachedPodSpec, CachedPodStatus, CachedReplicaSet,

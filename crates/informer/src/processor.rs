@@ -92,7 +92,7 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
                 let listed = self.relist_buffer.take().unwrap_or_default();
                 let notifications = self.replace(listed);
                 // Only now does the cache hold the collection as of the list's version.
-                self.store.observe_watch_version(Some(&resource_version));
+                self.store.observe_change_version(Some(&resource_version));
                 notifications
             }
             ReflectorEvent::Apply(mut obj) => {
@@ -122,7 +122,7 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
             Notification::Delete(DeletedObject::Unknown { last_known, .. }) => last_known,
         };
         self.store
-            .observe_watch_version(obj.meta().resource_version.as_deref());
+            .observe_change_version(obj.meta().resource_version.as_deref());
     }
 
     /// `on_update(obj, obj)` for every cached object: a resync, which never contacts the server.
@@ -541,6 +541,36 @@ mod tests {
         for (step, (event, want)) in steps.into_iter().enumerate() {
             processor.process(event);
             assert_eq!(store.last_sync_resource_version(), want, "step {step}");
+        }
+    }
+
+    #[test]
+    fn the_last_change_follows_lists_and_watch_events_but_not_bookmarks() {
+        let store = Arc::new(Store::new());
+        let mut processor = EventProcessor::new(
+            store.clone(),
+            Transform {
+                drop_managed_fields: true,
+            },
+        );
+        let bookmark = |version: &str| Event::Bookmark {
+            resource_version: version.into(),
+        };
+        let steps: Vec<(Event<Pod>, Option<u64>)> = vec![
+            (Event::Init, None),
+            (Event::InitApply(p("a", "7")), None),
+            (done("8"), Some(8)),
+            (bookmark("20"), Some(8)),
+            (Event::Apply(p("a", "21")), Some(21)),
+            (Event::Delete(p("a", "25")), Some(25)),
+            (bookmark("40"), Some(25)),
+            (Event::Init, Some(25)),
+            (done("41"), Some(41)),
+            (bookmark("not-a-number"), Some(41)),
+        ];
+        for (step, (event, want)) in steps.into_iter().enumerate() {
+            processor.process(event);
+            assert_eq!(store.last_change_resource_version(), want, "step {step}");
         }
     }
 

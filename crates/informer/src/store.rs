@@ -32,6 +32,9 @@ pub struct Store<K> {
     /// watch event's and bookmark's since; 0 while unknown (before the first list is applied,
     /// during a relist, or after a version that is not an integer).
     last_sync_resource_version: AtomicU64,
+    /// The highest version of a change the content took in: the last list's or a watch
+    /// event's, never a bookmark's; 0 while none. It only grows (a relist does not reset it).
+    last_change_resource_version: AtomicU64,
 }
 
 struct StoreInner<K> {
@@ -69,6 +72,7 @@ impl<K: Resource> Store<K> {
                 indices,
             }),
             last_sync_resource_version: AtomicU64::new(0),
+            last_change_resource_version: AtomicU64::new(0),
         }
     }
 
@@ -83,6 +87,28 @@ impl<K: Resource> Store<K> {
             0 => None,
             version => Some(version),
         }
+    }
+
+    /// The version of the last change the cache took in: the last list's or watch event's,
+    /// not a bookmark's (`None` before the first list). Why apart from
+    /// [`Store::last_sync_resource_version`]: a leader that hands its Lease over says up to
+    /// which version its decisions rested on this cache. A bookmark adds nothing to what it
+    /// decided from, and the successor's watch gets its bookmarks at other moments, so
+    /// counting them would make the successor wait for a bookmark of its own.
+    pub fn last_change_resource_version(&self) -> Option<u64> {
+        match self.last_change_resource_version.load(Ordering::Acquire) {
+            0 => None,
+            version => Some(version),
+        }
+    }
+
+    /// Records that the list or watch event with `resource_version` was applied: a change.
+    pub(crate) fn observe_change_version(&self, resource_version: Option<&str>) {
+        if let Some(version) = resource_version.and_then(|version| version.parse::<u64>().ok()) {
+            self.last_change_resource_version
+                .fetch_max(version, Ordering::AcqRel);
+        }
+        self.observe_watch_version(resource_version);
     }
 
     /// Records that the list, watch event or bookmark with `resource_version` was applied.

@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use informer::{
-    CachedPod, CatchUp, FactoryConfig, LabelMatcher, POD_CONTROLLER_UID_INDEX,
+    CachedPod, CatchUp, FactoryConfig, HandedOver, LabelMatcher, POD_CONTROLLER_UID_INDEX,
     SharedInformerFactory, orphan_pod_index_key, pod_controller_index, wait_for_cache_sync,
 };
 use k8s_openapi::api::{
@@ -486,7 +486,11 @@ async fn the_read_barrier_of_an_idle_resource_passes_on_a_bookmark() -> TestResu
         .await?;
 
     let report = factory
-        .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
+        .read_barrier(
+            CatchUp::after(Duration::from_secs(30)),
+            &HandedOver::new(),
+            &shutdown,
+        )
         .await
         .expect("not shut down");
     let pods = &report.resources[0];
@@ -508,6 +512,85 @@ async fn the_read_barrier_of_an_idle_resource_passes_on_a_bookmark() -> TestResu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_over_version_the_cache_holds_passes_without_a_read_or_a_bookmark() -> TestResult {
+    let (sim, api) = start_sim().await?;
+    let (factory, shutdown) = synced_pods(&sim).await;
+    let last = create_pod(&api, "last", &[]).await?;
+    let pods = factory.informer::<Pod>().lister();
+    eventually("the cache shows the pod", || {
+        pods.get("default", "last").is_some()
+    })
+    .await;
+    // The cluster's version moves past the pods' last change: a consistent read would return
+    // a version the pods' watch reaches only with its next bookmark.
+    let deployments: Api<Deployment> = Api::namespaced(sim.client(), "default");
+    let deployment: Deployment = serde_json::from_value(workload("Deployment", "web", 1))?;
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await?;
+    let version: u64 = rv(&last).parse()?;
+    let handed_over = HandedOver::from([("pods".to_string(), version)]);
+
+    let report = factory
+        .read_barrier(
+            CatchUp::after(Duration::from_secs(30)),
+            &handed_over,
+            &shutdown,
+        )
+        .await
+        .expect("not shut down");
+    let part = &report.resources[0];
+    assert_eq!(
+        (
+            part.resource.as_str(),
+            part.target,
+            part.handed_over,
+            part.relisted
+        ),
+        ("pods", Some(version), true, false),
+        "{report:?}"
+    );
+    assert_eq!(
+        sim.accounting().count("list", "pods"),
+        1,
+        "the first list only: no consistent read"
+    );
+
+    stop(sim, shutdown).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_over_version_the_watch_has_not_delivered_yet_is_waited_for() -> TestResult {
+    let (sim, api) = start_sim().await?;
+    sim.set_faults(lagging(Duration::from_secs(2)));
+    let (factory, shutdown) = synced_pods(&sim).await;
+    let late = create_pod(&api, "late", &[("lag", "yes")]).await?;
+    let pods = factory.informer::<Pod>().lister();
+    assert!(pods.get("default", "late").is_none(), "the event lags");
+    let handed_over = HandedOver::from([("pods".to_string(), rv(&late).parse()?)]);
+
+    let report = factory
+        .read_barrier(
+            CatchUp::after(Duration::from_secs(30)),
+            &handed_over,
+            &shutdown,
+        )
+        .await
+        .expect("not shut down");
+    assert!(
+        pods.get("default", "late").is_some(),
+        "past the barrier the cache holds the handed-over write: {report:?}"
+    );
+    assert!(
+        report.resources[0].handed_over && !report.resources[0].relisted,
+        "{report:?}"
+    );
+    assert_eq!(sim.accounting().count("list", "pods"), 1);
+
+    stop(sim, shutdown).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_read_barrier_waits_for_a_lagging_watch_to_deliver_what_was_written() -> TestResult {
     let (sim, api) = start_sim().await?;
     sim.set_faults(lagging(Duration::from_secs(2)));
@@ -517,7 +600,11 @@ async fn the_read_barrier_waits_for_a_lagging_watch_to_deliver_what_was_written(
     assert!(pods.get("default", "late").is_none(), "the event lags");
 
     let report = factory
-        .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
+        .read_barrier(
+            CatchUp::after(Duration::from_secs(30)),
+            &HandedOver::new(),
+            &shutdown,
+        )
         .await
         .expect("not shut down");
     assert!(
@@ -545,7 +632,11 @@ async fn a_watch_that_does_not_catch_up_in_time_relists_past_the_barrier() -> Te
     create_pod(&api, "late", &[("lag", "yes")]).await?;
 
     let report = factory
-        .read_barrier(CatchUp::after(Duration::from_millis(300)), &shutdown)
+        .read_barrier(
+            CatchUp::after(Duration::from_millis(300)),
+            &HandedOver::new(),
+            &shutdown,
+        )
         .await
         .expect("not shut down");
     assert!(report.resources[0].relisted, "{report:?}");
@@ -573,7 +664,7 @@ async fn a_small_cache_behind_its_barrier_relists_after_the_grace_not_the_bound(
         ..CatchUp::DEFAULT
     };
     let report = factory
-        .read_barrier(catch_up, &shutdown)
+        .read_barrier(catch_up, &HandedOver::new(), &shutdown)
         .await
         .expect("not shut down");
     assert!(report.resources[0].relisted, "{report:?}");
@@ -600,7 +691,11 @@ async fn a_read_barrier_ends_on_shutdown() -> TestResult {
     });
     assert_eq!(
         factory
-            .read_barrier(CatchUp::after(Duration::from_secs(30)), &shutdown)
+            .read_barrier(
+                CatchUp::after(Duration::from_secs(30)),
+                &HandedOver::new(),
+                &shutdown
+            )
             .await,
         None
     );

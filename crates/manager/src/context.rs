@@ -1,6 +1,7 @@
 //! What the manager hands each controller's init function: the shared informer factory, the
-//! controller's own client, the metrics registry, its flags and gates and, in shadow mode,
-//! where its writes go.
+//! controller's own client, the metrics registry, its flags and gates and where its writes go:
+//! in shadow mode to the shadow, and with a warm standby through the record a release hands
+//! over.
 
 use std::sync::Arc;
 
@@ -8,6 +9,8 @@ use controller_toolkit::{
     descriptor::{ControllerDescriptor, InitContext, Runnable},
     runtime::RuntimeOptions,
     stale_reads::StaleSyncSkips,
+    write_watermarks::WriteWatermarks,
+    writes::ApiWriteExecutor,
 };
 use informer::SharedInformerFactory;
 use prometheus::Registry;
@@ -32,10 +35,13 @@ pub struct ControllerContext {
     gates: EnabledGates,
     clients: ClientFactory,
     shadow: Option<Shadow>,
+    write_watermarks: Option<WriteWatermarks>,
 }
 
 impl ControllerContext {
-    /// Bundles the parts; the manager builds one per start of the controllers.
+    /// Bundles the parts; the manager builds one per start of the controllers. With
+    /// `write_watermarks` (a warm standby's), every write the controllers send is recorded
+    /// there for the handover on release.
     pub fn new(
         informers: SharedInformerFactory,
         metrics: Registry,
@@ -43,6 +49,7 @@ impl ControllerContext {
         options: Arc<Options>,
         clients: ClientFactory,
         shadow: Option<Shadow>,
+        write_watermarks: Option<WriteWatermarks>,
     ) -> Self {
         Self {
             informers,
@@ -52,13 +59,15 @@ impl ControllerContext {
             options,
             clients,
             shadow,
+            write_watermarks,
         }
     }
 
     /// Builds the controller `descriptor` describes, upstream's `newXController`: with its own
     /// client, the shared metrics, its `<subsystem>_stale_sync_skips_total` counter, its
     /// settings and gates and, in shadow mode, the executor that records its writes instead of
-    /// sending them. `Ok(None)` when it chose not to run.
+    /// sending them (else, with a warm standby, one that sends them and records the versions
+    /// they return). `Ok(None)` when it chose not to run.
     pub fn init(
         &self,
         descriptor: &ControllerDescriptor,
@@ -68,25 +77,29 @@ impl ControllerContext {
             controller: name.to_string(),
             message: error.to_string(),
         };
+        let client = self
+            .clients
+            .client(descriptor.client_name)
+            .map_err(|error| failed(&error))?;
+        let writes = match (&self.shadow, &self.write_watermarks) {
+            (Some(shadow), _) => Some(shadow.executor(descriptor.name)),
+            (None, Some(written)) => {
+                Some(written.recording(Arc::new(ApiWriteExecutor::new(client.clone()))))
+            }
+            (None, None) => None,
+        };
         let runtime = RuntimeOptions {
             metrics: self.controller_metrics.clone(),
             stale_sync_skips: Some(
                 StaleSyncSkips::register(&self.metrics, descriptor.metrics_subsystem)
                     .map_err(|error| failed(&error))?,
             ),
-            writes: self
-                .shadow
-                .as_ref()
-                .map(|shadow| shadow.executor(descriptor.name)),
+            writes,
         };
         let settings = self
             .options
             .controller_flags
             .settings_for(descriptor, &self.gates);
-        let client = self
-            .clients
-            .client(descriptor.client_name)
-            .map_err(|error| failed(&error))?;
         (descriptor.init)(InitContext {
             client,
             informers: &self.informers,

@@ -10,13 +10,22 @@
 //! SIGTERM) and at the very instant the holder's lease expires by its clock, instead of at the
 //! next retry period, which alone added up to 2.2 retry periods to a handover. The rules above
 //! are unchanged: the watch only decides when to try.
+//!
+//! A leader that gives the Lease up (SIGTERM) hands its successor, in the same write, the
+//! versions its caches must reach before it acts ([`HANDOVER_ANNOTATION`], kcm-rs only, with
+//! `--leader-elect-warm-standby`): per resource, the highest version the leader's writes
+//! returned or its decisions read (see `informer::barrier`). A candidate takes them only from
+//! a Lease with no holder, which only a release leaves, and removes them in the write that
+//! takes the Lease, so a later successor never reads stale ones.
 
 use std::{
+    collections::{BTreeMap, BTreeSet},
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use futures::StreamExt;
+use informer::HandedOver;
 
 use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig};
 use k8s_openapi::{
@@ -36,6 +45,14 @@ use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::write_fence::LeaseFence;
+
+/// The annotation a leader that gives its Lease up leaves on it for its successor: a JSON
+/// object of resource (`pods`) to the resourceVersion the successor's cache of it must reach
+/// before it acts. kcm-rs only, with `--leader-elect-warm-standby`.
+pub const HANDOVER_ANNOTATION: &str = "kcm-rs.io/handover-resource-versions";
+
+/// Says, when the leader gives the Lease up, what its successor's caches must reach.
+pub type HandoverSource = Box<dyn Fn() -> HandedOver + Send + Sync>;
 
 /// Lease timings and identity.
 #[derive(Debug, Clone)]
@@ -252,6 +269,10 @@ pub struct LeaderElector {
     /// With a warm standby: woken on every change of the Lease (the watch stops when the
     /// elector is dropped).
     lease_changes: Option<(Arc<Notify>, DropGuard)>,
+    /// What a release hands the successor (a warm standby's leader); none: nothing.
+    handover: Option<HandoverSource>,
+    /// What the previous leader handed over when we took the Lease from its release.
+    handed_over: HandedOver,
 }
 
 /// The result of waiting for leadership.
@@ -289,6 +310,8 @@ impl LeaderElector {
             observed: None,
             fence: None,
             lease_changes: None,
+            handover: None,
+            handed_over: HandedOver::new(),
         }
     }
 
@@ -325,6 +348,19 @@ impl LeaderElector {
     pub fn with_fence(mut self, fence: LeaseFence) -> Self {
         self.fence = Some(fence);
         self
+    }
+
+    /// Hands the successor what `source` says when the Lease is given up
+    /// ([`HANDOVER_ANNOTATION`]).
+    pub fn with_handover(mut self, source: HandoverSource) -> Self {
+        self.handover = Some(source);
+        self
+    }
+
+    /// What the previous leader handed over, if we took the Lease from its release (empty
+    /// otherwise: after a crash, or from a leader that hands nothing over).
+    pub fn take_handed_over(&mut self) -> HandedOver {
+        std::mem::take(&mut self.handed_over)
     }
 
     fn close_fence(&self) {
@@ -413,7 +449,9 @@ impl LeaderElector {
         }
     }
 
-    /// Gives the lease up so a standby takes over at once: holder cleared, duration 1 s.
+    /// Gives the lease up so a standby takes over at once: holder cleared, duration 1 s, and
+    /// what the successor must have seen ([`LeaderElector::with_handover`]). The fence closes
+    /// first, so no write of ours starts after the handover is read.
     pub async fn release(&mut self) -> Result<(), ElectionError> {
         let Some((lease, _)) = self.observed.clone() else {
             return Ok(());
@@ -421,8 +459,21 @@ impl LeaderElector {
         if !self.holds(&lease) {
             return Ok(());
         }
+        self.close_fence();
         let now = MicroTime(Timestamp::now());
         let mut released = lease;
+        if let Some(source) = &self.handover {
+            let versions: BTreeMap<String, String> = source()
+                .into_iter()
+                .map(|(resource, version)| (resource, version.to_string()))
+                .collect();
+            let text = serde_json::to_string(&versions).unwrap_or_default();
+            released
+                .metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(HANDOVER_ANNOTATION.to_string(), text);
+        }
         let spec = released.spec.get_or_insert_with(LeaseSpec::default);
         spec.holder_identity = None;
         spec.lease_duration_seconds = Some(1);
@@ -433,7 +484,6 @@ impl LeaderElector {
             .replace(&self.config.name, &PostParams::default(), &released)
             .await?;
         self.observed = Some((updated, Instant::now()));
-        self.close_fence();
         self.set_master(false);
         self.record_transition("stopped leading");
         self.recorder.flush().await;
@@ -579,18 +629,110 @@ impl LeaderElector {
         }
         let mut taken = current.clone();
         taken.spec = Some(self.lease_spec(current.spec.as_ref(), &now));
+        let handover = taken
+            .metadata
+            .annotations
+            .as_mut()
+            .and_then(|annotations| annotations.remove(HANDOVER_ANNOTATION));
         let updated = self
             .api
             .replace(&self.config.name, &PostParams::default(), &taken)
             .await?;
         self.observed = Some((updated, Instant::now()));
+        if holder.is_empty() {
+            self.handed_over = handover.as_deref().map(parse_handover).unwrap_or_default();
+        }
         Ok(())
     }
+}
+
+/// What a leader hands over: per resource, the higher of the last change its cache took in
+/// (`seen`) and the highest version its writes returned (`written`); a resource with a write
+/// in flight or of unknown outcome (`unsettled`) is left out, so the successor reads its
+/// version itself.
+pub fn handover_versions(
+    seen: HandedOver,
+    written: BTreeMap<String, u64>,
+    unsettled: &BTreeSet<String>,
+) -> HandedOver {
+    let mut versions = seen;
+    for (resource, version) in written {
+        let highest = versions.entry(resource).or_insert(version);
+        *highest = (*highest).max(version);
+    }
+    versions.retain(|resource, _| !unsettled.contains(resource));
+    versions
+}
+
+/// The versions a [`HANDOVER_ANNOTATION`] names; entries that are not integers are left out
+/// (the successor then reads that resource's version itself), and so is all of it when it is
+/// not a JSON object of strings.
+pub fn parse_handover(text: &str) -> HandedOver {
+    serde_json::from_str::<BTreeMap<String, String>>(text)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(resource, version)| Some((resource, version.parse().ok()?)))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn versions(entries: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        entries
+            .iter()
+            .map(|(resource, version)| (resource.to_string(), *version))
+            .collect()
+    }
+
+    #[test]
+    fn a_handover_names_per_resource_the_higher_of_what_was_seen_and_written() {
+        // (last changes seen, versions written, resources unsettled, handed over)
+        type Versions = &'static [(&'static str, u64)];
+        let cases: [(Versions, Versions, &[&str], Versions); 5] = [
+            (
+                &[("pods", 10), ("nodes", 3)],
+                &[],
+                &[],
+                &[("nodes", 3), ("pods", 10)],
+            ),
+            (&[("pods", 10)], &[("pods", 12)], &[], &[("pods", 12)]),
+            (&[("pods", 10)], &[("pods", 8)], &[], &[("pods", 10)]),
+            (&[], &[("replicasets", 7)], &[], &[("replicasets", 7)]),
+            (
+                &[("pods", 10), ("replicasets", 4)],
+                &[("replicasets", 9)],
+                &["pods"],
+                &[("replicasets", 9)],
+            ),
+        ];
+        for (seen, written, unsettled, want) in cases {
+            let unsettled: BTreeSet<String> = unsettled.iter().map(|r| r.to_string()).collect();
+            assert_eq!(
+                handover_versions(versions(seen), versions(written), &unsettled),
+                versions(want),
+                "{seen:?} {written:?} {unsettled:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_handover_annotation_is_read_for_its_integer_versions_only() {
+        let cases: [(&str, &[(&str, u64)]); 5] = [
+            (
+                r#"{"pods":"41","replicasets":"7"}"#,
+                &[("pods", 41), ("replicasets", 7)],
+            ),
+            (r#"{"pods":"41","nodes":"opaque"}"#, &[("pods", 41)]),
+            (r#"{}"#, &[]),
+            (r#"{"pods":41}"#, &[]),
+            ("not json", &[]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_handover(text), versions(want), "{text}");
+        }
+    }
 
     #[test]
     fn a_watching_standby_tries_at_the_holders_expiry_if_that_comes_first() {

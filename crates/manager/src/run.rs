@@ -7,7 +7,10 @@
 //! lease fence is closed), and on winning the Lease passes the read barrier (its caches hold
 //! every write made before; see `informer::SharedInformerFactory::read_barrier`) and starts
 //! its workers, instead of listing every object then. Expectations and the other controller
-//! state start empty either way, as on a cold start: the barrier is what makes that safe.
+//! state start empty either way, as on a cold start: the barrier is what makes that safe. A
+//! leader that gives the Lease up hands its successor the barrier's targets (the versions its
+//! writes returned and its caches last changed at; `leader_election::HANDOVER_ANNOTATION`), so
+//! the successor waits only for what the old leader wrote and read, not for a bookmark.
 //!
 //! Losing the lease stops work and fails at once, as upstream (the process exits, controller
 //! state with it); a graceful shutdown (SIGTERM) lets in-flight syncs finish within a bound and
@@ -22,8 +25,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use controller_toolkit::{descriptor::Runnable, shadow_view::ComparedKind};
-use informer::{CatchUp, FactoryConfig, SharedInformerFactory};
+use controller_toolkit::{
+    descriptor::Runnable, shadow_view::ComparedKind, write_watermarks::WriteWatermarks,
+};
+use informer::{BarrierResource, CatchUp, FactoryConfig, HandedOver, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use prometheus::Registry;
@@ -41,6 +46,7 @@ use crate::{
     health::{Health, Readiness},
     leader_election::{
         Campaign, ElectionError, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector, Start,
+        handover_versions,
     },
     options::{Options, OptionsError},
     registry::{ControllerRegistry, InitError},
@@ -198,6 +204,8 @@ pub async fn run_with_hooks(
         options: options.clone(),
         health: health.clone(),
         shadow,
+        write_watermarks: (options.leader_elect && options.leader_elect_warm_standby)
+            .then(WriteWatermarks::new),
     };
 
     if !options.leader_elect {
@@ -235,6 +243,14 @@ pub async fn run_with_hooks(
     let (warm, _stop_informers) = if options.leader_elect_warm_standby {
         elector = elector.watch_lease();
         let built = build_controllers(&plan, Standby::Warm)?;
+        let (factory, written) = (built.factory.clone(), plan.write_watermarks.clone());
+        elector = elector.with_handover(Box::new(move || {
+            let (settled, unsettled) = written
+                .as_ref()
+                .map(|written| (written.settled(), written.unsettled()))
+                .unwrap_or_default();
+            handover_versions(factory.changes_seen(), settled, &unsettled)
+        }));
         let informers = CancellationToken::new();
         built.factory.start(informers.clone());
         let (factory, synced_metrics, name) = (
@@ -260,6 +276,7 @@ pub async fn run_with_hooks(
         return Ok(());
     }
     let won = Instant::now();
+    let handed_over = elector.take_handed_over();
     let start = if warm.is_some() {
         Start::Warm
     } else {
@@ -285,6 +302,7 @@ pub async fn run_with_hooks(
             enabled: options.leader_elect_read_barrier,
             metrics: election_metrics,
             lease: lease_name,
+            handed_over,
         },
         work.clone(),
     ));
@@ -337,6 +355,8 @@ struct ControllerPlan {
     options: Arc<Options>,
     health: Health,
     shadow: Option<Shadow>,
+    /// A warm standby's record of the versions its writes returned, for the handover.
+    write_watermarks: Option<WriteWatermarks>,
 }
 
 /// Whether the controllers are built by a warm standby, before it leads, or once they run.
@@ -382,6 +402,7 @@ fn build_controllers(
         plan.options.clone(),
         plan.clients.clone(),
         plan.shadow.clone(),
+        plan.write_watermarks.clone(),
     );
 
     let mut controllers: Vec<(&'static str, usize, Box<dyn Runnable>)> = Vec::new();
@@ -418,6 +439,8 @@ struct Barrier {
     enabled: bool,
     metrics: LeaderElectionMetrics,
     lease: String,
+    /// What the previous leader handed over on release (empty after a crash).
+    handed_over: HandedOver,
 }
 
 /// The leader's work: a warm standby's controllers once its caches passed the read barrier,
@@ -433,17 +456,26 @@ async fn lead(
     };
     plan.health.set_readiness(Readiness::Syncing);
     if barrier.enabled {
-        let Some(report) = built.factory.read_barrier(CatchUp::DEFAULT, &work).await else {
+        let Some(report) = built
+            .factory
+            .read_barrier(CatchUp::DEFAULT, &barrier.handed_over, &work)
+            .await
+        else {
             return Ok(());
         };
-        let relisted: Vec<&str> = report
-            .resources
-            .iter()
-            .filter(|part| part.relisted)
-            .map(|part| part.resource.as_str())
-            .collect();
+        let resources_where = |pick: fn(&BarrierResource) -> bool| -> Vec<&str> {
+            report
+                .resources
+                .iter()
+                .filter(|part| pick(part))
+                .map(|part| part.resource.as_str())
+                .collect()
+        };
+        let relisted = resources_where(|part| part.relisted);
+        let handed_over = resources_where(|part| part.handed_over);
         tracing::info!(
             waited = ?report.waited,
+            ?handed_over,
             ?relisted,
             "read barrier passed: the caches hold every write made before the lease was won"
         );

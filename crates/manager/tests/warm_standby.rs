@@ -318,6 +318,117 @@ async fn a_warm_standby_keeps_its_caches_synced_writes_nothing_and_takes_over_at
     cluster.test.stop().await;
 }
 
+/// Every `list` the standby `identity`'s informers sent so far, by resource.
+fn informer_lists(cluster: &Cluster, identity: &str) -> BTreeMap<String, u64> {
+    let agent = format!("{MANAGER_AGENT}shared-informers ({identity})");
+    let mut lists = BTreeMap::new();
+    for ((verb, resource, by), count) in cluster.test.sim.accounting().entries() {
+        if verb == "list" && by.ends_with(&agent) {
+            *lists.entry(resource).or_default() += count;
+        }
+    }
+    lists
+}
+
+/// The handover a Lease carries (`kcm-rs.io/handover-resource-versions`), if any.
+fn handover_of(lease: &Lease) -> Option<BTreeMap<String, u64>> {
+    let text = lease
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(manager::leader_election::HANDOVER_ANNOTATION)?;
+    Some(manager::leader_election::parse_handover(text))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_giving_the_lease_up_hands_over_what_its_successor_must_have_seen() {
+    let cluster = Cluster::start(SimConfig::default()).await;
+    cluster
+        .test
+        .create::<Deployment>(&typed(workload("Deployment", "web", 3)))
+        .await;
+    let leases: Api<Lease> = Api::namespaced(cluster.test.client.clone(), "kube-system");
+    let released = Arc::new(parking_lot::Mutex::new(Vec::<Lease>::new()));
+    let seen = released.clone();
+    let watching_lease = tokio::spawn(async move {
+        let mut events = watcher(leases, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        while let Some(event) = events.next().await {
+            if let Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) = event {
+                let holder = lease
+                    .spec
+                    .as_ref()
+                    .and_then(|spec| spec.holder_identity.clone());
+                if holder.is_none_or(|holder| holder.is_empty()) {
+                    seen.lock().push(lease);
+                }
+            }
+        }
+    });
+    let first = start(&cluster, true).await;
+    leading(&first).await;
+    let leader = lease_holder(&cluster).await.expect("a holder");
+    deployment_complete(&cluster, "web", 3).await;
+    let second = start(&cluster, true).await;
+    standing_by_warm(&second).await;
+    let standby = identities(&cluster)
+        .into_iter()
+        .find(|identity| *identity != leader)
+        .expect("the standby's requests");
+    let pods: Api<Pod> = cluster.test.api();
+    let newest_pod = pods
+        .list(&ListParams::default())
+        .await
+        .expect("pods")
+        .items
+        .iter()
+        .filter_map(|pod| {
+            pod.metadata
+                .resource_version
+                .as_deref()?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .expect("the leader's pods");
+    let lists_standing_by = informer_lists(&cluster, &standby);
+
+    drop(first);
+    eventually("the standby leads", Duration::from_secs(10), || async {
+        (lease_holder(&cluster).await.as_deref() == Some(standby.as_str())).then_some(())
+    })
+    .await;
+    cluster
+        .test
+        .merge_patch::<Deployment>("web", json!({"spec": {"replicas": 4}}))
+        .await;
+    deployment_complete(&cluster, "web", 4).await;
+
+    // The release named, per cached resource, a version at least the leader's last change.
+    let handover = released
+        .lock()
+        .iter()
+        .find_map(handover_of)
+        .expect("the released Lease carries a handover");
+    for resource in ["pods", "replicasets", "deployments"] {
+        assert!(handover.contains_key(resource), "{resource}: {handover:?}");
+    }
+    assert!(
+        handover["pods"] >= newest_pod,
+        "{handover:?} vs pod {newest_pod}"
+    );
+    // The successor took it: no consistent read and no relist before it acted, and the
+    // handover is gone from the Lease it holds.
+    assert_eq!(informer_lists(&cluster, &standby), lists_standing_by);
+    let leases: Api<Lease> = Api::namespaced(cluster.test.client.clone(), "kube-system");
+    let held = leases.get(LEASE).await.expect("the Lease");
+    assert_eq!(handover_of(&held), None);
+    watching_lease.abort();
+    drop(second);
+    cluster.test.stop().await;
+}
+
 /// What the new leader did on the state the old one left: the most live pods the lone
 /// ReplicaSet had at once (it has 6 replicas), and the new leader's ReplicaSet creates (the
 /// old leader made the one needed) and scales answered 409 (sent from an old version).
