@@ -6,8 +6,9 @@ mod support;
 use std::time::Duration;
 
 use informer::{
-    CachedPod, CatchUp, FactoryConfig, HandedOver, LabelMatcher, POD_CONTROLLER_UID_INDEX,
-    SharedInformerFactory, orphan_pod_index_key, pod_controller_index, wait_for_cache_sync,
+    BarrierReport, CachedPod, CatchUp, FactoryConfig, HandedOver, LabelMatcher,
+    POD_CONTROLLER_UID_INDEX, SharedInformerFactory, orphan_pod_index_key, pod_controller_index,
+    wait_for_cache_sync,
 };
 use k8s_openapi::api::{
     apps::v1::{Deployment, ReplicaSet},
@@ -463,15 +464,23 @@ async fn synced_pods(sim: &SimCluster) -> (SharedInformerFactory, CancellationTo
     (factory, shutdown)
 }
 
-/// Pods whose events reach watchers `delay` late (the sim's lag fault, label key `lag`).
-fn lagging(delay: Duration) -> sim::FaultConfig {
-    sim::FaultConfig {
+/// A read barrier's scene: the sim, a synced pod informer (its factory and shutdown), then the
+/// pod `late` created, whose events reach watchers `lag` late (the sim's lag fault, label key
+/// `lag`).
+async fn late_pod(
+    lag: Duration,
+) -> anyhow::Result<(SimCluster, SharedInformerFactory, CancellationToken, Pod)> {
+    let (sim, api) = start_sim().await?;
+    sim.set_faults(sim::FaultConfig {
         watch_lag: Some(sim::WatchLag {
             label: "lag".into(),
-            delay,
+            delay: lag,
         }),
         ..sim::FaultConfig::default()
-    }
+    });
+    let (factory, shutdown) = synced_pods(&sim).await;
+    let late = create_pod(&api, "late", &[("lag", "yes")]).await?;
+    Ok((sim, factory, shutdown, late))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -511,6 +520,17 @@ async fn the_read_barrier_of_an_idle_resource_passes_on_a_bookmark() -> TestResu
     stop(sim, shutdown).await
 }
 
+/// The read barrier with the targets a previous leader handed over, 30 s to catch up.
+async fn barrier_handed(
+    factory: &SharedInformerFactory,
+    handed_over: &HandedOver,
+    shutdown: &CancellationToken,
+) -> BarrierReport {
+    let catch_up = CatchUp::after(Duration::from_secs(30));
+    let report = factory.read_barrier(catch_up, handed_over, shutdown).await;
+    report.expect("not shut down")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handed_over_version_the_cache_holds_passes_without_a_read_or_a_bookmark() -> TestResult {
     let (sim, api) = start_sim().await?;
@@ -531,14 +551,7 @@ async fn a_handed_over_version_the_cache_holds_passes_without_a_read_or_a_bookma
     let version: u64 = rv(&last).parse()?;
     let handed_over = HandedOver::from([("pods".to_string(), version)]);
 
-    let report = factory
-        .read_barrier(
-            CatchUp::after(Duration::from_secs(30)),
-            &handed_over,
-            &shutdown,
-        )
-        .await
-        .expect("not shut down");
+    let report = barrier_handed(&factory, &handed_over, &shutdown).await;
     let part = &report.resources[0];
     assert_eq!(
         (
@@ -550,33 +563,20 @@ async fn a_handed_over_version_the_cache_holds_passes_without_a_read_or_a_bookma
         ("pods", Some(version), true, false),
         "{report:?}"
     );
-    assert_eq!(
-        sim.accounting().count("list", "pods"),
-        1,
-        "the first list only: no consistent read"
-    );
+    let pod_lists = sim.accounting().count("list", "pods");
+    assert_eq!(pod_lists, 1, "the first list only: no consistent read");
 
     stop(sim, shutdown).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handed_over_version_the_watch_has_not_delivered_yet_is_waited_for() -> TestResult {
-    let (sim, api) = start_sim().await?;
-    sim.set_faults(lagging(Duration::from_secs(2)));
-    let (factory, shutdown) = synced_pods(&sim).await;
-    let late = create_pod(&api, "late", &[("lag", "yes")]).await?;
+    let (sim, factory, shutdown, late) = late_pod(Duration::from_secs(2)).await?;
     let pods = factory.informer::<Pod>().lister();
     assert!(pods.get("default", "late").is_none(), "the event lags");
     let handed_over = HandedOver::from([("pods".to_string(), rv(&late).parse()?)]);
 
-    let report = factory
-        .read_barrier(
-            CatchUp::after(Duration::from_secs(30)),
-            &handed_over,
-            &shutdown,
-        )
-        .await
-        .expect("not shut down");
+    let report = barrier_handed(&factory, &handed_over, &shutdown).await;
     assert!(
         pods.get("default", "late").is_some(),
         "past the barrier the cache holds the handed-over write: {report:?}"
@@ -592,10 +592,7 @@ async fn a_handed_over_version_the_watch_has_not_delivered_yet_is_waited_for() -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_read_barrier_waits_for_a_lagging_watch_to_deliver_what_was_written() -> TestResult {
-    let (sim, api) = start_sim().await?;
-    sim.set_faults(lagging(Duration::from_secs(2)));
-    let (factory, shutdown) = synced_pods(&sim).await;
-    let late = create_pod(&api, "late", &[("lag", "yes")]).await?;
+    let (sim, factory, shutdown, late) = late_pod(Duration::from_secs(2)).await?;
     let pods = factory.informer::<Pod>().lister();
     assert!(pods.get("default", "late").is_none(), "the event lags");
 
@@ -626,10 +623,7 @@ async fn the_read_barrier_waits_for_a_lagging_watch_to_deliver_what_was_written(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_that_does_not_catch_up_in_time_relists_past_the_barrier() -> TestResult {
-    let (sim, api) = start_sim().await?;
-    sim.set_faults(lagging(Duration::from_secs(60)));
-    let (factory, shutdown) = synced_pods(&sim).await;
-    create_pod(&api, "late", &[("lag", "yes")]).await?;
+    let (sim, factory, shutdown, _) = late_pod(Duration::from_secs(60)).await?;
 
     let report = factory
         .read_barrier(
@@ -654,10 +648,7 @@ async fn a_watch_that_does_not_catch_up_in_time_relists_past_the_barrier() -> Te
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_cache_behind_its_barrier_relists_after_the_grace_not_the_bound() -> TestResult {
-    let (sim, api) = start_sim().await?;
-    sim.set_faults(lagging(Duration::from_secs(60)));
-    let (factory, shutdown) = synced_pods(&sim).await;
-    create_pod(&api, "late", &[("lag", "yes")]).await?;
+    let (sim, factory, shutdown, _) = late_pod(Duration::from_secs(60)).await?;
 
     let catch_up = CatchUp {
         bound: Duration::from_secs(30),
@@ -680,10 +671,7 @@ async fn a_small_cache_behind_its_barrier_relists_after_the_grace_not_the_bound(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_barrier_ends_on_shutdown() -> TestResult {
-    let (sim, api) = start_sim().await?;
-    sim.set_faults(lagging(Duration::from_secs(60)));
-    let (factory, shutdown) = synced_pods(&sim).await;
-    create_pod(&api, "late", &[("lag", "yes")]).await?;
+    let (sim, factory, shutdown, _) = late_pod(Duration::from_secs(60)).await?;
     let stopping = shutdown.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;

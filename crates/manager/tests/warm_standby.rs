@@ -246,23 +246,30 @@ fn peak_live_pods(cluster: &Cluster, app: &str) -> (Arc<AtomicUsize>, tokio::tas
     (peak, task)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_warm_standby_keeps_its_caches_synced_writes_nothing_and_takes_over_at_once() {
-    let cluster = Cluster::start(SimConfig::default()).await;
+/// The Deployment `web` of 3 rolled out by a leader, then a second manager standing by warm:
+/// the leader, the standby and the standby's identity.
+async fn leader_and_warm_standby(cluster: &Cluster) -> (RunningManager, RunningManager, String) {
     cluster
         .test
         .create::<Deployment>(&typed(workload("Deployment", "web", 3)))
         .await;
-    let first = start(&cluster, true).await;
+    let first = start(cluster, true).await;
     leading(&first).await;
-    let leader = lease_holder(&cluster).await.expect("a holder");
-    deployment_complete(&cluster, "web", 3).await;
-    let second = start(&cluster, true).await;
+    let leader = lease_holder(cluster).await.expect("a holder");
+    deployment_complete(cluster, "web", 3).await;
+    let second = start(cluster, true).await;
     standing_by_warm(&second).await;
-    let standby = identities(&cluster)
+    let standby = identities(cluster)
         .into_iter()
         .find(|identity| *identity != leader)
         .expect("the standby's requests");
+    (first, second, standby)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_standby_keeps_its_caches_synced_writes_nothing_and_takes_over_at_once() {
+    let cluster = Cluster::start(SimConfig::default()).await;
+    let (first, second, standby) = leader_and_warm_standby(&cluster).await;
 
     // Standing by: its informers listed and watch, it wrote nothing (not even the Lease).
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -343,10 +350,6 @@ fn handover_of(lease: &Lease) -> Option<BTreeMap<String, u64>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_giving_the_lease_up_hands_over_what_its_successor_must_have_seen() {
     let cluster = Cluster::start(SimConfig::default()).await;
-    cluster
-        .test
-        .create::<Deployment>(&typed(workload("Deployment", "web", 3)))
-        .await;
     let leases: Api<Lease> = Api::namespaced(cluster.test.client.clone(), "kube-system");
     let released = Arc::new(parking_lot::Mutex::new(Vec::<Lease>::new()));
     let seen = released.clone();
@@ -366,16 +369,7 @@ async fn a_leader_giving_the_lease_up_hands_over_what_its_successor_must_have_se
             }
         }
     });
-    let first = start(&cluster, true).await;
-    leading(&first).await;
-    let leader = lease_holder(&cluster).await.expect("a holder");
-    deployment_complete(&cluster, "web", 3).await;
-    let second = start(&cluster, true).await;
-    standing_by_warm(&second).await;
-    let standby = identities(&cluster)
-        .into_iter()
-        .find(|identity| *identity != leader)
-        .expect("the standby's requests");
+    let (first, second, standby) = leader_and_warm_standby(&cluster).await;
     let pods: Api<Pod> = cluster.test.api();
     let newest_pod = pods
         .list(&ListParams::default())
