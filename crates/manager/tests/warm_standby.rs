@@ -25,8 +25,12 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api,
-    api::ListParams,
+    api::{ListParams, PostParams},
     runtime::{WatchStreamExt, watcher},
+};
+use manager::leader_election::{
+    Campaign, HANDOVER_ANNOTATION, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector,
+    parse_handover,
 };
 use serde_json::{Value, json};
 use sim::{
@@ -34,6 +38,7 @@ use sim::{
     testing::{eventually, is_active, workload},
 };
 use support::{Cluster, RunningManager, plain_get, start_adjusted_manager};
+use tokio_util::sync::CancellationToken;
 
 const LEASE: &str = "kcm-rs";
 /// Every request of a manager carries this in its user agent, then ` (<identity>)`.
@@ -343,8 +348,8 @@ fn handover_of(lease: &Lease) -> Option<BTreeMap<String, u64>> {
         .metadata
         .annotations
         .as_ref()?
-        .get(manager::leader_election::HANDOVER_ANNOTATION)?;
-    Some(manager::leader_election::parse_handover(text))
+        .get(HANDOVER_ANNOTATION)?;
+    Some(parse_handover(text))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -421,6 +426,69 @@ async fn a_leader_giving_the_lease_up_hands_over_what_its_successor_must_have_se
     watching_lease.abort();
     drop(second);
     cluster.test.stop().await;
+}
+
+/// A Lease `kcm-rs` as another manager left it: held by `holder` (none: given up) for 1 s,
+/// renewed long ago, with a handover of pods at 42.
+fn leftover_lease(holder: Option<&str>) -> Lease {
+    typed(json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": LEASE,
+            "namespace": "kube-system",
+            "annotations": {(HANDOVER_ANNOTATION): r#"{"pods":"42"}"#},
+        },
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": 1,
+            "renewTime": "2026-01-01T00:00:00.000000Z",
+        },
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_is_taken_only_from_a_released_lease_and_removed_when_taken() {
+    // (the holder the Lease names, what the elector that takes it is handed over)
+    let cases = [
+        (None, BTreeMap::from([("pods".to_string(), 42)])),
+        (Some("crashed-manager"), BTreeMap::new()),
+    ];
+    for (holder, want) in cases {
+        let cluster = Cluster::start(SimConfig::default()).await;
+        let leases: Api<Lease> = Api::namespaced(cluster.test.client.clone(), "kube-system");
+        leases
+            .create(&PostParams::default(), &leftover_lease(holder))
+            .await
+            .expect("the Lease");
+        let metrics =
+            LeaderElectionMetrics::register(&prometheus::Registry::new()).expect("metrics");
+        let mut elector = LeaderElector::new(
+            cluster.test.client.clone(),
+            LeaderElectionConfig {
+                namespace: "kube-system".into(),
+                name: LEASE.into(),
+                identity: "successor".into(),
+                lease_duration: Duration::from_secs(3),
+                renew_deadline: Duration::from_secs(2),
+                retry_period: Duration::from_millis(100),
+                record_events: false,
+            },
+            metrics,
+        );
+        let campaign = elector.acquire(&CancellationToken::new()).await;
+        assert_eq!(campaign, Campaign::Leading, "{holder:?}");
+        assert_eq!(elector.take_handed_over(), want, "{holder:?}");
+        let held = leases.get(LEASE).await.expect("the Lease");
+        let spec = held.spec.as_ref().expect("a spec");
+        assert_eq!(spec.holder_identity.as_deref(), Some("successor"));
+        assert_eq!(
+            handover_of(&held),
+            None,
+            "{holder:?}: the handover is removed"
+        );
+        cluster.test.stop().await;
+    }
 }
 
 /// What the new leader did on the state the old one left: the most live pods the lone
