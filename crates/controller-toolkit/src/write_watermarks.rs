@@ -43,6 +43,17 @@ pub struct WriteWatermarks {
     resources: Arc<Mutex<HashMap<String, ResourceWrites>>>,
 }
 
+/// The table at one instant, read under one lock so that a write ending meanwhile cannot
+/// leave its resource out of both halves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Watermarks {
+    /// Per resource whose every write has ended with a known outcome, the highest version its
+    /// writes returned (resources with none written are left out).
+    pub settled: BTreeMap<String, u64>,
+    /// The resources with a write in flight or one whose outcome is unknown.
+    pub unsettled: BTreeSet<String>,
+}
+
 /// How a write ended, for the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteOutcome {
@@ -96,11 +107,17 @@ impl WriteWatermarks {
     /// Records that a write to `resource` was sent; the returned guard records how it ended
     /// ([`InFlight::finish`]), or an unknown outcome if dropped first.
     pub fn sent(&self, resource: &str) -> InFlight {
-        self.resources
-            .lock()
-            .entry(resource.to_string())
-            .or_default()
-            .in_flight += 1;
+        let mut resources = self.resources.lock();
+        match resources.get_mut(resource) {
+            Some(writes) => writes.in_flight += 1,
+            None => {
+                let writes = ResourceWrites {
+                    in_flight: 1,
+                    ..ResourceWrites::default()
+                };
+                resources.insert(resource.to_string(), writes);
+            }
+        }
         InFlight {
             versions: self.clone(),
             resource: resource.to_string(),
@@ -110,7 +127,10 @@ impl WriteWatermarks {
 
     fn ended(&self, resource: &str, outcome: WriteOutcome) {
         let mut resources = self.resources.lock();
-        let writes = resources.entry(resource.to_string()).or_default();
+        // Every write ending was recorded as sent first.
+        let Some(writes) = resources.get_mut(resource) else {
+            return;
+        };
         writes.in_flight = writes.in_flight.saturating_sub(1);
         match outcome {
             WriteOutcome::Written(version) => {
@@ -121,25 +141,17 @@ impl WriteWatermarks {
         }
     }
 
-    /// Per resource whose every write has ended with a known outcome, the highest version its
-    /// writes returned (resources with none written are left out).
-    pub fn settled(&self) -> BTreeMap<String, u64> {
-        self.resources
-            .lock()
-            .iter()
-            .filter(|(_, writes)| writes.in_flight == 0 && !writes.unknown)
-            .filter_map(|(resource, writes)| Some((resource.clone(), writes.highest?)))
-            .collect()
-    }
-
-    /// The resources with a write in flight or one whose outcome is unknown.
-    pub fn unsettled(&self) -> BTreeSet<String> {
-        self.resources
-            .lock()
-            .iter()
-            .filter(|(_, writes)| writes.in_flight > 0 || writes.unknown)
-            .map(|(resource, _)| resource.clone())
-            .collect()
+    /// The table now ([`Watermarks`]).
+    pub fn snapshot(&self) -> Watermarks {
+        let mut snapshot = Watermarks::default();
+        for (resource, writes) in self.resources.lock().iter() {
+            if writes.in_flight > 0 || writes.unknown {
+                snapshot.unsettled.insert(resource.clone());
+            } else if let Some(highest) = writes.highest {
+                snapshot.settled.insert(resource.clone(), highest);
+            }
+        }
+        snapshot
     }
 }
 
@@ -290,9 +302,10 @@ mod tests {
                 .iter()
                 .map(|(resource, version)| (resource.to_string(), *version))
                 .collect();
-            assert_eq!(versions.settled(), want, "{writes:?}");
+            let snapshot = versions.snapshot();
+            assert_eq!(snapshot.settled, want, "{writes:?}");
             let want: BTreeSet<String> = unsettled.iter().map(|r| r.to_string()).collect();
-            assert_eq!(versions.unsettled(), want, "{writes:?}");
+            assert_eq!(snapshot.unsettled, want, "{writes:?}");
         }
     }
 
@@ -301,7 +314,8 @@ mod tests {
         let versions = WriteWatermarks::new();
         versions.sent("pods").finish(WriteOutcome::Written(3));
         drop(versions.sent("pods"));
-        assert_eq!(versions.settled(), BTreeMap::new());
-        assert_eq!(versions.unsettled(), BTreeSet::from(["pods".to_string()]));
+        let snapshot = versions.snapshot();
+        assert_eq!(snapshot.settled, BTreeMap::new());
+        assert_eq!(snapshot.unsettled, BTreeSet::from(["pods".to_string()]));
     }
 }

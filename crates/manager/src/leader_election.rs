@@ -19,7 +19,7 @@
 //! takes the Lease, so a later successor never reads stale ones.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::BTreeMap,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -27,7 +27,10 @@ use std::{
 use futures::StreamExt;
 use informer::HandedOver;
 
-use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig};
+use controller_toolkit::{
+    events::{EventRecorder, EventType, RecorderConfig},
+    write_watermarks::Watermarks,
+};
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},
     apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
@@ -647,20 +650,16 @@ impl LeaderElector {
 }
 
 /// What a leader hands over: per resource, the higher of the last change its cache took in
-/// (`seen`) and the highest version its writes returned (`written`); a resource with a write
-/// in flight or of unknown outcome (`unsettled`) is left out, so the successor reads its
-/// version itself.
-pub fn handover_versions(
-    seen: HandedOver,
-    written: BTreeMap<String, u64>,
-    unsettled: &BTreeSet<String>,
-) -> HandedOver {
+/// (`seen`) and the highest version its writes returned (`written.settled`); a resource with a
+/// write in flight or of unknown outcome (`written.unsettled`) is left out, so the successor
+/// reads its version itself.
+pub fn handover_versions(seen: HandedOver, written: Watermarks) -> HandedOver {
     let mut versions = seen;
-    for (resource, version) in written {
+    for (resource, version) in written.settled {
         let highest = versions.entry(resource).or_insert(version);
         *highest = (*highest).max(version);
     }
-    versions.retain(|resource, _| !unsettled.contains(resource));
+    versions.retain(|resource, _| !written.unsettled.contains(resource));
     versions
 }
 
@@ -708,11 +707,14 @@ mod tests {
             ),
         ];
         for (seen, written, unsettled, want) in cases {
-            let unsettled: BTreeSet<String> = unsettled.iter().map(|r| r.to_string()).collect();
+            let written = Watermarks {
+                settled: versions(written),
+                unsettled: unsettled.iter().map(|r| r.to_string()).collect(),
+            };
             assert_eq!(
-                handover_versions(versions(seen), versions(written), &unsettled),
+                handover_versions(versions(seen), written.clone()),
                 versions(want),
-                "{seen:?} {written:?} {unsettled:?}"
+                "{seen:?} {written:?}"
             );
         }
     }

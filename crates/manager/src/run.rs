@@ -245,11 +245,8 @@ pub async fn run_with_hooks(
         let built = build_controllers(&plan, Standby::Warm)?;
         let (factory, written) = (built.factory.clone(), plan.write_watermarks.clone());
         elector = elector.with_handover(Box::new(move || {
-            let (settled, unsettled) = written
-                .as_ref()
-                .map(|written| (written.settled(), written.unsettled()))
-                .unwrap_or_default();
-            handover_versions(factory.changes_seen(), settled, &unsettled)
+            let written = written.as_ref().map(WriteWatermarks::snapshot);
+            handover_versions(factory.changes_seen(), written.unwrap_or_default())
         }));
         let informers = CancellationToken::new();
         built.factory.start(informers.clone());
