@@ -81,46 +81,14 @@ mod tests {
     #[test]
     fn only_counter_and_progress_time_changes_may_wait() {
         let stored = status(2, 4, progressing("ReplicaSetUpdated", 10));
+        #[rustfmt::skip]
         let cases = [
-            (
-                "a counter",
-                status(2, 5, progressing("ReplicaSetUpdated", 10)),
-                true,
-            ),
-            (
-                "progress refreshed",
-                status(2, 5, progressing("ReplicaSetUpdated", 11)),
-                true,
-            ),
-            (
-                "observedGeneration",
-                status(3, 4, progressing("ReplicaSetUpdated", 10)),
-                false,
-            ),
-            (
-                "condition reason",
-                status(2, 5, progressing("NewReplicaSetAvailable", 11)),
-                false,
-            ),
-            (
-                "a condition added",
-                DeploymentStatus {
-                    conditions: Some(vec![
-                        progressing("ReplicaSetUpdated", 10),
-                        progressing("ReplicaSetUpdated", 10),
-                    ]),
-                    ..stored.clone()
-                },
-                false,
-            ),
-            (
-                "collision count",
-                DeploymentStatus {
-                    collision_count: Some(1),
-                    ..stored.clone()
-                },
-                false,
-            ),
+            ("a counter", status(2, 5, progressing("ReplicaSetUpdated", 10)), true),
+            ("progress refreshed", status(2, 5, progressing("ReplicaSetUpdated", 11)), true),
+            ("observedGeneration", status(3, 4, progressing("ReplicaSetUpdated", 10)), false),
+            ("condition reason", status(2, 5, progressing("NewReplicaSetAvailable", 11)), false),
+            ("a condition added", DeploymentStatus { conditions: Some(vec![progressing("ReplicaSetUpdated", 10), progressing("ReplicaSetUpdated", 10)]), ..stored.clone() }, false),
+            ("collision count", DeploymentStatus { collision_count: Some(1), ..stored.clone() }, false),
         ];
         for (what, new, want) in cases {
             assert_eq!(counts_only_change(Some(&stored), &new), want, "{what}");

@@ -160,129 +160,23 @@ mod tests {
     #[test]
     fn transitions() {
         use Op::*;
+        #[rustfmt::skip]
         let cases: Vec<Case> = vec![
             ("nothing", vec![], None, None, true),
-            (
-                "expect two pods",
-                vec![ExpectDeletions(vec!["ns/a", "ns/b"])],
-                Some((0, 2)),
-                Some(vec!["ns/a", "ns/b"]),
-                false,
-            ),
-            (
-                "duplicate pod keys count once",
-                vec![ExpectDeletions(vec!["ns/a", "ns/a"])],
-                Some((0, 1)),
-                Some(vec!["ns/a"]),
-                false,
-            ),
-            (
-                "observe one",
-                vec![
-                    ExpectDeletions(vec!["ns/a", "ns/b"]),
-                    DeletionObserved("ns/a"),
-                ],
-                Some((0, 1)),
-                Some(vec!["ns/b"]),
-                false,
-            ),
-            (
-                "same pod observed twice lowers once",
-                vec![
-                    ExpectDeletions(vec!["ns/a", "ns/b"]),
-                    DeletionObserved("ns/a"),
-                    DeletionObserved("ns/a"),
-                ],
-                Some((0, 1)),
-                Some(vec!["ns/b"]),
-                false,
-            ),
-            (
-                "unexpected pod is ignored",
-                vec![ExpectDeletions(vec!["ns/a"]), DeletionObserved("ns/z")],
-                Some((0, 1)),
-                Some(vec!["ns/a"]),
-                false,
-            ),
-            (
-                "all observed",
-                vec![
-                    ExpectDeletions(vec!["ns/a", "ns/b"]),
-                    DeletionObserved("ns/b"),
-                    DeletionObserved("ns/a"),
-                ],
-                Some((0, 0)),
-                Some(vec![]),
-                true,
-            ),
-            (
-                "observation without expectations",
-                vec![DeletionObserved("ns/a")],
-                None,
-                None,
-                true,
-            ),
-            (
-                "clobber replaces the set and the counts",
-                vec![
-                    ExpectDeletions(vec!["ns/a"]),
-                    ExpectDeletions(vec!["ns/b", "ns/c"]),
-                    DeletionObserved("ns/a"),
-                ],
-                Some((0, 2)),
-                Some(vec!["ns/b", "ns/c"]),
-                false,
-            ),
-            (
-                "expect deletions resets creations",
-                vec![ExpectCreations(3), ExpectDeletions(vec!["ns/a"])],
-                Some((0, 1)),
-                Some(vec!["ns/a"]),
-                false,
-            ),
-            (
-                "creations pass through",
-                vec![ExpectCreations(2), CreationObserved],
-                Some((1, 0)),
-                None,
-                false,
-            ),
-            (
-                "delete drops counts and set",
-                vec![ExpectDeletions(vec!["ns/a"]), Delete],
-                None,
-                None,
-                true,
-            ),
-            (
-                "after delete an old pod is ignored",
-                vec![
-                    ExpectDeletions(vec!["ns/a"]),
-                    Delete,
-                    ExpectCreations(1),
-                    DeletionObserved("ns/a"),
-                ],
-                Some((1, 0)),
-                None,
-                false,
-            ),
-            (
-                "expired deletions are satisfied",
-                vec![
-                    ExpectDeletions(vec!["ns/a"]),
-                    Advance(Duration::from_secs(301)),
-                ],
-                Some((0, 1)),
-                Some(vec!["ns/a"]),
-                true,
-            ),
-            (
-                "empty expectation is fulfilled",
-                vec![ExpectDeletions(vec![])],
-                Some((0, 0)),
-                Some(vec![]),
-                true,
-            ),
+            ("expect two pods", vec![ExpectDeletions(vec!["ns/a", "ns/b"])], Some((0, 2)), Some(vec!["ns/a", "ns/b"]), false),
+            ("duplicate pod keys count once", vec![ExpectDeletions(vec!["ns/a", "ns/a"])], Some((0, 1)), Some(vec!["ns/a"]), false),
+            ("observe one", vec![ExpectDeletions(vec!["ns/a", "ns/b"]), DeletionObserved("ns/a")], Some((0, 1)), Some(vec!["ns/b"]), false),
+            ("same pod observed twice lowers once", vec![ExpectDeletions(vec!["ns/a", "ns/b"]), DeletionObserved("ns/a"), DeletionObserved("ns/a")], Some((0, 1)), Some(vec!["ns/b"]), false),
+            ("unexpected pod is ignored", vec![ExpectDeletions(vec!["ns/a"]), DeletionObserved("ns/z")], Some((0, 1)), Some(vec!["ns/a"]), false),
+            ("all observed", vec![ExpectDeletions(vec!["ns/a", "ns/b"]), DeletionObserved("ns/b"), DeletionObserved("ns/a")], Some((0, 0)), Some(vec![]), true),
+            ("observation without expectations", vec![DeletionObserved("ns/a")], None, None, true),
+            ("clobber replaces the set and the counts", vec![ExpectDeletions(vec!["ns/a"]), ExpectDeletions(vec!["ns/b", "ns/c"]), DeletionObserved("ns/a")], Some((0, 2)), Some(vec!["ns/b", "ns/c"]), false),
+            ("expect deletions resets creations", vec![ExpectCreations(3), ExpectDeletions(vec!["ns/a"])], Some((0, 1)), Some(vec!["ns/a"]), false),
+            ("creations pass through", vec![ExpectCreations(2), CreationObserved], Some((1, 0)), None, false),
+            ("delete drops counts and set", vec![ExpectDeletions(vec!["ns/a"]), Delete], None, None, true),
+            ("after delete an old pod is ignored", vec![ExpectDeletions(vec!["ns/a"]), Delete, ExpectCreations(1), DeletionObserved("ns/a")], Some((1, 0)), None, false),
+            ("expired deletions are satisfied", vec![ExpectDeletions(vec!["ns/a"]), Advance(Duration::from_secs(301))], Some((0, 1)), Some(vec!["ns/a"]), true),
+            ("empty expectation is fulfilled", vec![ExpectDeletions(vec![])], Some((0, 0)), Some(vec![]), true),
         ];
         for (name, ops, want_counts, want_set, want_satisfied) in cases {
             let clock = ManualClock::new();

@@ -168,85 +168,21 @@ mod tests {
     #[test]
     fn equality() {
         let data = || Some(json!({"spec": {"template": {"a": 1}}}));
+        #[rustfmt::skip]
         let cases = [
-            (
-                "same data, same encoded hash",
-                revision(Some("c77f6d978"), data()),
-                revision(Some("c77f6d978"), data()),
-                true,
-            ),
-            (
-                "same data, different encoded hashes: labels are not compared",
-                revision(Some("c77f6d978"), data()),
-                revision(Some("776999688b"), data()),
-                true,
-            ),
-            (
-                "same data, no labels",
-                revision(None, data()),
-                revision(None, data()),
-                true,
-            ),
-            (
-                "different data",
-                revision(Some("x"), data()),
-                revision(Some("x"), Some(json!({"spec": {"template": {"a": 2}}}))),
-                false,
-            ),
-            (
-                "numeric hashes differ: unequal despite same data",
-                revision(Some("123"), data()),
-                revision(Some("124"), data()),
-                false,
-            ),
-            (
-                "numeric hashes equal: data decides",
-                revision(Some("123"), data()),
-                revision(Some("123"), data()),
-                true,
-            ),
-            (
-                "signed numeric hash parses like Go",
-                revision(Some("+5"), data()),
-                revision(Some("6"), data()),
-                false,
-            ),
-            (
-                "only one numeric hash: data decides",
-                revision(Some("123"), data()),
-                revision(Some("c77f6d978"), data()),
-                true,
-            ),
-            (
-                "too large for int32: data decides",
-                revision(Some("4444444444"), data()),
-                revision(Some("5"), data()),
-                true,
-            ),
-            (
-                "key order does not matter after canonical encoding",
-                revision(None, Some(json!({"b": 1, "a": 2}))),
-                revision(None, Some(json!({"a": 2, "b": 1}))),
-                true,
-            ),
-            (
-                "both without data",
-                revision(None, None),
-                revision(None, None),
-                true,
-            ),
-            (
-                "null data is no data",
-                revision(None, Some(Value::Null)),
-                revision(None, None),
-                true,
-            ),
-            (
-                "one without data",
-                revision(None, data()),
-                revision(None, None),
-                false,
-            ),
+            ("same data, same encoded hash", revision(Some("c77f6d978"), data()), revision(Some("c77f6d978"), data()), true),
+            ("same data, different encoded hashes: labels are not compared", revision(Some("c77f6d978"), data()), revision(Some("776999688b"), data()), true),
+            ("same data, no labels", revision(None, data()), revision(None, data()), true),
+            ("different data", revision(Some("x"), data()), revision(Some("x"), Some(json!({"spec": {"template": {"a": 2}}}))), false),
+            ("numeric hashes differ: unequal despite same data", revision(Some("123"), data()), revision(Some("124"), data()), false),
+            ("numeric hashes equal: data decides", revision(Some("123"), data()), revision(Some("123"), data()), true),
+            ("signed numeric hash parses like Go", revision(Some("+5"), data()), revision(Some("6"), data()), false),
+            ("only one numeric hash: data decides", revision(Some("123"), data()), revision(Some("c77f6d978"), data()), true),
+            ("too large for int32: data decides", revision(Some("4444444444"), data()), revision(Some("5"), data()), true),
+            ("key order does not matter after canonical encoding", revision(None, Some(json!({"b": 1, "a": 2}))), revision(None, Some(json!({"a": 2, "b": 1}))), true),
+            ("both without data", revision(None, None), revision(None, None), true),
+            ("null data is no data", revision(None, Some(Value::Null)), revision(None, None), true),
+            ("one without data", revision(None, data()), revision(None, None), false),
         ];
         for (name, lhs, rhs, want) in cases {
             assert_eq!(equal_revision(&lhs, &rhs), want, "{name}");

@@ -269,13 +269,10 @@ mod tests {
     fn counts_labeled_ready_and_available_pods() {
         // (pods, minReadySeconds, want (replicas, fullyLabeled, ready, available))
         type Counts = (i32, i32, i32, i32);
+        #[rustfmt::skip]
         let cases: Vec<(Vec<Arc<CachedPod>>, i32, Counts)> = vec![
             (vec![], 0, (0, 0, 0, 0)),
-            (
-                vec![pod(full(), Some(10)), pod(full(), None)],
-                0,
-                (2, 2, 1, 1),
-            ),
+            (vec![pod(full(), Some(10)), pod(full(), None)], 0, (2, 2, 1, 1)),
             (vec![pod(json!({"app": "web"}), Some(10))], 0, (1, 0, 1, 1)),
             // Ready for 10 s: available once minReadySeconds is at most 10 (v1.34+,
             // kubernetes#132122; before, 10 had to be strictly less).
@@ -318,30 +315,13 @@ mod tests {
             Option<&'a str>,
             Option<(&'a str, &'a str)>,
         );
+        #[rustfmt::skip]
         let cases: Vec<Case> = vec![
-            (
-                3,
-                1,
-                json!({}),
-                Some("quota"),
-                Some(("FailedCreate", "quota")),
-            ),
-            (
-                1,
-                3,
-                json!({}),
-                Some("forbidden"),
-                Some(("FailedDelete", "forbidden")),
-            ),
+            (3, 1, json!({}), Some("quota"), Some(("FailedCreate", "quota"))),
+            (1, 3, json!({}), Some("forbidden"), Some(("FailedDelete", "forbidden"))),
             (2, 2, json!({}), Some("odd"), Some(("", "odd"))),
             // An existing failure is not refreshed while errors continue...
-            (
-                3,
-                1,
-                failure.clone(),
-                Some("new"),
-                Some(("FailedCreate", "old")),
-            ),
+            (3, 1, failure.clone(), Some("new"), Some(("FailedCreate", "old"))),
             // ...and is removed once a sync succeeds.
             (3, 1, failure, None, None),
             (3, 1, json!({}), None, None),
@@ -401,20 +381,12 @@ mod tests {
             )
             .unwrap()
         };
+        #[rustfmt::skip]
         let cases = [
             (json!({"matchLabels": {"app": "web"}}), true),
-            (
-                json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}),
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "a", "operator": "NotIn"}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]}),
-                false,
-            ),
+            (json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}), true),
+            (json!({"matchExpressions": [{"key": "a", "operator": "NotIn"}]}), false),
+            (json!({"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]}), false),
         ];
         for (selector, usable) in cases {
             assert_eq!(
@@ -430,6 +402,7 @@ mod tests {
 
     #[test]
     fn plans_with_the_burst_cap() {
+        #[rustfmt::skip]
         let cases = [
             (0, 5, ReplicaPlan::Create(5)),
             (5, 2, ReplicaPlan::Delete(3)),

@@ -573,105 +573,16 @@ mod tests {
             name: "rs".into(),
             uid: Some("r".into()),
         };
+        #[rustfmt::skip]
         let cases = [
-            (
-                "named create expects the object by name, with its owner",
-                write(WriteVerb::Create, "pods", owned),
-                Expectation::Created {
-                    identity: Identity::Name,
-                    node: None,
-                },
-                Some(set),
-            ),
-            (
-                "a ReplicaSet's generated pod is expected by owner and count",
-                write(
-                    WriteVerb::Create,
-                    "pods",
-                    json!({"metadata": {"generateName": "rs-", "ownerReferences": [
-                        {"kind": "ReplicaSet", "name": "rs", "controller": true, "uid": "r", "apiVersion": "apps/v1"}]}}),
-                ),
-                Expectation::Created {
-                    identity: Identity::Count,
-                    node: None,
-                },
-                Some(replica_set.clone()),
-            ),
-            (
-                "generated name without owner is not compared",
-                write(
-                    WriteVerb::Create,
-                    "pods",
-                    json!({"metadata": {"generateName": "rs-"}}),
-                ),
-                Expectation::NotCompared,
-                None,
-            ),
-            (
-                "event is not compared",
-                write(
-                    WriteVerb::Create,
-                    "events",
-                    json!({"metadata": {"name": "e"}}),
-                ),
-                Expectation::NotCompared,
-                None,
-            ),
-            (
-                "scale compares spec.replicas and the deployment annotations",
-                write(
-                    WriteVerb::Update,
-                    "replicasets",
-                    json!({"metadata": {"resourceVersion": "7", "annotations": {
-                        "deployment.kubernetes.io/desired-replicas": "3", "other": "x"}},
-                        "spec": {"replicas": 3}}),
-                ),
-                Expectation::Fields {
-                    based_on: Some("7".into()),
-                    fields: fields(&[
-                        ("spec.replicas", "3"),
-                        (
-                            "metadata.annotations[deployment.kubernetes.io/desired-replicas]",
-                            "3",
-                        ),
-                    ]),
-                },
-                None,
-            ),
-            (
-                "status update keeps the owner it names",
-                write(
-                    WriteVerb::UpdateStatus,
-                    "pods",
-                    json!({"metadata": {"resourceVersion": "7", "ownerReferences": [
-                        {"kind": "ReplicaSet", "name": "rs", "controller": true, "uid": "r", "apiVersion": "apps/v1"}]}}),
-                ),
-                Expectation::Fields {
-                    based_on: Some("7".into()),
-                    fields: Fields::new(),
-                },
-                Some(replica_set),
-            ),
-            (
-                "delete expects the object decided on gone, precondition or not",
-                write(
-                    WriteVerb::Delete {
-                        precondition: false,
-                    },
-                    "pods",
-                    json!({}),
-                ),
-                Expectation::Gone {
-                    uid: Some("u1".into()),
-                },
-                None,
-            ),
-            (
-                "adopt patch is not compared",
-                write(WriteVerb::StrategicPatch, "pods", json!({"metadata": {}})),
-                Expectation::NotCompared,
-                None,
-            ),
+            ("named create expects the object by name, with its owner", write(WriteVerb::Create, "pods", owned), Expectation::Created { identity: Identity::Name, node: None }, Some(set)),
+            ("a ReplicaSet's generated pod is expected by owner and count", write(WriteVerb::Create, "pods", json!({"metadata": {"generateName": "rs-", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": true, "uid": "r", "apiVersion": "apps/v1"}]}})), Expectation::Created { identity: Identity::Count, node: None }, Some(replica_set.clone())),
+            ("generated name without owner is not compared", write(WriteVerb::Create, "pods", json!({"metadata": {"generateName": "rs-"}})), Expectation::NotCompared, None),
+            ("event is not compared", write(WriteVerb::Create, "events", json!({"metadata": {"name": "e"}})), Expectation::NotCompared, None),
+            ("scale compares spec.replicas and the deployment annotations", write(WriteVerb::Update, "replicasets", json!({"metadata": {"resourceVersion": "7", "annotations": { "deployment.kubernetes.io/desired-replicas": "3", "other": "x"}}, "spec": {"replicas": 3}})), Expectation::Fields { based_on: Some("7".into()), fields: fields(&[("spec.replicas", "3"), ("metadata.annotations[deployment.kubernetes.io/desired-replicas]", "3")]) }, None),
+            ("status update keeps the owner it names", write(WriteVerb::UpdateStatus, "pods", json!({"metadata": {"resourceVersion": "7", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": true, "uid": "r", "apiVersion": "apps/v1"}]}})), Expectation::Fields { based_on: Some("7".into()), fields: Fields::new() }, Some(replica_set)),
+            ("delete expects the object decided on gone, precondition or not", write(WriteVerb::Delete { precondition: false }, "pods", json!({})), Expectation::Gone { uid: Some("u1".into()) }, None),
+            ("adopt patch is not compared", write(WriteVerb::StrategicPatch, "pods", json!({"metadata": {}})), Expectation::NotCompared, None),
         ];
         for (name, write, expectation, owner) in cases {
             assert_eq!(
@@ -689,33 +600,13 @@ mod tests {
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}})
         };
         let by_name = |values: Value| json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": values}]});
+        #[rustfmt::skip]
         let cases = [
             ("bound", json!({"spec": {"nodeName": "n1"}}), Some("n1")),
-            (
-                "a daemon pod's affinity",
-                affinity(json!([by_name(json!(["n2"]))])),
-                Some("n2"),
-            ),
-            (
-                "the first matchFields term naming a node",
-                affinity(json!([
-                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
-                    by_name(json!(["n3"])),
-                    by_name(json!(["n4"]))
-                ])),
-                Some("n3"),
-            ),
-            (
-                "more than one node",
-                affinity(json!([by_name(json!(["n1", "n2"]))])),
-                None,
-            ),
-            (
-                "another operator",
-                affinity(json!([{"matchFields": [
-                    {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}])),
-                None,
-            ),
+            ("a daemon pod's affinity", affinity(json!([by_name(json!(["n2"]))])), Some("n2")),
+            ("the first matchFields term naming a node", affinity(json!([{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}, by_name(json!(["n3"])), by_name(json!(["n4"]))])), Some("n3")),
+            ("more than one node", affinity(json!([by_name(json!(["n1", "n2"]))])), None),
+            ("another operator", affinity(json!([{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}])), None),
             ("an empty nodeName", json!({"spec": {"nodeName": ""}}), None),
             ("no spec", json!({"metadata": {"name": "x"}}), None),
         ];
@@ -806,254 +697,36 @@ mod tests {
             owner: OwnerState::Unchanged,
             ..Facts::default()
         };
+        #[rustfmt::skip]
         let cases: Vec<(&str, &Expectation, Facts<'_>, Verdict)> = vec![
-            (
-                "too early to judge a difference",
-                &scale,
-                Facts {
-                    current: Some(&settled_at_7),
-                    ..facts(early)
-                },
-                Verdict::Wait,
-            ),
-            (
-                "settled at the decided-on version with another size",
-                &scale,
-                Facts {
-                    current: Some(&settled_at_7),
-                    ..facts(late)
-                },
-                Verdict::Field {
-                    rule: Rule::Name,
-                    object: None,
-                    diffs: vec![FieldDiff {
-                        cluster: "2".into(),
-                        ..short.clone()
-                    }],
-                },
-            ),
-            (
-                "its inputs moved after the decision: a newer decision is judged",
-                &scale,
-                Facts {
-                    current: Some(&settled_at_7),
-                    inputs_moved: true,
-                    ..facts(late)
-                },
-                Verdict::Superseded,
-            ),
-            (
-                "the object moved on: a newer decision is judged",
-                &scale,
-                Facts {
-                    current: Some(&moved_on),
-                    ..facts(late)
-                },
-                Verdict::Superseded,
-            ),
-            (
-                "the object is gone",
-                &scale,
-                facts(late),
-                Verdict::Superseded,
-            ),
-            (
-                "a difference in a namespace being deleted is not compared",
-                &scale,
-                Facts {
-                    current: Some(&settled_at_7),
-                    namespace_deleting: true,
-                    ..facts(late)
-                },
-                Verdict::NotCompared(Skip::NamespaceDeleting),
-            ),
-            (
-                "a difference of an object whose owner is gone is not compared",
-                &scale,
-                Facts {
-                    current: Some(&settled_at_7),
-                    owner: OwnerState::Gone,
-                    ..facts(late)
-                },
-                Verdict::NotCompared(Skip::OwnerGone),
-            ),
-            (
-                "created, found by name",
-                &by_name,
-                Facts {
-                    found: Some(found(Rule::Name, vec![])),
-                    ..facts(early)
-                },
-                Verdict::Match(Rule::Name),
-            ),
-            (
-                "created under another name, found by owner and template",
-                &by_name,
-                Facts {
-                    found: Some(found(Rule::OwnerTemplate, vec![])),
-                    ..facts(early)
-                },
-                Verdict::Match(Rule::OwnerTemplate),
-            ),
-            (
-                "created with other replicas: that field, once settled",
-                &by_name,
-                Facts {
-                    found: Some(found(Rule::OwnerTemplate, vec![short.clone()])),
-                    ..facts(late)
-                },
-                Verdict::Field {
-                    rule: Rule::OwnerTemplate,
-                    object: Some("web-6d8fb7bfdf".into()),
-                    diffs: vec![short.clone()],
-                },
-            ),
-            (
-                "created with other replicas, not yet settled",
-                &by_name,
-                Facts {
-                    found: Some(found(Rule::OwnerTemplate, vec![short.clone()])),
-                    ..facts(early)
-                },
-                Verdict::Wait,
-            ),
+            ("too early to judge a difference", &scale, Facts { current: Some(&settled_at_7), ..facts(early) }, Verdict::Wait),
+            ("settled at the decided-on version with another size", &scale, Facts { current: Some(&settled_at_7), ..facts(late) }, Verdict::Field { rule: Rule::Name, object: None, diffs: vec![FieldDiff { cluster: "2".into(), ..short.clone() }] }),
+            ("its inputs moved after the decision: a newer decision is judged", &scale, Facts { current: Some(&settled_at_7), inputs_moved: true, ..facts(late) }, Verdict::Superseded),
+            ("the object moved on: a newer decision is judged", &scale, Facts { current: Some(&moved_on), ..facts(late) }, Verdict::Superseded),
+            ("the object is gone", &scale, facts(late), Verdict::Superseded),
+            ("a difference in a namespace being deleted is not compared", &scale, Facts { current: Some(&settled_at_7), namespace_deleting: true, ..facts(late) }, Verdict::NotCompared(Skip::NamespaceDeleting)),
+            ("a difference of an object whose owner is gone is not compared", &scale, Facts { current: Some(&settled_at_7), owner: OwnerState::Gone, ..facts(late) }, Verdict::NotCompared(Skip::OwnerGone)),
+            ("created, found by name", &by_name, Facts { found: Some(found(Rule::Name, vec![])), ..facts(early) }, Verdict::Match(Rule::Name)),
+            ("created under another name, found by owner and template", &by_name, Facts { found: Some(found(Rule::OwnerTemplate, vec![])), ..facts(early) }, Verdict::Match(Rule::OwnerTemplate)),
+            ("created with other replicas: that field, once settled", &by_name, Facts { found: Some(found(Rule::OwnerTemplate, vec![short.clone()])), ..facts(late) }, Verdict::Field { rule: Rule::OwnerTemplate, object: Some("web-6d8fb7bfdf".into()), diffs: vec![short.clone()] }),
+            ("created with other replicas, not yet settled", &by_name, Facts { found: Some(found(Rule::OwnerTemplate, vec![short.clone()])), ..facts(early) }, Verdict::Wait),
             ("not yet created", &by_name, facts(early), Verdict::Wait),
-            (
-                "never created",
-                &by_name,
-                facts(late),
-                Verdict::Missing(Rule::Name),
-            ),
-            (
-                "fewer pods created than kcm-rs would have",
-                &by_count,
-                facts(late),
-                Verdict::Missing(Rule::OwnerCount),
-            ),
-            (
-                "never created, its node gone since",
-                &by_count,
-                Facts {
-                    node_gone: true,
-                    ..facts(late)
-                },
-                Verdict::NotCompared(Skip::NodeGone),
-            ),
-            (
-                "its node gone since, not yet settled",
-                &by_count,
-                Facts {
-                    node_gone: true,
-                    ..facts(early)
-                },
-                Verdict::Wait,
-            ),
-            (
-                "created, its node gone since",
-                &by_count,
-                Facts {
-                    found: Some(found(Rule::OwnerCount, vec![])),
-                    node_gone: true,
-                    ..facts(late)
-                },
-                Verdict::Match(Rule::OwnerCount),
-            ),
-            (
-                "owner's spec changed before the create",
-                &by_name,
-                Facts {
-                    owner: OwnerState::SpecChanged,
-                    ..facts(late)
-                },
-                Verdict::Superseded,
-            ),
-            (
-                "never created, owner gone",
-                &by_name,
-                Facts {
-                    owner: OwnerState::Gone,
-                    ..facts(late)
-                },
-                Verdict::NotCompared(Skip::OwnerGone),
-            ),
-            (
-                "never created, namespace being deleted",
-                &by_name,
-                Facts {
-                    namespace_deleting: true,
-                    ..facts(late)
-                },
-                Verdict::NotCompared(Skip::NamespaceDeleting),
-            ),
+            ("never created", &by_name, facts(late), Verdict::Missing(Rule::Name)),
+            ("fewer pods created than kcm-rs would have", &by_count, facts(late), Verdict::Missing(Rule::OwnerCount)),
+            ("never created, its node gone since", &by_count, Facts { node_gone: true, ..facts(late) }, Verdict::NotCompared(Skip::NodeGone)),
+            ("its node gone since, not yet settled", &by_count, Facts { node_gone: true, ..facts(early) }, Verdict::Wait),
+            ("created, its node gone since", &by_count, Facts { found: Some(found(Rule::OwnerCount, vec![])), node_gone: true, ..facts(late) }, Verdict::Match(Rule::OwnerCount)),
+            ("owner's spec changed before the create", &by_name, Facts { owner: OwnerState::SpecChanged, ..facts(late) }, Verdict::Superseded),
+            ("never created, owner gone", &by_name, Facts { owner: OwnerState::Gone, ..facts(late) }, Verdict::NotCompared(Skip::OwnerGone)),
+            ("never created, namespace being deleted", &by_name, Facts { namespace_deleting: true, ..facts(late) }, Verdict::NotCompared(Skip::NamespaceDeleting)),
             ("deleted", &delete, facts(early), Verdict::Match(Rule::Name)),
-            (
-                "being deleted",
-                &delete,
-                Facts {
-                    current: Some(&terminating),
-                    ..facts(early)
-                },
-                Verdict::Match(Rule::Name),
-            ),
-            (
-                "a namesake with another UID",
-                &delete,
-                Facts {
-                    current: Some(&namesake),
-                    ..facts(late)
-                },
-                Verdict::Match(Rule::Name),
-            ),
-            (
-                "deleted and recreated under its name, seen on the watch",
-                &delete,
-                Facts {
-                    current: Some(&still_there),
-                    seen_deleted: true,
-                    ..facts(late)
-                },
-                Verdict::Match(Rule::Name),
-            ),
-            (
-                "not yet deleted",
-                &delete,
-                Facts {
-                    current: Some(&still_there),
-                    ..facts(early)
-                },
-                Verdict::Wait,
-            ),
-            (
-                "never deleted, nothing else deleted: extra",
-                &delete,
-                Facts {
-                    current: Some(&still_there),
-                    ..facts(late)
-                },
-                Verdict::Extra,
-            ),
-            (
-                "never deleted, others of the owner deleted instead: choice",
-                &delete,
-                Facts {
-                    current: Some(&still_there),
-                    deleted_instead: vec!["web-b".into(), "web-c".into()],
-                    ..facts(late)
-                },
-                Verdict::Choice {
-                    instead: vec!["web-b".into(), "web-c".into()],
-                },
-            ),
-            (
-                "owner's spec changed before the delete",
-                &delete,
-                Facts {
-                    current: Some(&still_there),
-                    owner: OwnerState::SpecChanged,
-                    ..facts(late)
-                },
-                Verdict::Superseded,
-            ),
+            ("being deleted", &delete, Facts { current: Some(&terminating), ..facts(early) }, Verdict::Match(Rule::Name)),
+            ("a namesake with another UID", &delete, Facts { current: Some(&namesake), ..facts(late) }, Verdict::Match(Rule::Name)),
+            ("deleted and recreated under its name, seen on the watch", &delete, Facts { current: Some(&still_there), seen_deleted: true, ..facts(late) }, Verdict::Match(Rule::Name)),
+            ("not yet deleted", &delete, Facts { current: Some(&still_there), ..facts(early) }, Verdict::Wait),
+            ("never deleted, nothing else deleted: extra", &delete, Facts { current: Some(&still_there), ..facts(late) }, Verdict::Extra),
+            ("never deleted, others of the owner deleted instead: choice", &delete, Facts { current: Some(&still_there), deleted_instead: vec!["web-b".into(), "web-c".into()], ..facts(late) }, Verdict::Choice { instead: vec!["web-b".into(), "web-c".into()] }),
+            ("owner's spec changed before the delete", &delete, Facts { current: Some(&still_there), owner: OwnerState::SpecChanged, ..facts(late) }, Verdict::Superseded),
         ];
         for (name, expectation, facts, expected) in cases {
             let judged = verdict(expectation, &facts);

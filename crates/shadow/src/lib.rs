@@ -800,38 +800,14 @@ mod tests {
             generation: Some(generation),
             terminating,
         };
+        #[rustfmt::skip]
         let cases = [
             ("gone from the cache", None, false, OwnerState::Gone),
-            (
-                "being deleted",
-                Some(cached("u1", 2, true)),
-                false,
-                OwnerState::Gone,
-            ),
-            (
-                "a namesake",
-                Some(cached("u2", 2, false)),
-                false,
-                OwnerState::Gone,
-            ),
-            (
-                "a newer generation",
-                Some(cached("u1", 3, false)),
-                false,
-                OwnerState::SpecChanged,
-            ),
-            (
-                "the spec moved between the sync's reads and the recording",
-                Some(cached("u1", 2, false)),
-                true,
-                OwnerState::SpecChanged,
-            ),
-            (
-                "unchanged",
-                Some(cached("u1", 2, false)),
-                false,
-                OwnerState::Unchanged,
-            ),
+            ("being deleted", Some(cached("u1", 2, true)), false, OwnerState::Gone),
+            ("a namesake", Some(cached("u2", 2, false)), false, OwnerState::Gone),
+            ("a newer generation", Some(cached("u1", 3, false)), false, OwnerState::SpecChanged),
+            ("the spec moved between the sync's reads and the recording", Some(cached("u1", 2, false)), true, OwnerState::SpecChanged),
+            ("unchanged", Some(cached("u1", 2, false)), false, OwnerState::Unchanged),
         ];
         for (name, now, spec_moved, expected) in cases {
             assert_eq!(

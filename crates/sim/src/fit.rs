@@ -387,63 +387,20 @@ mod tests {
 
     #[test]
     fn tolerations_match_taints() {
+        #[rustfmt::skip]
         let cases = [
             // (toleration, taint, tolerated)
-            (
-                json!({"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}),
-                taint("k", "v", "NoSchedule"),
-                true,
-            ),
-            (
-                json!({"key": "k", "value": "v", "effect": "NoSchedule"}),
-                taint("k", "v", "NoSchedule"),
-                true,
-            ),
-            (
-                json!({"key": "k", "operator": "Equal", "value": "w", "effect": "NoSchedule"}),
-                taint("k", "v", "NoSchedule"),
-                false,
-            ),
-            (
-                json!({"key": "k", "operator": "Equal", "value": "v", "effect": "NoExecute"}),
-                taint("k", "v", "NoSchedule"),
-                false,
-            ),
-            (
-                json!({"key": "k", "operator": "Equal", "value": "v"}),
-                taint("k", "v", "NoExecute"),
-                true,
-            ),
-            (
-                json!({"key": "k", "operator": "Exists", "effect": "NoSchedule"}),
-                taint("k", "anything", "NoSchedule"),
-                true,
-            ),
-            (
-                json!({"key": "other", "operator": "Exists"}),
-                taint("k", "", "NoSchedule"),
-                false,
-            ),
-            (
-                json!({"operator": "Exists"}),
-                taint("k", "v", "NoExecute"),
-                true,
-            ),
-            (
-                json!({"operator": "Exists", "effect": "NoSchedule"}),
-                taint("k", "v", "NoExecute"),
-                false,
-            ),
-            (
-                json!({"key": "k", "operator": "Equal"}),
-                taint("k", "", "NoSchedule"),
-                true,
-            ),
-            (
-                json!({"key": "k", "operator": "Lt", "value": "3"}),
-                taint("k", "2", "NoSchedule"),
-                false,
-            ),
+            (json!({"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}), taint("k", "v", "NoSchedule"), true),
+            (json!({"key": "k", "value": "v", "effect": "NoSchedule"}), taint("k", "v", "NoSchedule"), true),
+            (json!({"key": "k", "operator": "Equal", "value": "w", "effect": "NoSchedule"}), taint("k", "v", "NoSchedule"), false),
+            (json!({"key": "k", "operator": "Equal", "value": "v", "effect": "NoExecute"}), taint("k", "v", "NoSchedule"), false),
+            (json!({"key": "k", "operator": "Equal", "value": "v"}), taint("k", "v", "NoExecute"), true),
+            (json!({"key": "k", "operator": "Exists", "effect": "NoSchedule"}), taint("k", "anything", "NoSchedule"), true),
+            (json!({"key": "other", "operator": "Exists"}), taint("k", "", "NoSchedule"), false),
+            (json!({"operator": "Exists"}), taint("k", "v", "NoExecute"), true),
+            (json!({"operator": "Exists", "effect": "NoSchedule"}), taint("k", "v", "NoExecute"), false),
+            (json!({"key": "k", "operator": "Equal"}), taint("k", "", "NoSchedule"), true),
+            (json!({"key": "k", "operator": "Lt", "value": "3"}), taint("k", "2", "NoSchedule"), false),
         ];
         for (toleration, taint, expected) in cases {
             assert_eq!(
@@ -457,18 +414,13 @@ mod tests {
     #[test]
     fn only_hard_taints_keep_pods_off() {
         let tolerations = vec![Toleration::of(&json!({"key": "a", "operator": "Exists"}))];
+        #[rustfmt::skip]
         let cases = [
             (vec![], None),
             (vec![taint("b", "", "PreferNoSchedule")], None),
             (vec![taint("a", "x", "NoSchedule")], None),
-            (
-                vec![taint("a", "x", "NoSchedule"), taint("b", "y", "NoExecute")],
-                Some("b"),
-            ),
-            (
-                vec![taint("c", "", "NoSchedule"), taint("b", "", "NoExecute")],
-                Some("c"),
-            ),
+            (vec![taint("a", "x", "NoSchedule"), taint("b", "y", "NoExecute")], Some("b")),
+            (vec![taint("c", "", "NoSchedule"), taint("b", "", "NoExecute")], Some("c")),
         ];
         for (taints, expected) in cases {
             assert_eq!(
@@ -482,122 +434,38 @@ mod tests {
     #[test]
     fn node_selector_terms() {
         let node = labels(&[("zone", "a"), ("cores", "8"), ("gpu", "")]);
+        #[rustfmt::skip]
         let cases = [
             // (term, matches node "n1")
-            (
-                json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}),
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": []}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["b"]}]}),
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "absent", "operator": "NotIn", "values": ["b"]}]}),
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}),
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "gpu", "operator": "Exists", "values": ["x"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "absent", "operator": "DoesNotExist"}]}),
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4"]}]}),
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["8"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["10"]}]}),
-                true,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["8"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4", "5"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["four"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "absent", "operator": "Lt", "values": ["1"]}]}),
-                false,
-            ),
-            (
-                json!({"matchExpressions": [{"key": "zone", "operator": "Like", "values": ["a"]}]}),
-                false,
-            ),
+            (json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}), true),
+            (json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}), false),
+            (json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": []}]}), false),
+            (json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["b"]}]}), true),
+            (json!({"matchExpressions": [{"key": "absent", "operator": "NotIn", "values": ["b"]}]}), true),
+            (json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}), false),
+            (json!({"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}), true),
+            (json!({"matchExpressions": [{"key": "gpu", "operator": "Exists", "values": ["x"]}]}), false),
+            (json!({"matchExpressions": [{"key": "absent", "operator": "DoesNotExist"}]}), true),
+            (json!({"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]}), false),
+            (json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4"]}]}), true),
+            (json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["8"]}]}), false),
+            (json!({"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["10"]}]}), true),
+            (json!({"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["8"]}]}), false),
+            (json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4", "5"]}]}), false),
+            (json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["four"]}]}), false),
+            (json!({"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]}), false),
+            (json!({"matchExpressions": [{"key": "absent", "operator": "Lt", "values": ["1"]}]}), false),
+            (json!({"matchExpressions": [{"key": "zone", "operator": "Like", "values": ["a"]}]}), false),
             // Expressions and fields of one term are ANDed.
-            (
-                json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}, {"key": "gpu", "operator": "DoesNotExist"}]}),
-                false,
-            ),
-            (
-                json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}),
-                true,
-            ),
-            (
-                json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}),
-                false,
-            ),
-            (
-                json!({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n2"]}]}),
-                true,
-            ),
-            (
-                json!({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}),
-                false,
-            ),
-            (
-                json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}),
-                false,
-            ),
-            (
-                json!({"matchFields": [{"key": "metadata.name", "operator": "Exists"}]}),
-                false,
-            ),
-            (
-                json!({"matchFields": [{"key": "spec.podCIDR", "operator": "NotIn", "values": ["x"]}]}),
-                true,
-            ),
-            (
-                json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}],
-                    "matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}),
-                false,
-            ),
+            (json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}, {"key": "gpu", "operator": "DoesNotExist"}]}), false),
+            (json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}), true),
+            (json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}), false),
+            (json!({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n2"]}]}), true),
+            (json!({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}), false),
+            (json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}), false),
+            (json!({"matchFields": [{"key": "metadata.name", "operator": "Exists"}]}), false),
+            (json!({"matchFields": [{"key": "spec.podCIDR", "operator": "NotIn", "values": ["x"]}]}), true),
+            (json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}], "matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}), false),
             (json!({}), false),
         ];
         for (term, expected) in cases {
@@ -614,21 +482,16 @@ mod tests {
         let node = labels(&[("zone", "a"), ("disk", "ssd")]);
         let term = |zone: &str| json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]});
         let affinity = |terms: Value| json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
+        #[rustfmt::skip]
         let cases = [
             (json!({}), true),
             (json!({"nodeSelector": {"zone": "a"}}), true),
             (json!({"nodeSelector": {"zone": "a", "disk": "hdd"}}), false),
-            (
-                json!({"affinity": affinity(json!([term("b"), term("a")]))}),
-                true,
-            ),
+            (json!({"affinity": affinity(json!([term("b"), term("a")]))}), true),
             (json!({"affinity": affinity(json!([term("b")]))}), false),
             (json!({"affinity": affinity(json!([]))}), false),
             (json!({"affinity": {"nodeAffinity": {}}}), true),
-            (
-                json!({"nodeSelector": {"zone": "b"}, "affinity": affinity(json!([term("a")]))}),
-                false,
-            ),
+            (json!({"nodeSelector": {"zone": "b"}, "affinity": affinity(json!([term("a")]))}), false),
         ];
         for (spec, expected) in cases {
             assert_eq!(
@@ -687,47 +550,20 @@ mod tests {
         };
         let tolerate = |key: &str| json!({"tolerations": [{"key": key, "operator": "Exists"}]});
         let wrong_zone = json!({"nodeSelector": {"zone": "b"}});
+        #[rustfmt::skip]
         let cases = [
             (json!({}), &ready, Ok(())),
             (wrong_zone.clone(), &ready, Err(Misfit::Affinity)),
             (json!({}), &cordoned, Err(Misfit::Unschedulable)),
-            (
-                json!({"tolerations": [{"key": UNSCHEDULABLE_TAINT, "operator": "Exists", "effect": "NoSchedule"}]}),
-                &cordoned,
-                Err(Misfit::Taint("x".into(), String::new())),
-            ),
-            (
-                json!({"tolerations": [{"operator": "Exists"}]}),
-                &cordoned,
-                Ok(()),
-            ),
-            (
-                json!({}),
-                &not_ready,
-                Err(Misfit::Taint(NOT_READY_TAINT.into(), String::new())),
-            ),
+            (json!({"tolerations": [{"key": UNSCHEDULABLE_TAINT, "operator": "Exists", "effect": "NoSchedule"}]}), &cordoned, Err(Misfit::Taint("x".into(), String::new()))),
+            (json!({"tolerations": [{"operator": "Exists"}]}), &cordoned, Ok(())),
+            (json!({}), &not_ready, Err(Misfit::Taint(NOT_READY_TAINT.into(), String::new()))),
             // The admission defaults tolerate not-ready only for NoExecute.
-            (
-                json!({"tolerations": [{"key": NOT_READY_TAINT, "operator": "Exists", "effect": "NoExecute"}]}),
-                &not_ready,
-                Err(Misfit::Taint(NOT_READY_TAINT.into(), String::new())),
-            ),
+            (json!({"tolerations": [{"key": NOT_READY_TAINT, "operator": "Exists", "effect": "NoExecute"}]}), &not_ready, Err(Misfit::Taint(NOT_READY_TAINT.into(), String::new()))),
             (tolerate(NOT_READY_TAINT), &not_ready, Ok(())),
-            (
-                json!({}),
-                &tainted,
-                Err(Misfit::Taint("dedicated".into(), "gpu".into())),
-            ),
-            (
-                json!({"tolerations": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),
-                &tainted,
-                Ok(()),
-            ),
-            (
-                json!({"tolerations": [{"key": "dedicated", "operator": "Exists"}], "nodeSelector": {"zone": "b"}}),
-                &tainted,
-                Err(Misfit::Affinity),
-            ),
+            (json!({}), &tainted, Err(Misfit::Taint("dedicated".into(), "gpu".into()))),
+            (json!({"tolerations": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}), &tainted, Ok(())),
+            (json!({"tolerations": [{"key": "dedicated", "operator": "Exists"}], "nodeSelector": {"zone": "b"}}), &tainted, Err(Misfit::Affinity)),
         ];
         for (spec, node, expected) in cases {
             assert_eq!(

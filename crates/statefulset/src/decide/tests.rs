@@ -190,153 +190,30 @@ fn claim_count(prefix: &str, count: usize) -> String {
 fn plans() {
     let parallel = json!({"podManagementPolicy": "Parallel"});
     // (case, set, pods, the plan's steps)
+    #[rustfmt::skip]
     let cases = [
-        (
-            "ordered: create the first missing ordinal only",
-            set(3, json!({})),
-            vec![],
-            vec!["create web-0@web-new"],
-        ),
-        (
-            "ordered: wait for an unready predecessor",
-            set(3, json!({})),
-            vec![pod(0, "running", UPDATE)],
-            vec![],
-        ),
-        (
-            "ordered: wait for minReadySeconds",
-            set(3, json!({"minReadySeconds": 10})),
-            vec![pod(0, "fresh", UPDATE)],
-            vec![],
-        ),
-        (
-            "ordered: next ordinal once the previous is ready",
-            set(3, json!({})),
-            vec![pod(0, "ready", UPDATE)],
-            vec!["create web-1@web-new"],
-        ),
-        (
-            "ordered: a gap is filled before anything else",
-            set(3, json!({})),
-            vec![pod(0, "ready", UPDATE), pod(2, "ready", UPDATE)],
-            vec!["create web-1@web-new"],
-        ),
-        (
-            "parallel: create every missing ordinal at once",
-            set(3, parallel.clone()),
-            vec![pod(1, "running", UPDATE)],
-            vec!["create web-0@web-new", "create web-2@web-new"],
-        ),
-        (
-            "failed pod is deleted (recreated on a later sync)",
-            set(2, json!({})),
-            pods_from_zero(&[("failed", UPDATE), ("ready", UPDATE)]),
-            vec!["delete web-0"],
-        ),
-        (
-            "succeeded pod is deleted too",
-            set(1, json!({})),
-            vec![pod(0, "succeeded", UPDATE)],
-            vec!["delete web-0"],
-        ),
-        (
-            "ordered scale-down: highest ordinal first, one at a time",
-            set(1, json!({})),
-            pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("ready", UPDATE)]),
-            vec!["delete web-2"],
-        ),
-        (
-            "ordered scale-down waits for a terminating pod",
-            set(1, json!({})),
-            pods_from_zero(&[
-                ("ready", UPDATE),
-                ("ready", UPDATE),
-                ("terminating", UPDATE),
-            ]),
-            vec![],
-        ),
-        (
-            "ordered scale-down deletes the first unavailable condemned pod",
-            set(1, json!({})),
-            pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("running", UPDATE)]),
-            vec!["delete web-2"],
-        ),
-        (
-            "ordered scale-down waits when an unhealthy pod is not the first unavailable",
-            set(1, json!({})),
-            pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("running", UPDATE)]),
-            vec![],
-        ),
-        (
-            "parallel scale-down deletes all condemned pods",
-            set(1, parallel.clone()),
-            pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("ready", UPDATE)]),
-            vec!["delete web-2", "delete web-1"],
-        ),
-        (
-            "rolling update: highest outdated ordinal first",
-            set(3, json!({})),
-            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
-            vec!["update web-2"],
-        ),
-        (
-            "rolling update: skips updated pods",
-            set(3, json!({})),
-            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
-            vec!["update web-1"],
-        ),
-        (
-            "rolling update: a missing pod is recreated at the update revision first",
-            set(3, json!({})),
-            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT)]),
-            vec!["create web-2@web-new"],
-        ),
-        (
-            "rolling update: partition protects lower ordinals",
-            set(
-                3,
-                json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
-            ),
-            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
-            vec![],
-        ),
-        (
-            "rolling update: below the partition a new pod gets the current revision",
-            set(
-                3,
-                json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}),
-            ),
-            vec![pod(1, "ready", CURRENT), pod(2, "ready", UPDATE)],
-            vec!["create web-0@web-old"],
-        ),
-        (
-            "OnDelete: nothing is replaced",
-            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
-            (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
-            vec![],
-        ),
-        (
-            "OnDelete: a deleted pod comes back at the update revision",
-            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
-            vec![pod(0, "ready", CURRENT), pod(2, "ready", CURRENT)],
-            vec!["create web-1@web-new"],
-        ),
-        (
-            "ordinals.start: ordinals below start are condemned",
-            set(2, json!({"ordinals": {"start": 5}})),
-            vec![pod(0, "ready", UPDATE)],
-            vec!["create web-5@web-new"],
-        ),
-        (
-            "ordinals.start: in range and settled",
-            set(2, json!({"ordinals": {"start": 5}})),
-            vec![
-                pod(0, "ready", UPDATE),
-                pod(5, "ready", UPDATE),
-                pod(6, "ready", UPDATE),
-            ],
-            vec!["delete web-0"],
-        ),
+        ("ordered: create the first missing ordinal only", set(3, json!({})), vec![], vec!["create web-0@web-new"]),
+        ("ordered: wait for an unready predecessor", set(3, json!({})), vec![pod(0, "running", UPDATE)], vec![]),
+        ("ordered: wait for minReadySeconds", set(3, json!({"minReadySeconds": 10})), vec![pod(0, "fresh", UPDATE)], vec![]),
+        ("ordered: next ordinal once the previous is ready", set(3, json!({})), vec![pod(0, "ready", UPDATE)], vec!["create web-1@web-new"]),
+        ("ordered: a gap is filled before anything else", set(3, json!({})), vec![pod(0, "ready", UPDATE), pod(2, "ready", UPDATE)], vec!["create web-1@web-new"]),
+        ("parallel: create every missing ordinal at once", set(3, parallel.clone()), vec![pod(1, "running", UPDATE)], vec!["create web-0@web-new", "create web-2@web-new"]),
+        ("failed pod is deleted (recreated on a later sync)", set(2, json!({})), pods_from_zero(&[("failed", UPDATE), ("ready", UPDATE)]), vec!["delete web-0"]),
+        ("succeeded pod is deleted too", set(1, json!({})), vec![pod(0, "succeeded", UPDATE)], vec!["delete web-0"]),
+        ("ordered scale-down: highest ordinal first, one at a time", set(1, json!({})), pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("ready", UPDATE)]), vec!["delete web-2"]),
+        ("ordered scale-down waits for a terminating pod", set(1, json!({})), pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("terminating", UPDATE)]), vec![]),
+        ("ordered scale-down deletes the first unavailable condemned pod", set(1, json!({})), pods_from_zero(&[("ready", UPDATE), ("ready", UPDATE), ("running", UPDATE)]), vec!["delete web-2"]),
+        ("ordered scale-down waits when an unhealthy pod is not the first unavailable", set(1, json!({})), pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("running", UPDATE)]), vec![]),
+        ("parallel scale-down deletes all condemned pods", set(1, parallel.clone()), pods_from_zero(&[("ready", UPDATE), ("running", UPDATE), ("ready", UPDATE)]), vec!["delete web-2", "delete web-1"]),
+        ("rolling update: highest outdated ordinal first", set(3, json!({})), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]), vec!["update web-2"]),
+        ("rolling update: skips updated pods", set(3, json!({})), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]), vec!["update web-1"]),
+        ("rolling update: a missing pod is recreated at the update revision first", set(3, json!({})), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT)]), vec!["create web-2@web-new"]),
+        ("rolling update: partition protects lower ordinals", set(3, json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}})), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]), vec![]),
+        ("rolling update: below the partition a new pod gets the current revision", set(3, json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}})), vec![pod(1, "ready", CURRENT), pod(2, "ready", UPDATE)], vec!["create web-0@web-old"]),
+        ("OnDelete: nothing is replaced", set(3, json!({"updateStrategy": {"type": "OnDelete"}})), (0..3).map(|o| pod(o, "ready", CURRENT)).collect(), vec![]),
+        ("OnDelete: a deleted pod comes back at the update revision", set(3, json!({"updateStrategy": {"type": "OnDelete"}})), vec![pod(0, "ready", CURRENT), pod(2, "ready", CURRENT)], vec!["create web-1@web-new"]),
+        ("ordinals.start: ordinals below start are condemned", set(2, json!({"ordinals": {"start": 5}})), vec![pod(0, "ready", UPDATE)], vec!["create web-5@web-new"]),
+        ("ordinals.start: in range and settled", set(2, json!({"ordinals": {"start": 5}})), vec![pod(0, "ready", UPDATE), pod(5, "ready", UPDATE), pod(6, "ready", UPDATE)], vec!["delete web-0"]),
     ];
     for (name, set, pods, want) in cases {
         assert_eq!(steps(&run(&set, &pods, &BTreeMap::new())), want, "{name}");
@@ -360,113 +237,20 @@ fn rolling_update_by_max_unavailable_gate() {
     let parallel = || json!({"podManagementPolicy": "Parallel"});
     let max_unavailable_2 = |extra: Value| set(4, strategy(json!({"maxUnavailable": 2}), extra));
     // (case, set, pods, the plan's steps with the gate off, with the gate on)
+    #[rustfmt::skip]
     let cases = [
-        (
-            "OrderedReady, maxUnavailable 2: one pod per sync with the gate off",
-            max_unavailable_2(json!({})),
-            (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
-            vec!["update web-3"],
-            vec!["update web-3", "update web-2"],
-        ),
-        (
-            "Parallel, maxUnavailable 2: one pod per sync with the gate off",
-            max_unavailable_2(parallel()),
-            (0..4).map(|o| pod(o, "ready", CURRENT)).collect(),
-            vec!["update web-3"],
-            vec!["update web-3", "update web-2"],
-        ),
-        (
-            "maxUnavailable 2 with an updated pod down: it blocks with the gate off",
-            max_unavailable_2(parallel()),
-            pods_from_zero(&[
-                ("ready", CURRENT),
-                ("ready", CURRENT),
-                ("ready", CURRENT),
-                ("running", UPDATE),
-            ]),
-            vec![],
-            vec!["update web-2"],
-        ),
-        (
-            "Parallel, a broken old pod at ordinal 0: the highest outdated pod still goes",
-            set(3, parallel()),
-            pods_from_zero(&[("running", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
-            vec!["update web-2"],
-            vec!["update web-0"],
-        ),
-        (
-            "Parallel: unavailable outdated pods go regardless of budget only with the gate on",
-            set(3, parallel()),
-            pods_from_zero(&[
-                ("running", CURRENT),
-                ("running", CURRENT),
-                ("ready", CURRENT),
-            ]),
-            vec!["update web-2"],
-            vec!["update web-1", "update web-0"],
-        ),
-        (
-            "an updated pod not yet available (minReadySeconds) blocks the next deletion",
-            set(
-                3,
-                strategy(
-                    json!({"maxUnavailable": 2}),
-                    json!({"podManagementPolicy": "Parallel", "minReadySeconds": 10}),
-                ),
-            ),
-            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("fresh", UPDATE)]),
-            vec![],
-            vec!["update web-1"],
-        ),
-        (
-            "an unavailable updated pod below the target does not block with the gate off",
-            set(3, parallel()),
-            pods_from_zero(&[("running", UPDATE), ("ready", CURRENT), ("ready", CURRENT)]),
-            vec!["update web-2"],
-            vec![],
-        ),
-        (
-            "a terminating pod at the top is waited for",
-            set(3, parallel()),
-            pods_from_zero(&[
-                ("ready", CURRENT),
-                ("ready", CURRENT),
-                ("terminating", CURRENT),
-            ]),
-            vec![],
-            vec![],
-        ),
-        (
-            "Parallel: a pod created this sync is unavailable and stops the loop",
-            max_unavailable_2(parallel()),
-            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]),
-            vec!["create web-3@web-new"],
-            vec!["create web-3@web-new", "update web-2"],
-        ),
-        (
-            "partition: ordinals below it are never replaced",
-            set(
-                3,
-                strategy(json!({"partition": 1, "maxUnavailable": 3}), json!({})),
-            ),
-            (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
-            vec!["update web-2"],
-            vec!["update web-2", "update web-1"],
-        ),
-        (
-            "partition: nothing left above it",
-            set(3, strategy(json!({"partition": 2}), json!({}))),
-            pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]),
-            vec![],
-            vec![],
-        ),
-        (
-            "OnDelete: nothing is replaced either way",
-            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
-            (0..3).map(|o| pod(o, "ready", CURRENT)).collect(),
-            vec![],
-            vec![],
-        ),
+        ("OrderedReady, maxUnavailable 2: one pod per sync with the gate off", max_unavailable_2(json!({})), (0..4).map(|o| pod(o, "ready", CURRENT)).collect(), vec!["update web-3"], vec!["update web-3", "update web-2"]),
+        ("Parallel, maxUnavailable 2: one pod per sync with the gate off", max_unavailable_2(parallel()), (0..4).map(|o| pod(o, "ready", CURRENT)).collect(), vec!["update web-3"], vec!["update web-3", "update web-2"]),
+        ("maxUnavailable 2 with an updated pod down: it blocks with the gate off", max_unavailable_2(parallel()), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT), ("running", UPDATE)]), vec![], vec!["update web-2"]),
+        ("Parallel, a broken old pod at ordinal 0: the highest outdated pod still goes", set(3, parallel()), pods_from_zero(&[("running", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]), vec!["update web-2"], vec!["update web-0"]),
+        ("Parallel: unavailable outdated pods go regardless of budget only with the gate on", set(3, parallel()), pods_from_zero(&[("running", CURRENT), ("running", CURRENT), ("ready", CURRENT)]), vec!["update web-2"], vec!["update web-1", "update web-0"]),
+        ("an updated pod not yet available (minReadySeconds) blocks the next deletion", set(3, strategy(json!({"maxUnavailable": 2}), json!({"podManagementPolicy": "Parallel", "minReadySeconds": 10}))), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("fresh", UPDATE)]), vec![], vec!["update web-1"]),
+        ("an unavailable updated pod below the target does not block with the gate off", set(3, parallel()), pods_from_zero(&[("running", UPDATE), ("ready", CURRENT), ("ready", CURRENT)]), vec!["update web-2"], vec![]),
+        ("a terminating pod at the top is waited for", set(3, parallel()), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("terminating", CURRENT)]), vec![], vec![]),
+        ("Parallel: a pod created this sync is unavailable and stops the loop", max_unavailable_2(parallel()), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", CURRENT)]), vec!["create web-3@web-new"], vec!["create web-3@web-new", "update web-2"]),
+        ("partition: ordinals below it are never replaced", set(3, strategy(json!({"partition": 1, "maxUnavailable": 3}), json!({}))), (0..3).map(|o| pod(o, "ready", CURRENT)).collect(), vec!["update web-2"], vec!["update web-2", "update web-1"]),
+        ("partition: nothing left above it", set(3, strategy(json!({"partition": 2}), json!({}))), pods_from_zero(&[("ready", CURRENT), ("ready", CURRENT), ("ready", UPDATE)]), vec![], vec![]),
+        ("OnDelete: nothing is replaced either way", set(3, json!({"updateStrategy": {"type": "OnDelete"}})), (0..3).map(|o| pod(o, "ready", CURRENT)).collect(), vec![], vec![]),
     ];
     let on = FeatureGates {
         max_unavailable_statefulset: true,
@@ -827,37 +611,13 @@ fn broken_rollout_recovery_deletes_only_a_stuck_pod() {
     let gate_on = FeatureGates {
         max_unavailable_statefulset: true,
     };
+    #[rustfmt::skip]
     let cases = vec![
-        case(
-            "stuck at an outdated revision past the grace: deleted",
-            ordered(),
-            with_third(stuck()),
-            vec!["recover web-2"],
-        ),
-        case(
-            "OnDelete: left to the user",
-            set(3, json!({"updateStrategy": {"type": "OnDelete"}})),
-            with_third(stuck()),
-            vec![],
-        ),
-        case(
-            "below the partition: left alone",
-            set(3, rolling(json!({"partition": 3}))),
-            with_third(stuck()),
-            vec![],
-        ),
-        case(
-            "at the partition: deleted",
-            set(3, rolling(json!({"partition": 2}))),
-            with_third(stuck()),
-            vec!["recover web-2"],
-        ),
-        case(
-            "at the update revision: a broken new template is the user's to fix",
-            ordered(),
-            with_third(not_ready(2, UPDATE, secs(3600), secs(3600))),
-            vec![],
-        ),
+        case("stuck at an outdated revision past the grace: deleted", ordered(), with_third(stuck()), vec!["recover web-2"]),
+        case("OnDelete: left to the user", set(3, json!({"updateStrategy": {"type": "OnDelete"}})), with_third(stuck()), vec![]),
+        case("below the partition: left alone", set(3, rolling(json!({"partition": 3}))), with_third(stuck()), vec![]),
+        case("at the partition: deleted", set(3, rolling(json!({"partition": 2}))), with_third(stuck()), vec!["recover web-2"]),
+        case("at the update revision: a broken new template is the user's to fix", ordered(), with_third(not_ready(2, UPDATE, secs(3600), secs(3600))), vec![]),
         Case {
             equivalents: vec![BROKEN.to_owned()],
             ..case(
@@ -867,46 +627,11 @@ fn broken_rollout_recovery_deletes_only_a_stuck_pod() {
                 vec![],
             )
         },
-        case(
-            "at the current revision: deleted too",
-            ordered(),
-            with_third(not_ready(2, CURRENT, secs(3600), secs(31))),
-            vec!["recover web-2"],
-        ),
-        case(
-            "Ready at an outdated revision: replaced by the rolling update, not recovered",
-            ordered(),
-            with_third(pod(2, "ready", BROKEN)),
-            vec!["update web-2"],
-        ),
-        case(
-            "terminating: left to finish",
-            ordered(),
-            with_third({
-                let mut pod = Arc::unwrap_or_clone(stuck());
-                pod.metadata.deletion_timestamp =
-                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
-                Arc::new(pod)
-            }),
-            vec![],
-        ),
-        case(
-            "another pod of the set terminating (a condemned one): none",
-            ordered(),
-            vec![
-                pod(0, "ready", UPDATE),
-                pod(1, "ready", UPDATE),
-                stuck(),
-                pod(3, "terminating", UPDATE),
-            ],
-            vec![],
-        ),
-        case(
-            "failed: recreated by the ordered pass, not by the rule",
-            ordered(),
-            with_third(pod(2, "failed", BROKEN)),
-            vec!["delete web-2"],
-        ),
+        case("at the current revision: deleted too", ordered(), with_third(not_ready(2, CURRENT, secs(3600), secs(31))), vec!["recover web-2"]),
+        case("Ready at an outdated revision: replaced by the rolling update, not recovered", ordered(), with_third(pod(2, "ready", BROKEN)), vec!["update web-2"]),
+        case("terminating: left to finish", ordered(), with_third({ let mut pod = Arc::unwrap_or_clone(stuck()); pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now())); Arc::new(pod) }), vec![]),
+        case("another pod of the set terminating (a condemned one): none", ordered(), vec![pod(0, "ready", UPDATE), pod(1, "ready", UPDATE), stuck(), pod(3, "terminating", UPDATE)], vec![]),
+        case("failed: recreated by the ordered pass, not by the rule", ordered(), with_third(pod(2, "failed", BROKEN)), vec!["delete web-2"]),
         Case {
             recheck: Some(Duration::from_millis(1)),
             ..case(
@@ -921,12 +646,7 @@ fn broken_rollout_recovery_deletes_only_a_stuck_pod() {
                 vec![],
             )
         },
-        case(
-            "exactly the grace: deleted (inclusive)",
-            ordered(),
-            with_third(not_ready(2, BROKEN, secs(3600), secs(30))),
-            vec!["recover web-2"],
-        ),
+        case("exactly the grace: deleted (inclusive)", ordered(), with_third(not_ready(2, BROKEN, secs(3600), secs(30))), vec!["recover web-2"]),
         Case {
             recheck: Some(secs(20)),
             ..case(
@@ -945,34 +665,10 @@ fn broken_rollout_recovery_deletes_only_a_stuck_pod() {
                 vec![],
             )
         },
-        case(
-            "minReadySeconds plus the grace elapsed: deleted",
-            set(3, json!({"minReadySeconds": 10})),
-            with_third(not_ready(2, BROKEN, secs(3600), secs(40))),
-            vec!["recover web-2"],
-        ),
-        case(
-            "another replica unavailable: over the budget of one, waits",
-            ordered(),
-            vec![pod(0, "ready", UPDATE), pod(1, "running", UPDATE), stuck()],
-            vec![],
-        ),
-        case(
-            "a missing replica is unavailable too: it is created, the stuck pod waits",
-            ordered(),
-            vec![pod(0, "ready", UPDATE), stuck()],
-            vec!["create web-1@web-new"],
-        ),
-        case(
-            "two stuck pods with the gate off: over the budget of one, none",
-            ordered(),
-            vec![
-                pod(0, "ready", UPDATE),
-                not_ready(1, BROKEN, secs(3600), secs(60)),
-                stuck(),
-            ],
-            vec![],
-        ),
+        case("minReadySeconds plus the grace elapsed: deleted", set(3, json!({"minReadySeconds": 10})), with_third(not_ready(2, BROKEN, secs(3600), secs(40))), vec!["recover web-2"]),
+        case("another replica unavailable: over the budget of one, waits", ordered(), vec![pod(0, "ready", UPDATE), pod(1, "running", UPDATE), stuck()], vec![]),
+        case("a missing replica is unavailable too: it is created, the stuck pod waits", ordered(), vec![pod(0, "ready", UPDATE), stuck()], vec!["create web-1@web-new"]),
+        case("two stuck pods with the gate off: over the budget of one, none", ordered(), vec![pod(0, "ready", UPDATE), not_ready(1, BROKEN, secs(3600), secs(60)), stuck()], vec![]),
         Case {
             gates: gate_on,
             ..case(

@@ -25,44 +25,15 @@ fn upstream_get_target_node_name_cases() {
             "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": values}]}]
         }}}})
     };
+    #[rustfmt::skip]
     let cases = [
-        (
-            "bound: spec.nodeName",
-            json!({"containers": [], "nodeName": "node-1"}),
-            Some("node-1"),
-        ),
-        (
-            "pinned by the affinity",
-            pinned(json!(["node-1"])),
-            Some("node-1"),
-        ),
-        (
-            "pinned to two nodes: not unique",
-            pinned(json!(["node-1", "node-2"])),
-            None,
-        ),
+        ("bound: spec.nodeName", json!({"containers": [], "nodeName": "node-1"}), Some("node-1")),
+        ("pinned by the affinity", pinned(json!(["node-1"])), Some("node-1")),
+        ("pinned to two nodes: not unique", pinned(json!(["node-1", "node-2"])), None),
         ("no affinity", json!({"containers": []}), None),
-        (
-            "no terms",
-            json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}),
-            None,
-        ),
-        (
-            "terms without a pinning requirement",
-            json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
-                {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["x"]}]}
-            ]}}}}),
-            None,
-        ),
-        (
-            "the first pinning requirement in a later term",
-            json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}
-            ]}}}}),
-            Some("node-3"),
-        ),
+        ("no terms", json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}), None),
+        ("terms without a pinning requirement", json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Exists"}]}, {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["x"]}]}]}}}}), None),
+        ("the first pinning requirement in a later term", json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Exists"}]}, {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}}}), Some("node-3")),
     ];
     for (rule, spec, want) in cases {
         let pod: CachedPod =
@@ -165,142 +136,23 @@ fn pods_should_be_on_node_cases() {
         Option<Vec<PodBuilder>>,
         ManagePlan,
     );
+    #[rustfmt::skip]
     let cases: Vec<Case> = vec![
-        (
-            "should run, no pod: create",
-            json!({}),
-            runs.clone(),
-            None,
-            plan(&["node-1"], &[]),
-        ),
-        (
-            "should run, its pod runs: nothing",
-            json!({}),
-            runs.clone(),
-            Some(vec![pod("p").on("node-1")]),
-            plan(&[], &[]),
-        ),
-        (
-            "TestDealsWithExistingPods: duplicates keep the first, bound before older",
-            json!({}),
-            runs.clone(),
-            Some(vec![
-                pod("unbound-old").created(1),
-                pod("bound-new").on("node-1").created(9),
-                pod("bound-newer").on("node-1").created(10),
-            ]),
-            plan(&[], &["bound-newer", "unbound-old"]),
-        ),
-        (
-            "a terminating pod blocks a new one without surge",
-            json!({}),
-            runs.clone(),
-            Some(vec![pod("going").on("node-1").deleting()]),
-            plan(&[], &[]),
-        ),
-        (
-            "a terminating pod does not block a new one with surge",
-            surge(),
-            runs.clone(),
-            Some(vec![pod("going").on("node-1").deleting()]),
-            plan(&["node-1"], &[]),
-        ),
-        (
-            "surge: new pod not yet available beside a ready old one: keep both",
-            surge(),
-            runs.clone(),
-            Some(vec![
-                pod("old").on("node-1").hash("h0").ready().created(1),
-                pod("new").on("node-1").hash("h1").created(2),
-            ]),
-            plan(&[], &[]),
-        ),
-        (
-            "surge: the new pod is available: delete the old one",
-            surge(),
-            runs.clone(),
-            Some(vec![
-                pod("old").on("node-1").hash("h0").ready().created(1),
-                pod("new").on("node-1").hash("h1").ready().created(2),
-            ]),
-            plan(&[], &["old"]),
-        ),
-        (
-            "surge: the old pod is not ready: delete it",
-            surge(),
-            runs.clone(),
-            Some(vec![
-                pod("old").on("node-1").hash("h0").created(1),
-                pod("new").on("node-1").hash("h1").created(2),
-            ]),
-            plan(&[], &["old"]),
-        ),
-        (
-            "surge: beyond the oldest new and the oldest old, every pod goes",
-            surge(),
-            runs.clone(),
-            Some(vec![
-                pod("old-1").on("node-1").hash("h0").ready().created(1),
-                pod("old-2").on("node-1").hash("h0").created(2),
-                pod("new-1").on("node-1").hash("h1").created(3),
-                pod("new-2").on("node-1").hash("h1").created(4),
-            ]),
-            plan(&[], &["old-2", "new-2"]),
-        ),
-        (
-            "surge: two new pods, no old one",
-            surge(),
-            runs.clone(),
-            Some(vec![
-                pod("new-2").on("node-1").hash("h1").created(4),
-                pod("new-1").on("node-1").hash("h1").created(3),
-            ]),
-            plan(&[], &["new-2"]),
-        ),
-        (
-            "TestSucceededPodsDeleted: a succeeded pod is deleted, no backoff",
-            json!({}),
-            runs.clone(),
-            Some(vec![pod("done").on("node-1").phase("Succeeded")]),
-            ManagePlan {
-                events: vec![crate::decide::events::succeeded_daemon_pod(
-                    "default", "done", "node-1",
-                )],
-                ..plan(&[], &["done"])
-            },
-        ),
-        (
-            "may not stay (NoExecute): every pod not being deleted goes",
-            json!({}),
-            fit("node-1", false, false),
-            Some(vec![
-                pod("a").on("node-1"),
-                pod("b").on("node-1").phase("Failed"),
-                pod("c").on("node-1").deleting(),
-            ]),
-            plan(&[], &["a", "b"]),
-        ),
-        (
-            "NoSchedule only, no pod: nothing",
-            json!({}),
-            fit("node-1", false, true),
-            None,
-            plan(&[], &[]),
-        ),
-        (
-            "NoSchedule only, surging, no running pod: no new pod",
-            surge(),
-            fit("node-1", false, true),
-            Some(vec![pod("going").on("node-1").deleting()]),
-            plan(&[], &[]),
-        ),
-        (
-            "should not run, no pod: nothing",
-            json!({}),
-            fit("node-1", false, false),
-            None,
-            plan(&[], &[]),
-        ),
+        ("should run, no pod: create", json!({}), runs.clone(), None, plan(&["node-1"], &[])),
+        ("should run, its pod runs: nothing", json!({}), runs.clone(), Some(vec![pod("p").on("node-1")]), plan(&[], &[])),
+        ("TestDealsWithExistingPods: duplicates keep the first, bound before older", json!({}), runs.clone(), Some(vec![pod("unbound-old").created(1), pod("bound-new").on("node-1").created(9), pod("bound-newer").on("node-1").created(10)]), plan(&[], &["bound-newer", "unbound-old"])),
+        ("a terminating pod blocks a new one without surge", json!({}), runs.clone(), Some(vec![pod("going").on("node-1").deleting()]), plan(&[], &[])),
+        ("a terminating pod does not block a new one with surge", surge(), runs.clone(), Some(vec![pod("going").on("node-1").deleting()]), plan(&["node-1"], &[])),
+        ("surge: new pod not yet available beside a ready old one: keep both", surge(), runs.clone(), Some(vec![pod("old").on("node-1").hash("h0").ready().created(1), pod("new").on("node-1").hash("h1").created(2)]), plan(&[], &[])),
+        ("surge: the new pod is available: delete the old one", surge(), runs.clone(), Some(vec![pod("old").on("node-1").hash("h0").ready().created(1), pod("new").on("node-1").hash("h1").ready().created(2)]), plan(&[], &["old"])),
+        ("surge: the old pod is not ready: delete it", surge(), runs.clone(), Some(vec![pod("old").on("node-1").hash("h0").created(1), pod("new").on("node-1").hash("h1").created(2)]), plan(&[], &["old"])),
+        ("surge: beyond the oldest new and the oldest old, every pod goes", surge(), runs.clone(), Some(vec![pod("old-1").on("node-1").hash("h0").ready().created(1), pod("old-2").on("node-1").hash("h0").created(2), pod("new-1").on("node-1").hash("h1").created(3), pod("new-2").on("node-1").hash("h1").created(4)]), plan(&[], &["old-2", "new-2"])),
+        ("surge: two new pods, no old one", surge(), runs.clone(), Some(vec![pod("new-2").on("node-1").hash("h1").created(4), pod("new-1").on("node-1").hash("h1").created(3)]), plan(&[], &["new-2"])),
+        ("TestSucceededPodsDeleted: a succeeded pod is deleted, no backoff", json!({}), runs.clone(), Some(vec![pod("done").on("node-1").phase("Succeeded")]), ManagePlan { events: vec![crate::decide::events::succeeded_daemon_pod("default", "done", "node-1")], ..plan(&[], &["done"]) }),
+        ("may not stay (NoExecute): every pod not being deleted goes", json!({}), fit("node-1", false, false), Some(vec![pod("a").on("node-1"), pod("b").on("node-1").phase("Failed"), pod("c").on("node-1").deleting()]), plan(&[], &["a", "b"])),
+        ("NoSchedule only, no pod: nothing", json!({}), fit("node-1", false, true), None, plan(&[], &[])),
+        ("NoSchedule only, surging, no running pod: no new pod", surge(), fit("node-1", false, true), Some(vec![pod("going").on("node-1").deleting()]), plan(&[], &[])),
+        ("should not run, no pod: nothing", json!({}), fit("node-1", false, false), None, plan(&[], &[])),
     ];
     for (rule, patch, fit, pods, want) in cases {
         let ds = daemon_set(patch);

@@ -53,55 +53,13 @@ fn add_or_update_toleration_cases() {
     let other =
         json!({"key": "dedicated", "operator": "Equal", "value": "a", "effect": "NoSchedule"});
     // (rule, tolerations before, changed, tolerations after)
+    #[rustfmt::skip]
     let cases = [
-        (
-            "no tolerations: appended",
-            json!([]),
-            true,
-            json!([exists("node.kubernetes.io/not-ready", "NoExecute")]),
-        ),
-        (
-            "a matching one with tolerationSeconds is replaced in place (the seconds dropped)",
-            json!([user_timed.clone(), other.clone()]),
-            true,
-            json!([
-                exists("node.kubernetes.io/not-ready", "NoExecute"),
-                other.clone()
-            ]),
-        ),
-        (
-            "an identical one is left as is",
-            json!([
-                other.clone(),
-                exists("node.kubernetes.io/not-ready", "NoExecute")
-            ]),
-            false,
-            json!([
-                other.clone(),
-                exists("node.kubernetes.io/not-ready", "NoExecute")
-            ]),
-        ),
-        (
-            "a different operator does not match: appended at the end",
-            json!([{"key": "node.kubernetes.io/not-ready", "operator": "Equal", "effect": "NoExecute"}]),
-            true,
-            json!([
-                {"key": "node.kubernetes.io/not-ready", "operator": "Equal", "effect": "NoExecute"},
-                exists("node.kubernetes.io/not-ready", "NoExecute")
-            ]),
-        ),
-        (
-            "an identical one after a replaced one leaves the spec untouched",
-            json!([
-                user_timed.clone(),
-                exists("node.kubernetes.io/not-ready", "NoExecute")
-            ]),
-            false,
-            json!([
-                user_timed.clone(),
-                exists("node.kubernetes.io/not-ready", "NoExecute")
-            ]),
-        ),
+        ("no tolerations: appended", json!([]), true, json!([exists("node.kubernetes.io/not-ready", "NoExecute")])),
+        ("a matching one with tolerationSeconds is replaced in place (the seconds dropped)", json!([user_timed.clone(), other.clone()]), true, json!([exists("node.kubernetes.io/not-ready", "NoExecute"), other.clone()])),
+        ("an identical one is left as is", json!([other.clone(), exists("node.kubernetes.io/not-ready", "NoExecute")]), false, json!([other.clone(), exists("node.kubernetes.io/not-ready", "NoExecute")])),
+        ("a different operator does not match: appended at the end", json!([{"key": "node.kubernetes.io/not-ready", "operator": "Equal", "effect": "NoExecute"}]), true, json!([{"key": "node.kubernetes.io/not-ready", "operator": "Equal", "effect": "NoExecute"}, exists("node.kubernetes.io/not-ready", "NoExecute")])),
+        ("an identical one after a replaced one leaves the spec untouched", json!([user_timed.clone(), exists("node.kubernetes.io/not-ready", "NoExecute")]), false, json!([user_timed.clone(), exists("node.kubernetes.io/not-ready", "NoExecute")])),
     ];
     for (rule, before, changed, after) in cases {
         let mut pod_spec = spec(json!({"containers": [], "tolerations": before}));
@@ -218,66 +176,16 @@ fn upstream_replace_node_name_node_affinity_cases() {
     ]}}]);
     let required = |terms: Value| json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
     // (case, affinity before, affinity after)
+    #[rustfmt::skip]
     let cases = [
-        (
-            "no affinity",
-            Value::Null,
-            json!({"nodeAffinity": pinned("host_1")}),
-        ),
-        (
-            "a hostname expression is replaced",
-            required(json!([{"matchExpressions": [
-                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["host_1"]}
-            ]}])),
-            json!({"nodeAffinity": pinned("host_1")}),
-        ),
-        (
-            "preferred terms are kept",
-            json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred.clone()}}),
-            {
-                let mut want = json!({"nodeAffinity": pinned("host_1")});
-                want["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = preferred;
-                want
-            },
-        ),
-        (
-            "a pinning term with two nodes is replaced",
-            required(json!([{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": ["host_1", "host_2"]}
-            ]}])),
-            json!({"nodeAffinity": pinned("host_1")}),
-        ),
-        (
-            "all terms are replaced by the one pinning term",
-            required(json!([
-                {"matchExpressions": [{"key": "hostname", "operator": "In", "values": ["host_1"]}]},
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["host_2"]}]}
-            ])),
-            json!({"nodeAffinity": pinned("host_1")}),
-        ),
-        (
-            "a NotIn field term is replaced",
-            required(json!([{"matchFields": [
-                {"key": "metadata.name", "operator": "NotIn", "values": ["host_2"]}
-            ]}])),
-            json!({"nodeAffinity": pinned("host_1")}),
-        ),
-        (
-            "another field key is replaced",
-            required(json!([{"matchFields": [
-                {"key": "metadata.foo", "operator": "In", "values": ["bar"]}
-            ]}])),
-            json!({"nodeAffinity": pinned("host_1")}),
-        ),
-        (
-            "pod anti-affinity is kept",
-            json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": "b"}}}
-            ]}}),
-            json!({"nodeAffinity": pinned("host_1"), "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": "b"}}}
-            ]}}),
-        ),
+        ("no affinity", Value::Null, json!({"nodeAffinity": pinned("host_1")})),
+        ("a hostname expression is replaced", required(json!([{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["host_1"]}]}])), json!({"nodeAffinity": pinned("host_1")})),
+        ("preferred terms are kept", json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred.clone()}}), { let mut want = json!({"nodeAffinity": pinned("host_1")}); want["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = preferred; want }),
+        ("a pinning term with two nodes is replaced", required(json!([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["host_1", "host_2"]}]}])), json!({"nodeAffinity": pinned("host_1")})),
+        ("all terms are replaced by the one pinning term", required(json!([{"matchExpressions": [{"key": "hostname", "operator": "In", "values": ["host_1"]}]}, {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["host_2"]}]}])), json!({"nodeAffinity": pinned("host_1")})),
+        ("a NotIn field term is replaced", required(json!([{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["host_2"]}]}])), json!({"nodeAffinity": pinned("host_1")})),
+        ("another field key is replaced", required(json!([{"matchFields": [{"key": "metadata.foo", "operator": "In", "values": ["bar"]}]}])), json!({"nodeAffinity": pinned("host_1")})),
+        ("pod anti-affinity is kept", json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": "b"}}}]}}), json!({"nodeAffinity": pinned("host_1"), "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": "b"}}}]}})),
     ];
     for (case, before, after) in cases {
         let replaced = replace_node_name_node_affinity(affinity(before), "host_1");

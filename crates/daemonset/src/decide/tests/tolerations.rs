@@ -2,148 +2,59 @@
 //! with and without `TaintTolerationComparisonOperators`) and `FindMatchingUntoleratedTaint`.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
-use serde_json::{Value, json};
 
 use crate::decide::tolerations::{find_untolerated_taint, tolerates_taint};
 
-fn toleration(value: Value) -> Toleration {
-    serde_json::from_value(value).expect("a valid toleration")
+/// A toleration from `(key, operator, value, effect)`; an empty string leaves the field out.
+fn toleration((key, operator, value, effect): (&str, &str, &str, &str)) -> Toleration {
+    let field = |text: &str| (!text.is_empty()).then(|| text.to_owned());
+    Toleration {
+        key: field(key),
+        operator: field(operator),
+        value: field(value),
+        effect: field(effect),
+        toleration_seconds: None,
+    }
 }
 
-fn taint(value: Value) -> Taint {
-    serde_json::from_value(value).expect("a valid taint")
+/// A taint in `kubectl taint` notation: `key=value:Effect` or `key:Effect`.
+fn taint(notation: &str) -> Taint {
+    let (key_value, effect) = notation.rsplit_once(':').expect("key[=value]:Effect");
+    let (key, value) = match key_value.split_once('=') {
+        Some((key, value)) => (key, Some(value.to_owned())),
+        None => (key_value, None),
+    };
+    Taint {
+        key: key.to_owned(),
+        value,
+        effect: effect.to_owned(),
+        time_added: None,
+    }
 }
 
 #[test]
 fn tolerates_taint_cases() {
     // (rule, toleration, taint, tolerated without the comparison gate, with it)
+    #[rustfmt::skip]
     let cases = [
-        (
-            "same key and effect, Exists, taint without value: tolerated",
-            json!({"key": "foo", "operator": "Exists", "effect": "NoSchedule"}),
-            json!({"key": "foo", "effect": "NoSchedule"}),
-            true,
-            true,
-        ),
-        (
-            "same key and effect, Exists, taint with a value: tolerated",
-            json!({"key": "foo", "operator": "Exists", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "bar", "effect": "NoSchedule"}),
-            true,
-            true,
-        ),
-        (
-            "empty key with Exists matches every key",
-            json!({"operator": "Exists", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "bar", "effect": "NoSchedule"}),
-            true,
-            true,
-        ),
-        (
-            "empty effect matches every effect",
-            json!({"key": "foo", "operator": "Exists"}),
-            json!({"key": "foo", "effect": "NoExecute"}),
-            true,
-            true,
-        ),
-        (
-            "same key, effect and value, Equal: tolerated",
-            json!({"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "bar", "effect": "NoSchedule"}),
-            true,
-            true,
-        ),
-        (
-            "empty operator means Equal",
-            json!({"key": "foo", "value": "bar", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "bar", "effect": "NoSchedule"}),
-            true,
-            true,
-        ),
-        (
-            "same key and effect, different values, Equal: not tolerated",
-            json!({"key": "foo", "operator": "Equal", "value": "value1", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "value2", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
-        (
-            "same key and value, different effects: not tolerated",
-            json!({"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "bar", "effect": "NoExecute"}),
-            false,
-            false,
-        ),
-        (
-            "different keys: not tolerated",
-            json!({"key": "foo", "operator": "Exists"}),
-            json!({"key": "other", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
-        (
-            "Lt: taint value below the toleration's, only with the gate",
-            json!({"key": "foo", "operator": "Lt", "value": "10", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "5", "effect": "NoSchedule"}),
-            false,
-            true,
-        ),
-        (
-            "Lt: taint value above the toleration's",
-            json!({"key": "foo", "operator": "Lt", "value": "10", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "15", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
-        (
-            "Gt: taint value above the toleration's, only with the gate",
-            json!({"key": "foo", "operator": "Gt", "value": "-3", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "0", "effect": "NoSchedule"}),
-            false,
-            true,
-        ),
-        (
-            "Gt: equal values do not tolerate",
-            json!({"key": "foo", "operator": "Gt", "value": "7", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "7", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
-        (
-            "comparison: a leading zero is not a canonical decimal",
-            json!({"key": "foo", "operator": "Lt", "value": "10", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "05", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
-        (
-            "comparison: -0 is not a canonical decimal",
-            json!({"key": "foo", "operator": "Gt", "value": "-0", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "3", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
-        (
-            "comparison: a value past int64 does not parse",
-            json!({"key": "foo", "operator": "Lt", "value": "99999999999999999999", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "1", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
-        (
-            "comparison: a non-numeric taint value",
-            json!({"key": "foo", "operator": "Gt", "value": "1", "effect": "NoSchedule"}),
-            json!({"key": "foo", "value": "high", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
-        (
-            "unknown operator tolerates nothing",
-            json!({"key": "foo", "operator": "Sometimes", "effect": "NoSchedule"}),
-            json!({"key": "foo", "effect": "NoSchedule"}),
-            false,
-            false,
-        ),
+        ("same key and effect, Exists, taint without value: tolerated", ("foo", "Exists", "", "NoSchedule"), "foo:NoSchedule", true, true),
+        ("same key and effect, Exists, taint with a value: tolerated", ("foo", "Exists", "", "NoSchedule"), "foo=bar:NoSchedule", true, true),
+        ("empty key with Exists matches every key", ("", "Exists", "", "NoSchedule"), "foo=bar:NoSchedule", true, true),
+        ("empty effect matches every effect", ("foo", "Exists", "", ""), "foo:NoExecute", true, true),
+        ("same key, effect and value, Equal: tolerated", ("foo", "Equal", "bar", "NoSchedule"), "foo=bar:NoSchedule", true, true),
+        ("empty operator means Equal", ("foo", "", "bar", "NoSchedule"), "foo=bar:NoSchedule", true, true),
+        ("same key and effect, different values, Equal: not tolerated", ("foo", "Equal", "value1", "NoSchedule"), "foo=value2:NoSchedule", false, false),
+        ("same key and value, different effects: not tolerated", ("foo", "Equal", "bar", "NoSchedule"), "foo=bar:NoExecute", false, false),
+        ("different keys: not tolerated", ("foo", "Exists", "", ""), "other:NoSchedule", false, false),
+        ("Lt: taint value below the toleration's, only with the gate", ("foo", "Lt", "10", "NoSchedule"), "foo=5:NoSchedule", false, true),
+        ("Lt: taint value above the toleration's", ("foo", "Lt", "10", "NoSchedule"), "foo=15:NoSchedule", false, false),
+        ("Gt: taint value above the toleration's, only with the gate", ("foo", "Gt", "-3", "NoSchedule"), "foo=0:NoSchedule", false, true),
+        ("Gt: equal values do not tolerate", ("foo", "Gt", "7", "NoSchedule"), "foo=7:NoSchedule", false, false),
+        ("comparison: a leading zero is not a canonical decimal", ("foo", "Lt", "10", "NoSchedule"), "foo=05:NoSchedule", false, false),
+        ("comparison: -0 is not a canonical decimal", ("foo", "Gt", "-0", "NoSchedule"), "foo=3:NoSchedule", false, false),
+        ("comparison: a value past int64 does not parse", ("foo", "Lt", "99999999999999999999", "NoSchedule"), "foo=1:NoSchedule", false, false),
+        ("comparison: a non-numeric taint value", ("foo", "Gt", "1", "NoSchedule"), "foo=high:NoSchedule", false, false),
+        ("unknown operator tolerates nothing", ("foo", "Sometimes", "", "NoSchedule"), "foo:NoSchedule", false, false),
     ];
     for (rule, tol, tnt, without_gate, with_gate) in cases {
         let (tol, tnt) = (toleration(tol), taint(tnt));
@@ -163,14 +74,12 @@ fn tolerates_taint_cases() {
 #[test]
 fn find_untolerated_taint_returns_the_first_included_untolerated_one() {
     let taints = vec![
-        taint(json!({"key": "soft", "effect": "PreferNoSchedule"})),
-        taint(json!({"key": "tolerated", "effect": "NoSchedule"})),
-        taint(json!({"key": "blocking", "effect": "NoSchedule"})),
-        taint(json!({"key": "evicting", "effect": "NoExecute"})),
+        taint("soft:PreferNoSchedule"),
+        taint("tolerated:NoSchedule"),
+        taint("blocking:NoSchedule"),
+        taint("evicting:NoExecute"),
     ];
-    let tolerations = vec![toleration(
-        json!({"key": "tolerated", "operator": "Exists"}),
-    )];
+    let tolerations = vec![toleration(("tolerated", "Exists", "", ""))];
     let key = |taint: Option<&Taint>| taint.map(|taint| taint.key.clone());
     let hard = |taint: &Taint| taint.effect == "NoSchedule" || taint.effect == "NoExecute";
     assert_eq!(
