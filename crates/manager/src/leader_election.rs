@@ -42,10 +42,11 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use parking_lot::Mutex;
-use prometheus::{HistogramOpts, HistogramVec, IntGaugeVec, Opts, Registry};
+use prometheus::{HistogramVec, IntGaugeVec, Opts, Registry};
 use rand::Rng;
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
+use workqueue::{histogram_vec, registered};
 
 use crate::write_fence::LeaseFence;
 
@@ -146,33 +147,24 @@ impl LeaderElectionMetrics {
             ),
             &["name"],
         )?;
-        let read_barrier = HistogramVec::new(
-            HistogramOpts::new(
-                "leader_election_read_barrier_duration_seconds",
-                "Time a warm standby that won the lease waited until its caches held every write made before (kcm-rs).",
-            )
-            .buckets(HANDOVER_BUCKETS.to_vec()),
+        let read_barrier = histogram_vec(
+            "leader_election_read_barrier_duration_seconds",
+            "Time a warm standby that won the lease waited until its caches held every write made before (kcm-rs).",
+            HANDOVER_BUCKETS,
             &["name"],
         )?;
-        let first_sync = HistogramVec::new(
-            HistogramOpts::new(
-                "leader_election_acquire_to_first_sync_seconds",
-                "Time from winning the lease to the first sync of any controller (kcm-rs), by start: warm (caches synced while standing by) or cold (built after winning).",
-            )
-            .buckets(HANDOVER_BUCKETS.to_vec()),
+        let first_sync = histogram_vec(
+            "leader_election_acquire_to_first_sync_seconds",
+            "Time from winning the lease to the first sync of any controller (kcm-rs), by start: warm (caches synced while standing by) or cold (built after winning).",
+            HANDOVER_BUCKETS,
             &["name", "start"],
         )?;
-        registry.register(Box::new(master_status.clone()))?;
-        registry.register(Box::new(slowpath.clone()))?;
-        registry.register(Box::new(standby_cache_synced.clone()))?;
-        registry.register(Box::new(read_barrier.clone()))?;
-        registry.register(Box::new(first_sync.clone()))?;
         Ok(Self {
-            master_status,
-            slowpath,
-            standby_cache_synced,
-            read_barrier,
-            first_sync,
+            master_status: registered(registry, master_status)?,
+            slowpath: registered(registry, slowpath)?,
+            standby_cache_synced: registered(registry, standby_cache_synced)?,
+            read_barrier: registered(registry, read_barrier)?,
+            first_sync: registered(registry, first_sync)?,
         })
     }
 

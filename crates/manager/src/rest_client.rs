@@ -17,8 +17,9 @@ use futures::future::BoxFuture;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use http::{HeaderValue, Request, Response};
 use kube::client::{Body, ClientBuilder};
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{HistogramVec, IntCounterVec, Opts, Registry};
 use tower::{BoxError, Layer, Service};
+use workqueue::{histogram_vec, registered};
 
 use crate::fenced_connection::fenced_stack;
 use crate::write_fence::LeaseFence;
@@ -58,10 +59,7 @@ pub struct RestClientMetrics {
 /// A latency family over [`LATENCY_BUCKETS`] labelled by verb and host, as both of upstream's
 /// client latency histograms are.
 fn latency_by_verb_and_host(name: &str, help: &str) -> Result<HistogramVec, prometheus::Error> {
-    HistogramVec::new(
-        HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
-        &["verb", "host"],
-    )
+    histogram_vec(name, help, LATENCY_BUCKETS, &["verb", "host"])
 }
 
 impl RestClientMetrics {
@@ -82,13 +80,10 @@ impl RestClientMetrics {
             "rest_client_rate_limiter_duration_seconds",
             "[ALPHA] Client side rate limiter latency in seconds. Broken down by verb, and host.",
         )?;
-        registry.register(Box::new(requests.clone()))?;
-        registry.register(Box::new(request_duration.clone()))?;
-        registry.register(Box::new(rate_limiter_duration.clone()))?;
         Ok(Self {
-            requests,
-            request_duration,
-            rate_limiter_duration,
+            requests: registered(registry, requests)?,
+            request_duration: registered(registry, request_duration)?,
+            rate_limiter_duration: registered(registry, rate_limiter_duration)?,
         })
     }
 }

@@ -19,7 +19,7 @@ pub use limiter::{
     MaxOfRateLimiter, RateLimiter, RateLimiterError, WithMaxWaitRateLimiter,
     default_controller_rate_limiter,
 };
-pub use metrics::WorkqueueMetrics;
+pub use metrics::{WorkqueueMetrics, histogram_vec, registered};
 pub use rate_limiting::{QueueConfig, RateLimitingQueue};
 pub use worker::{AfterSync, ControllerMetrics, SyncFailure, SyncMetrics, WorkerPool, after_sync};
 

@@ -20,6 +20,29 @@ const LATENCY_BUCKETS: [f64; 10] = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.
 
 /// How often the ticker recomputes the unfinished-work gauges (upstream's
 /// `unfinishedWorkUpdatePeriod`).
+/// Registers `collector` into `registry` and hands it back: a family is created and
+/// registered in one expression, so none is left out of the registry by mistake.
+pub fn registered<C>(registry: &Registry, collector: C) -> Result<C, prometheus::Error>
+where
+    C: prometheus::core::Collector + Clone + 'static,
+{
+    registry.register(Box::new(collector.clone()))?;
+    Ok(collector)
+}
+
+/// A histogram family `name` with `buckets`, labelled `labels`.
+pub fn histogram_vec(
+    name: &str,
+    help: &str,
+    buckets: &[f64],
+    labels: &[&str],
+) -> Result<HistogramVec, prometheus::Error> {
+    HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        labels,
+    )
+}
+
 pub(crate) const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 
 /// The label carrying the queue name on every workqueue metric.

@@ -15,10 +15,10 @@ use std::{
     time::Instant,
 };
 
-use prometheus::{HistogramOpts, HistogramVec, Registry};
+use prometheus::{HistogramVec, Registry};
 use tokio_util::sync::CancellationToken;
 
-use crate::{RateLimitingQueue, WorkItem, WorkqueueMetrics};
+use crate::{RateLimitingQueue, WorkItem, WorkqueueMetrics, histogram_vec, registered};
 
 /// Buckets of the sync duration histogram: 1 ms to about 1 minute.
 const SYNC_DURATION_BUCKETS: &[f64] = &[
@@ -52,15 +52,15 @@ impl FirstSync {
 impl SyncMetrics {
     /// Registers the family once per registry; clone the handle for each controller.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let duration = HistogramVec::new(
-            HistogramOpts::new(
+        let duration = registered(
+            registry,
+            histogram_vec(
                 "controller_sync_duration_seconds",
                 "Time one sync of one object took, by controller (kcm-rs).",
-            )
-            .buckets(SYNC_DURATION_BUCKETS.to_vec()),
-            &["controller"],
+                SYNC_DURATION_BUCKETS,
+                &["controller"],
+            )?,
         )?;
-        registry.register(Box::new(duration.clone()))?;
         Ok(Self {
             duration,
             first_sync: Arc::new(FirstSync {
