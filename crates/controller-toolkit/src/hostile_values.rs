@@ -6,6 +6,19 @@
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use proptest::prelude::*;
 
+/// A count (`replicas`, `partition`, a status counter): mostly below `typical`, sometimes
+/// anywhere in int32, `i32::MAX`, 0, and small negatives (only a corrupt cache could hold one;
+/// the planners must survive them too).
+pub fn count(typical: i32) -> impl Strategy<Value = i32> {
+    prop_oneof![
+        6 => 0..typical,
+        2 => any::<i32>(),
+        1 => Just(i32::MAX),
+        1 => Just(0),
+        1 => -3..0i32,
+    ]
+}
+
 /// An intstr as a user can write it, valid or not: small counts and percentages mostly, and
 /// anything in int32, `"-5%"`, `"99999999999999999999%"` (past i64) and `"abc%"`.
 pub fn int_or_string() -> impl Strategy<Value = IntOrString> {

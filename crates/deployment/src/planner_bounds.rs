@@ -7,7 +7,7 @@
 //! made proportional scaling ask for two billion pods), so the bound is checked over arbitrary
 //! input rather than over the cases someone thought of.
 
-use controller_toolkit::hostile_values::{int_or_string, one_of_two_or_garbage};
+use controller_toolkit::hostile_values::{self, int_or_string, one_of_two_or_garbage};
 use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::api::apps::v1::{DeploymentStatus, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -23,15 +23,9 @@ use crate::rolling::{RollingStep, plan_rolling_update};
 use crate::rollout_limits::max_surge;
 use crate::scaling::ScaleAction;
 
-/// A replica count: mostly small, sometimes anywhere in int32 (negative ones only a corrupt
-/// cache could hold; the planners must survive them too).
+/// A replica count as the property tests draw it.
 fn count() -> impl Strategy<Value = i32> {
-    prop_oneof![
-        6 => 0..30i32,
-        2 => any::<i32>(),
-        1 => Just(i32::MAX),
-        1 => Just(0),
-    ]
+    hostile_values::count(30)
 }
 
 /// A desired/max-replicas annotation value, or none.

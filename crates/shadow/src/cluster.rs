@@ -429,6 +429,11 @@ impl ClusterView {
         names
     }
 
+    /// A copy of the log's entries `entries` picks (none when it picks nothing).
+    fn logged<T: Clone>(&self, entries: impl FnOnce(&Logged) -> Option<&Vec<T>>) -> Vec<T> {
+        entries(&self.log.inner.lock()).cloned().unwrap_or_default()
+    }
+
     /// The creations of `namespace/name` of `resource` the watch delivered (except those of
     /// objects matched by owner).
     pub(crate) fn created_named(
@@ -437,13 +442,10 @@ impl ClusterView {
         namespace: &str,
         name: &str,
     ) -> Vec<Creation> {
-        self.log
-            .inner
-            .lock()
-            .created_by_name
-            .get(&object_key(resource, namespace, name))
-            .cloned()
-            .unwrap_or_default()
+        self.logged(|log| {
+            log.created_by_name
+                .get(&object_key(resource, namespace, name))
+        })
     }
 
     /// The creations of `resource` objects controlled by `owner` the watch delivered (only for
@@ -454,13 +456,10 @@ impl ClusterView {
         namespace: &str,
         owner: &OwnerName,
     ) -> Vec<Creation> {
-        self.log
-            .inner
-            .lock()
-            .created_by_owner
-            .get(&owner_key(resource, namespace, owner))
-            .cloned()
-            .unwrap_or_default()
+        self.logged(|log| {
+            log.created_by_owner
+                .get(&owner_key(resource, namespace, owner))
+        })
     }
 
     /// Claims, for one create decided on, the oldest creation of a `resource` object
@@ -489,13 +488,10 @@ impl ClusterView {
         namespace: &str,
         name: &str,
     ) -> Vec<Deletion> {
-        self.log
-            .inner
-            .lock()
-            .deleted_by_name
-            .get(&object_key(resource, namespace, name))
-            .cloned()
-            .unwrap_or_default()
+        self.logged(|log| {
+            log.deleted_by_name
+                .get(&object_key(resource, namespace, name))
+        })
     }
 
     /// The deletions of `resource` objects controlled by `owner` the watch delivered.
@@ -505,12 +501,9 @@ impl ClusterView {
         namespace: &str,
         owner: &OwnerName,
     ) -> Vec<Deletion> {
-        self.log
-            .inner
-            .lock()
-            .deleted_by_owner
-            .get(&owner_key(resource, namespace, owner))
-            .cloned()
-            .unwrap_or_default()
+        self.logged(|log| {
+            log.deleted_by_owner
+                .get(&owner_key(resource, namespace, owner))
+        })
     }
 }

@@ -269,6 +269,19 @@ pub struct WatchLag {
     pub delay: Duration,
 }
 
+impl FaultConfig {
+    /// Only a watch lag: the events of objects labelled `label` reach watches `delay` late.
+    pub fn watch_lag(label: &str, delay: Duration) -> Self {
+        Self {
+            watch_lag: Some(WatchLag {
+                label: label.to_owned(),
+                delay,
+            }),
+            ..Self::default()
+        }
+    }
+}
+
 /// The sim's answers to delegated authentication and authorization: a token table for
 /// `authentication.k8s.io/v1` TokenReviews and allow rules for `authorization.k8s.io/v1`
 /// SubjectAccessReviews. The default knows no token and allows nothing.

@@ -100,47 +100,26 @@ pub(crate) fn apply(plural: &str, obj: &mut Value) {
     };
     match plural {
         "deployments" => {
-            let spec = object_at(map, "spec");
-            default_field(spec, "replicas", json!(1));
-            pod_template(spec);
-            let strategy = object_at(spec, "strategy");
-            default_field(strategy, "type", json!("RollingUpdate"));
-            if strategy.get("type") == Some(&json!("RollingUpdate")) {
-                let rolling = object_at(strategy, "rollingUpdate");
-                default_field(rolling, "maxUnavailable", json!("25%"));
-                default_field(rolling, "maxSurge", json!("25%"));
-            }
+            let spec = replicated_spec(map);
+            let rolling = [("maxUnavailable", json!("25%")), ("maxSurge", json!("25%"))];
+            rolling_update_strategy(spec, "strategy", rolling);
             default_field(spec, "revisionHistoryLimit", json!(10));
             default_field(spec, "progressDeadlineSeconds", json!(600));
         }
         "replicasets" => {
-            let spec = object_at(map, "spec");
-            default_field(spec, "replicas", json!(1));
-            pod_template(spec);
+            replicated_spec(map);
         }
         "daemonsets" => {
             let spec = object_at(map, "spec");
             pod_template(spec);
-            let strategy = object_at(spec, "updateStrategy");
-            default_field(strategy, "type", json!("RollingUpdate"));
-            if strategy.get("type") == Some(&json!("RollingUpdate")) {
-                let rolling = object_at(strategy, "rollingUpdate");
-                default_field(rolling, "maxUnavailable", json!(1));
-                default_field(rolling, "maxSurge", json!(0));
-            }
+            let rolling = [("maxUnavailable", json!(1)), ("maxSurge", json!(0))];
+            rolling_update_strategy(spec, "updateStrategy", rolling);
             default_field(spec, "revisionHistoryLimit", json!(10));
         }
         "statefulsets" => {
-            let spec = object_at(map, "spec");
-            default_field(spec, "replicas", json!(1));
-            pod_template(spec);
+            let spec = replicated_spec(map);
             default_field(spec, "podManagementPolicy", json!("OrderedReady"));
-            let strategy = object_at(spec, "updateStrategy");
-            default_field(strategy, "type", json!("RollingUpdate"));
-            if strategy.get("type") == Some(&json!("RollingUpdate")) {
-                let rolling = object_at(strategy, "rollingUpdate");
-                default_field(rolling, "partition", json!(0));
-            }
+            rolling_update_strategy(spec, "updateStrategy", [("partition", json!(0))]);
             default_field(spec, "revisionHistoryLimit", json!(10));
             let retention = object_at(spec, "persistentVolumeClaimRetentionPolicy");
             default_field(retention, "whenDeleted", json!("Retain"));
@@ -173,6 +152,31 @@ pub(crate) fn apply(plural: &str, obj: &mut Value) {
             default_field(spec, "volumeMode", json!("Filesystem"));
         }
         _ => {}
+    }
+
+    /// The `spec` of a workload with replicas: `replicas` 1 and the pod template defaulted.
+    fn replicated_spec(map: &mut Map<String, Value>) -> &mut Map<String, Value> {
+        let spec = object_at(map, "spec");
+        default_field(spec, "replicas", json!(1));
+        pod_template(spec);
+        spec
+    }
+
+    /// `spec.<field>.type` defaults to `RollingUpdate`; for that type, `rollingUpdate` takes
+    /// `defaults`.
+    fn rolling_update_strategy<const N: usize>(
+        spec: &mut Map<String, Value>,
+        field: &str,
+        defaults: [(&str, Value); N],
+    ) {
+        let strategy = object_at(spec, field);
+        default_field(strategy, "type", json!("RollingUpdate"));
+        if strategy.get("type") == Some(&json!("RollingUpdate")) {
+            let rolling = object_at(strategy, "rollingUpdate");
+            for (name, value) in defaults {
+                default_field(rolling, name, value);
+            }
+        }
     }
 }
 

@@ -95,81 +95,22 @@ fn column(name: &str, kind: &str, priority: u8) -> Value {
 
 /// The columns shown for resource `plural`.
 fn columns(plural: &str) -> Vec<Value> {
+    // (name, type, priority): priority 1 columns show with `-o wide` only.
+    const S: &str = "string";
+    const I: &str = "integer";
+    #[rustfmt::skip]
     let spec: &[(&str, &str, u8)] = match plural {
-        "pods" => &[
-            ("Name", "string", 0),
-            ("Ready", "string", 0),
-            ("Status", "string", 0),
-            ("Restarts", "string", 0),
-            ("Age", "string", 0),
-            ("IP", "string", 1),
-            ("Node", "string", 1),
-        ],
-        "deployments" => &[
-            ("Name", "string", 0),
-            ("Ready", "string", 0),
-            ("Up-to-date", "integer", 0),
-            ("Available", "integer", 0),
-            ("Age", "string", 0),
-        ],
-        "replicasets" => &[
-            ("Name", "string", 0),
-            ("Desired", "integer", 0),
-            ("Current", "integer", 0),
-            ("Ready", "integer", 0),
-            ("Age", "string", 0),
-        ],
-        "statefulsets" => &[
-            ("Name", "string", 0),
-            ("Ready", "string", 0),
-            ("Age", "string", 0),
-        ],
-        "daemonsets" => &[
-            ("Name", "string", 0),
-            ("Desired", "integer", 0),
-            ("Current", "integer", 0),
-            ("Ready", "integer", 0),
-            ("Up-to-date", "integer", 0),
-            ("Available", "integer", 0),
-            ("Node Selector", "string", 0),
-            ("Age", "string", 0),
-        ],
-        "namespaces" | "persistentvolumeclaims" => &[
-            ("Name", "string", 0),
-            ("Status", "string", 0),
-            ("Age", "string", 0),
-        ],
-        "controllerrevisions" => &[
-            ("Name", "string", 0),
-            ("Controller", "string", 0),
-            ("Revision", "integer", 0),
-            ("Age", "string", 0),
-        ],
-        "leases" => &[
-            ("Name", "string", 0),
-            ("Holder", "string", 0),
-            ("Age", "string", 0),
-        ],
-        "nodes" => &[
-            ("Name", "string", 0),
-            ("Status", "string", 0),
-            ("Roles", "string", 0),
-            ("Age", "string", 0),
-            ("Version", "string", 0),
-            ("Internal-IP", "string", 1),
-            ("External-IP", "string", 1),
-            ("OS-Image", "string", 1),
-            ("Kernel-Version", "string", 1),
-            ("Container-Runtime", "string", 1),
-        ],
-        "events" => &[
-            ("Last Seen", "string", 0),
-            ("Type", "string", 0),
-            ("Reason", "string", 0),
-            ("Object", "string", 0),
-            ("Message", "string", 0),
-        ],
-        _ => &[("Name", "string", 0), ("Age", "string", 0)],
+        "pods" => &[("Name", S, 0), ("Ready", S, 0), ("Status", S, 0), ("Restarts", S, 0), ("Age", S, 0), ("IP", S, 1), ("Node", S, 1)],
+        "deployments" => &[("Name", S, 0), ("Ready", S, 0), ("Up-to-date", I, 0), ("Available", I, 0), ("Age", S, 0)],
+        "replicasets" => &[("Name", S, 0), ("Desired", I, 0), ("Current", I, 0), ("Ready", I, 0), ("Age", S, 0)],
+        "statefulsets" => &[("Name", S, 0), ("Ready", S, 0), ("Age", S, 0)],
+        "daemonsets" => &[("Name", S, 0), ("Desired", I, 0), ("Current", I, 0), ("Ready", I, 0), ("Up-to-date", I, 0), ("Available", I, 0), ("Node Selector", S, 0), ("Age", S, 0)],
+        "namespaces" | "persistentvolumeclaims" => &[("Name", S, 0), ("Status", S, 0), ("Age", S, 0)],
+        "controllerrevisions" => &[("Name", S, 0), ("Controller", S, 0), ("Revision", I, 0), ("Age", S, 0)],
+        "leases" => &[("Name", S, 0), ("Holder", S, 0), ("Age", S, 0)],
+        "nodes" => &[("Name", S, 0), ("Status", S, 0), ("Roles", S, 0), ("Age", S, 0), ("Version", S, 0), ("Internal-IP", S, 1), ("External-IP", S, 1), ("OS-Image", S, 1), ("Kernel-Version", S, 1), ("Container-Runtime", S, 1)],
+        "events" => &[("Last Seen", S, 0), ("Type", S, 0), ("Reason", S, 0), ("Object", S, 0), ("Message", S, 0)],
+        _ => &[("Name", S, 0), ("Age", S, 0)],
     };
     spec.iter().map(|(n, k, p)| column(n, k, *p)).collect()
 }

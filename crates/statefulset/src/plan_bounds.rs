@@ -24,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use controller_toolkit::hostile_values::{int_or_string, one_of_two_or_garbage};
+use controller_toolkit::hostile_values::{self, int_or_string, one_of_two_or_garbage};
 use informer::CachedPod;
 use k8s_openapi::{
     api::{apps::v1::StatefulSet, core::v1::PersistentVolumeClaim},
@@ -53,16 +53,9 @@ fn now() -> Timestamp {
     Timestamp::from_second(1_795_334_400).expect("a valid time")
 }
 
-/// A count (`replicas`, `partition`, `status.currentReplicas`): mostly small, sometimes
-/// anywhere in int32, `i32::MAX` and negatives included.
+/// A replica count as the property tests draw it.
 fn count() -> impl Strategy<Value = i32> {
-    prop_oneof![
-        6 => 0..12i32,
-        2 => any::<i32>(),
-        1 => Just(i32::MAX),
-        1 => Just(0),
-        1 => -3..0i32,
-    ]
+    hostile_values::count(12)
 }
 
 /// `spec.replicas`: as [`count`], huge less often (a huge `Parallel` set plans

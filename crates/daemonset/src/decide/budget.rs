@@ -4,7 +4,7 @@
 //! Both round percentages **up** (`GetScaledValueFromIntOrPercent(..., true)`), unlike the
 //! Deployment controller's `maxUnavailable`: 10% of 7 nodes is 1, 25% of 10 is 3.
 
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::apps::v1::{DaemonSet, RollingUpdateDaemonSet};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::spec::{is_rolling_update, rolling_update_params};
@@ -71,10 +71,7 @@ pub fn surge_count(
     daemon_set: &DaemonSet,
     number_to_schedule: i64,
 ) -> Result<i64, IntOrPercentError> {
-    if !is_rolling_update(daemon_set) {
-        return Ok(0);
-    }
-    match rolling_update_params(daemon_set).and_then(|params| params.max_surge.as_ref()) {
+    match rolling_params(daemon_set).and_then(|params| params.max_surge.as_ref()) {
         None => Ok(0),
         surge => scaled_value_rounded_up(surge, number_to_schedule),
     }
@@ -87,15 +84,17 @@ pub fn unavailable_count(
     daemon_set: &DaemonSet,
     number_to_schedule: i64,
 ) -> Result<i64, IntOrPercentError> {
-    if !is_rolling_update(daemon_set) {
-        return Ok(0);
-    }
-    match rolling_update_params(daemon_set) {
-        None => Ok(0),
-        Some(params) => {
-            scaled_value_rounded_up(params.max_unavailable.as_ref(), number_to_schedule)
-        }
-    }
+    rolling_params(daemon_set).map_or(Ok(0), |params| {
+        scaled_value_rounded_up(params.max_unavailable.as_ref(), number_to_schedule)
+    })
+}
+
+/// `spec.updateStrategy.rollingUpdate` of a `RollingUpdate` DaemonSet: none for `OnDelete`
+/// or an unset block, where upstream counts 0 for both.
+fn rolling_params(daemon_set: &DaemonSet) -> Option<&RollingUpdateDaemonSet> {
+    is_rolling_update(daemon_set)
+        .then(|| rolling_update_params(daemon_set))
+        .flatten()
 }
 
 /// `util.AllowsSurge`: whether the DaemonSet may run two pods on a node during an update

@@ -20,7 +20,9 @@ use std::time::Duration;
 
 pub use cluster::TestCluster;
 pub use kubectl::{KUBECTL, Kubectl};
-pub use objects::{controller_uid, is_active, is_ready, is_serving, workload};
+pub use objects::{
+    annotation, blocking_controller_kind, controller_uid, is_active, is_ready, is_serving, workload,
+};
 
 use crate::{FaultConfig, KubeletConfig, SimConfig};
 

@@ -39,6 +39,21 @@ pub fn controller_uid(meta: &ObjectMeta) -> Option<String> {
         .map(|owner| owner.uid.clone())
 }
 
+/// The kind in the object's controller reference, if it has one that blocks its owner's
+/// deletion (as every workload controller's reference does).
+pub fn blocking_controller_kind(meta: &ObjectMeta) -> Option<&str> {
+    meta.owner_references
+        .as_ref()?
+        .iter()
+        .find(|owner| owner.controller == Some(true) && owner.block_owner_deletion == Some(true))
+        .map(|owner| owner.kind.as_str())
+}
+
+/// The object's annotation `key`, if set.
+pub fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations.as_ref()?.get(key).map(String::as_str)
+}
+
 /// A Deployment, ReplicaSet or StatefulSet (`kind`) named `name` in [`super::NAMESPACE`] with
 /// `replicas` pods labelled `app=<name>` running `nginx:1.25` (a StatefulSet's service is named
 /// after it), as JSON for a typed decode or a dynamic create.
