@@ -11,6 +11,7 @@ use daemonset::decide::revision::revision_data_bytes_of;
 use k8s_openapi::api::{apps::v1::DaemonSetStatus, core::v1::Pod};
 use serde_json::{Value, json};
 use sim::READY_AFTER_MS;
+use sim::testing::{annotation, blocking_controller_kind};
 use support::{Harness, WAIT, is_ready, label, nodes, target_node, uids};
 
 /// What was seen while a rollout ran.
@@ -201,15 +202,7 @@ async fn revisions_name_data_labels_and_rollback() {
     let labels = first.metadata.labels.clone().expect("labels");
     assert_eq!(labels.get("app").map(String::as_str), Some("agent"));
     assert_eq!(labels.get("tier").map(String::as_str), Some("node"));
-    let owner = &first.metadata.owner_references.as_ref().expect("owner")[0];
-    assert_eq!(
-        (
-            owner.kind.as_str(),
-            owner.controller,
-            owner.block_owner_deletion
-        ),
-        ("DaemonSet", Some(true), Some(true))
-    );
+    assert_eq!(blocking_controller_kind(&first.metadata), Some("DaemonSet"));
     let raw = raw_daemon_set(&harness, "agent").await;
     let data = serde_json::to_vec(&first.data).expect("data");
     assert_eq!(
@@ -218,12 +211,7 @@ async fn revisions_name_data_labels_and_rollback() {
         "the revision holds getPatch's bytes"
     );
     assert_eq!(
-        first
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("deprecated.daemonset.template.generation"))
-            .map(String::as_str),
+        annotation(&first.metadata, "deprecated.daemonset.template.generation"),
         Some("1"),
         "the DaemonSet's annotations"
     );

@@ -18,7 +18,7 @@ use futures::future::{BoxFuture, FutureExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::core::Status;
 use serde_json::{Value, json};
-use sim::testing::eventually;
+use sim::testing::{blocking_controller_kind, controller_uid, eventually};
 use support::{
     BoundsChecker, Harness, assert_deployment_annotations, condition, image_of, label,
     spec_replicas,
@@ -105,16 +105,8 @@ async fn rolls_within_bounds(
             ("max-replicas", &max_replicas),
         ],
     );
-    let owner = &new.metadata.owner_references.as_ref().expect("owner")[0];
-    assert_eq!(
-        (
-            owner.kind.as_str(),
-            owner.controller,
-            owner.block_owner_deletion
-        ),
-        ("Deployment", Some(true), Some(true))
-    );
-    assert_eq!(owner.uid, d.metadata.uid.clone().expect("uid"));
+    assert_eq!(blocking_controller_kind(&new.metadata), Some("Deployment"));
+    assert_eq!(controller_uid(&new.metadata), d.metadata.uid.clone());
     let old = harness.replica_set_with_image(name, "nginx:1.25").await;
     assert_eq!(spec_replicas(&old), 0);
     assert_deployment_annotations(&old, &[("revision", "1")]);

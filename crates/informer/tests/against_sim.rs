@@ -471,13 +471,7 @@ async fn late_pod(
     lag: Duration,
 ) -> anyhow::Result<(SimCluster, SharedInformerFactory, CancellationToken, Pod)> {
     let (sim, api) = start_sim().await?;
-    sim.set_faults(sim::FaultConfig {
-        watch_lag: Some(sim::WatchLag {
-            label: "lag".into(),
-            delay: lag,
-        }),
-        ..sim::FaultConfig::default()
-    });
+    sim.set_faults(sim::FaultConfig::watch_lag("lag", lag));
     let (factory, shutdown) = synced_pods(&sim).await;
     let late = create_pod(&api, "late", &[("lag", "yes")]).await?;
     Ok((sim, factory, shutdown, late))
@@ -494,14 +488,7 @@ async fn the_read_barrier_of_an_idle_resource_passes_on_a_bookmark() -> TestResu
         .create(&PostParams::default(), &deployment)
         .await?;
 
-    let report = factory
-        .read_barrier(
-            CatchUp::after(Duration::from_secs(30)),
-            &HandedOver::new(),
-            &shutdown,
-        )
-        .await
-        .expect("not shut down");
+    let report = barrier(&factory, CatchUp::after(Duration::from_secs(30)), &shutdown).await;
     let pods = &report.resources[0];
     assert_eq!(pods.resource, "pods");
     assert!(!pods.relisted, "a bookmark, not a relist: {report:?}");
@@ -528,6 +515,18 @@ async fn barrier_handed(
 ) -> BarrierReport {
     let catch_up = CatchUp::after(Duration::from_secs(30));
     let report = factory.read_barrier(catch_up, handed_over, shutdown).await;
+    report.expect("not shut down")
+}
+
+/// The read barrier of a leader that was handed nothing over.
+async fn barrier(
+    factory: &SharedInformerFactory,
+    catch_up: CatchUp,
+    shutdown: &CancellationToken,
+) -> BarrierReport {
+    let report = factory
+        .read_barrier(catch_up, &HandedOver::new(), shutdown)
+        .await;
     report.expect("not shut down")
 }
 
@@ -596,14 +595,7 @@ async fn the_read_barrier_waits_for_a_lagging_watch_to_deliver_what_was_written(
     let pods = factory.informer::<Pod>().lister();
     assert!(pods.get("default", "late").is_none(), "the event lags");
 
-    let report = factory
-        .read_barrier(
-            CatchUp::after(Duration::from_secs(30)),
-            &HandedOver::new(),
-            &shutdown,
-        )
-        .await
-        .expect("not shut down");
+    let report = barrier(&factory, CatchUp::after(Duration::from_secs(30)), &shutdown).await;
     assert!(
         pods.get("default", "late").is_some(),
         "past the barrier the cache holds every write before it: {report:?}"
@@ -625,14 +617,12 @@ async fn the_read_barrier_waits_for_a_lagging_watch_to_deliver_what_was_written(
 async fn a_watch_that_does_not_catch_up_in_time_relists_past_the_barrier() -> TestResult {
     let (sim, factory, shutdown, _) = late_pod(Duration::from_secs(60)).await?;
 
-    let report = factory
-        .read_barrier(
-            CatchUp::after(Duration::from_millis(300)),
-            &HandedOver::new(),
-            &shutdown,
-        )
-        .await
-        .expect("not shut down");
+    let report = barrier(
+        &factory,
+        CatchUp::after(Duration::from_millis(300)),
+        &shutdown,
+    )
+    .await;
     assert!(report.resources[0].relisted, "{report:?}");
     assert!(report.waited < Duration::from_secs(10), "{report:?}");
     let pods = factory.informer::<Pod>().lister();
@@ -654,10 +644,7 @@ async fn a_small_cache_behind_its_barrier_relists_after_the_grace_not_the_bound(
         bound: Duration::from_secs(30),
         ..CatchUp::DEFAULT
     };
-    let report = factory
-        .read_barrier(catch_up, &HandedOver::new(), &shutdown)
-        .await
-        .expect("not shut down");
+    let report = barrier(&factory, catch_up, &shutdown).await;
     assert!(report.resources[0].relisted, "{report:?}");
     assert!(
         report.waited < Duration::from_secs(10),

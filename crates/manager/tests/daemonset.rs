@@ -15,7 +15,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 use sim::{
-    FaultConfig, NodesConfig, SimConfig, WatchLag,
+    FaultConfig, NodesConfig, SimConfig,
     testing::{TestCluster, eventually},
 };
 use support::{Cluster, RunningManager, plain_get, plain_http_flags, requests_with_agent};
@@ -198,13 +198,10 @@ async fn a_daemon_pod_decided_for_a_node_deleted_meanwhile_is_not_compared() {
     test.create(&daemon_set("agent")).await;
     settled(test, "agent", 3).await;
     // Watches started from now on (the shadow's) see the node's events a second late.
-    test.sim.set_faults(FaultConfig {
-        watch_lag: Some(WatchLag {
-            label: "shadow-lags".into(),
-            delay: Duration::from_secs(1),
-        }),
-        ..FaultConfig::default()
-    });
+    test.sim.set_faults(FaultConfig::watch_lag(
+        "shadow-lags",
+        Duration::from_secs(1),
+    ));
     let shadow = start_shadow(&cluster).await;
     let before = all_judged(&shadow).await;
     assert_eq!(before["divergences_total"], 0, "{before:#}");

@@ -34,7 +34,7 @@ use kube::{
 use replicaset::{ReplicaSetController, ReplicaSetOptions, RuntimeOptions};
 use serde_json::{Value, json};
 use sim::{
-    FaultConfig, SimCluster, SimConfig, WatchLag,
+    FaultConfig, SimCluster, SimConfig,
     testing::{TestCluster, eventually, workload},
 };
 use statefulset::{StatefulSetController, StatefulSetOptions};
@@ -656,13 +656,10 @@ async fn a_pod_the_shadow_saw_before_it_decided_answers_none_of_its_creates() {
     test.create::<ReplicaSet>(&typed(workload("ReplicaSet", "probe", 1)))
         .await;
     live_count(test, "probe", 1).await;
-    test.sim.set_faults(FaultConfig {
-        watch_lag: Some(WatchLag {
-            label: "shadow-lags".into(),
-            delay: Duration::from_millis(150),
-        }),
-        ..FaultConfig::default()
-    });
+    test.sim.set_faults(FaultConfig::watch_lag(
+        "shadow-lags",
+        Duration::from_millis(150),
+    ));
     let shadow = start_shadow(&cluster, &[]).await;
     let mut short = workload("ReplicaSet", "short", 3);
     short["metadata"]["labels"]["shadow-lags"] = json!("yes");

@@ -34,7 +34,7 @@ use manager::leader_election::{
 };
 use serde_json::{Value, json};
 use sim::{
-    FaultConfig, SimConfig, WatchLag,
+    FaultConfig, SimConfig,
     testing::{eventually, is_active, workload},
 };
 use support::{Cluster, RunningManager, plain_get, start_adjusted_manager};
@@ -213,6 +213,12 @@ async fn deployment_complete(cluster: &Cluster, name: &str, replicas: i32) {
 }
 
 /// The live (not terminating) pods labelled `app=<app>`.
+/// Starts a rollout of Deployment `name`: its one container's image becomes `nginx:1.26`.
+async fn roll_to_nginx_1_26(cluster: &Cluster, name: &str) {
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}});
+    cluster.test.merge_patch::<Deployment>(name, image).await;
+}
+
 async fn live_pods(cluster: &Cluster, app: &str) -> usize {
     cluster
         .test
@@ -291,13 +297,7 @@ async fn a_warm_standby_keeps_its_caches_synced_writes_nothing_and_takes_over_at
     }
 
     // A rollout, and the leader gives the Lease up at once: the standby writes within moments.
-    cluster
-        .test
-        .merge_patch::<Deployment>(
-            "web",
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}}),
-        )
-        .await;
+    roll_to_nginx_1_26(&cluster, "web").await;
     let handed_over = Instant::now();
     drop(first);
     eventually(
@@ -523,13 +523,10 @@ async fn takeover_with_late_watches(read_barrier: bool) -> Takeover {
     .await;
     let (peak, watching) = peak_live_pods(&cluster, "solo");
 
-    cluster.test.sim.set_faults(FaultConfig {
-        watch_lag: Some(WatchLag {
-            label: "lag".into(),
-            delay: Duration::from_secs(4),
-        }),
-        ..FaultConfig::default()
-    });
+    cluster
+        .test
+        .sim
+        .set_faults(FaultConfig::watch_lag("lag", Duration::from_secs(4)));
     let new = start(&cluster, read_barrier).await;
     standing_by_warm(&new).await;
     let new_identity = identities(&cluster)
@@ -547,13 +544,7 @@ async fn takeover_with_late_watches(read_barrier: bool) -> Takeover {
         .test
         .merge_patch::<Deployment>("scaled", json!({"spec": {"replicas": 4}}))
         .await;
-    cluster
-        .test
-        .merge_patch::<Deployment>(
-            "rolled",
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}}),
-        )
-        .await;
+    roll_to_nginx_1_26(&cluster, "rolled").await;
     let replica_sets: Api<ReplicaSet> = cluster.test.api();
     eventually(
         "the old leader's writes",

@@ -45,6 +45,16 @@ async fn create_pod(pods: &Api<Pod>, name: &str, spec: Value) -> Pod {
     common::create(pods, &serde_json::from_value(pod).unwrap()).await
 }
 
+/// Cordons the node (a strategic merge patch), or uncordons it (a merge patch removing the field).
+async fn set_unschedulable(nodes: &Api<Node>, name: &str, unschedulable: bool) {
+    let patch = if unschedulable {
+        Patch::Strategic(json!({"spec": {"unschedulable": true}}))
+    } else {
+        Patch::Merge(json!({"spec": {"unschedulable": null}}))
+    };
+    common::patch(nodes, name, patch).await;
+}
+
 fn node_of(pod: &Pod) -> Option<String> {
     pod.spec.as_ref().and_then(|s| s.node_name.clone())
 }
@@ -525,34 +535,19 @@ async fn unschedulable_pods_wait_for_a_fitting_node() {
     common::eventually("gpu-1 lease", || async { leases.get("gpu-1").await.ok() }).await;
 
     // A cordoned node takes no new pod, though it has the fewest.
-    common::patch(
-        &api,
-        "sim-node",
-        Patch::Strategic(json!({"spec": {"unschedulable": true}})),
-    )
-    .await;
+    set_unschedulable(&api, "sim-node", true).await;
     create_pod(&pods, "plain", json!({})).await;
     assert_eq!(
         node_of(&scheduled(&pods, "plain").await).as_deref(),
         Some("gpu-1")
     );
-    common::patch(
-        &api,
-        "gpu-1",
-        Patch::Strategic(json!({"spec": {"unschedulable": true}})),
-    )
-    .await;
+    set_unschedulable(&api, "gpu-1", true).await;
     create_pod(&pods, "nowhere", json!({})).await;
     assert_eq!(
         unschedulable(&pods, "nowhere").await,
         "0/2 nodes are available: 2 node(s) were unschedulable."
     );
-    common::patch(
-        &api,
-        "sim-node",
-        Patch::Merge(json!({"spec": {"unschedulable": null}})),
-    )
-    .await;
+    set_unschedulable(&api, "sim-node", false).await;
     assert_eq!(
         node_of(&scheduled(&pods, "nowhere").await).as_deref(),
         Some("sim-node")
