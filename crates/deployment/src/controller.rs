@@ -23,6 +23,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
+use crate::sync::Claimed;
 use crate::{
     constants::{MAX_RETRIES, QUEUE_NAME},
     events::{self, Event},
@@ -217,7 +218,12 @@ impl Reconciler for DeploymentSync {
 
         // 5. A Deployment being deleted only gets its status synced.
         if is_being_deleted(&d) {
-            return self.sync_status_only(&mut d, &rs_list).await;
+            let claimed = Claimed {
+                key,
+                d: &mut d,
+                rs_list: &rs_list,
+            };
+            return self.sync_status_only(claimed).await;
         }
 
         // 6. Paused/resumed Progressing condition.
@@ -232,11 +238,16 @@ impl Reconciler for DeploymentSync {
             let split = split_replica_sets(&d, &list);
             choose_rollout_path(&d, split.new, &split.old)?
         };
+        let claimed = Claimed {
+            key,
+            d: &mut d,
+            rs_list: &rs_list,
+        };
         match path {
-            RolloutPath::Sync => self.sync_scaling_or_paused(&mut d, &rs_list).await,
-            RolloutPath::Rollback => self.rollback(&mut d, &rs_list).await,
-            RolloutPath::Recreate => self.rollout_recreate(&mut d, &rs_list, key).await,
-            RolloutPath::RollingUpdate => self.rollout_rolling(&mut d, &rs_list, key).await,
+            RolloutPath::Sync => self.sync_scaling_or_paused(claimed).await,
+            RolloutPath::Rollback => self.rollback(claimed).await,
+            RolloutPath::Recreate => self.rollout_recreate(claimed).await,
+            RolloutPath::RollingUpdate => self.rollout_rolling(claimed).await,
         }
     }
 }

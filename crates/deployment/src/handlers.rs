@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use controller_toolkit::controller_ref::controller_of;
+use controller_toolkit::runtime::Owner;
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister,
     POD_CONTROLLER_UID_INDEX, object_key, owner_index_key,
@@ -65,11 +66,7 @@ impl RecreatePodHandler {
     }
 
     async fn enqueue_if_no_pods_left(&self, d: &CachedDeployment) {
-        let Some(selector) = d
-            .spec
-            .as_ref()
-            .and_then(|spec| Selector::try_from(spec.selector.decode()).ok())
-        else {
+        let Some(selector) = d.label_selector().and_then(|s| Selector::try_from(s).ok()) else {
             return;
         };
         let api = Api::<CachedReplicaSet>::namespaced(

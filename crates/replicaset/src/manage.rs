@@ -8,6 +8,7 @@ use controller_toolkit::{
     controller_ref::{gvk_of, new_controller_ref},
     keys::pod_key,
     ranking::{rank_by_related_pods_on_same_node, sort_for_deletion},
+    runtime::Owner,
     writes::slow_start,
 };
 use futures::future::join_all;
@@ -169,9 +170,8 @@ impl ReplicaSetSync {
         let siblings = controller_index_key(&namespace, &owner.kind, &owner.name, &owner.uid);
         for sibling in self.replica_sets.by_index(CONTROLLER_UID_INDEX, &siblings) {
             let Some(selector) = sibling
-                .spec
-                .as_ref()
-                .and_then(|spec| LabelMatcher::try_from(spec.selector.decode()).ok())
+                .label_selector()
+                .and_then(|selector| LabelMatcher::try_from(selector).ok())
             else {
                 continue;
             };

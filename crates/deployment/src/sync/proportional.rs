@@ -1,11 +1,8 @@
 //! upstream `sync`: applies `proportional`'s plan for scaling events and paused Deployments, then the status.
 
-use std::sync::Arc;
-
-use informer::{CachedDeployment, CachedReplicaSet};
-
 use crate::controller::{DeploymentSync, SyncError};
 use crate::proportional::plan_sync;
+use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// upstream `sync` (named for what it handles, apart from `Reconciler::sync`): proportional
@@ -13,8 +10,7 @@ impl DeploymentSync {
     /// the status.
     pub(crate) async fn sync_scaling_or_paused(
         &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
+        Claimed { d, rs_list, .. }: Claimed<'_>,
     ) -> Result<(), SyncError> {
         let resolved = self.resolve_existing(d, rs_list).await?;
         let (old, all) = resolved.old_and_all();

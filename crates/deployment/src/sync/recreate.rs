@@ -1,19 +1,16 @@
 //! upstream `rolloutRecreate`: applies `recreate`'s steps (scale the old down, wait for their pods, scale the new up).
 
-use std::sync::Arc;
-
-use informer::{CachedDeployment, CachedPod, CachedReplicaSet};
+use informer::CachedPod;
 
 use crate::controller::{DeploymentSync, SyncError, old_and_new};
 use crate::recreate::{RecreatePlan, plan_recreate, plan_recreate_scale_up};
+use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// rolloutRecreate, applying [`plan_recreate`] as its contract says.
     pub(crate) async fn rollout_recreate(
         &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
-        key: &str,
+        Claimed { d, rs_list, key }: Claimed<'_>,
     ) -> Result<(), SyncError> {
         let resolved = self.resolve_existing(d, rs_list).await?;
         let (old, all) = resolved.old_and_all();

@@ -1,19 +1,15 @@
 //! upstream `rollback`: applies `rollback`'s plan (copy the template back, or give up with an event).
 
-use std::sync::Arc;
-
-use informer::{CachedDeployment, CachedReplicaSet};
-
 use crate::controller::{DeploymentSync, SyncError, borrowed};
 use crate::rollback::plan_rollback;
+use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// Legacy rollback: PUT the Deployment with the target template (or just without the
     /// request), recording the events [`plan_rollback`] gives.
     pub(crate) async fn rollback(
         &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
+        Claimed { d, rs_list, .. }: Claimed<'_>,
     ) -> Result<(), SyncError> {
         let (new, old) = self.resolve_or_create(d, rs_list).await?;
         let Some(plan) = plan_rollback(d, Some(&new), &borrowed(&old))? else {

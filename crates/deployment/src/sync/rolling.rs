@@ -1,13 +1,14 @@
 //! upstream `rolloutRolling`: applies `rolling`'s scale-up of the new ReplicaSet and scale-down of the old ones.
 
-use std::{borrow::Cow, sync::Arc};
+use std::borrow::Cow;
 
 use controller_toolkit::pod_predicates::is_pod_active;
-use informer::{CachedDeployment, CachedReplicaSet, POD_CONTROLLER_UID_INDEX, owner_index_key};
+use informer::{CachedReplicaSet, POD_CONTROLLER_UID_INDEX, owner_index_key};
 
 use crate::controller::{DeploymentSync, SyncError, borrowed, old_and_new};
 use crate::replica_set::rs_status_replicas;
 use crate::rolling::{RollingStep, plan_rolling_update};
+use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// kcm-rs only: `rs` as the rolling planner counts it, its `status.replicas` raised to the
@@ -36,9 +37,7 @@ impl DeploymentSync {
     /// rolloutRolling, applying [`plan_rolling_update`] as its contract says.
     pub(crate) async fn rollout_rolling(
         &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
-        key: &str,
+        Claimed { d, rs_list, key }: Claimed<'_>,
     ) -> Result<(), SyncError> {
         let (new, old) = self.resolve_or_create(d, rs_list).await?;
         let old = borrowed(&old);

@@ -1,19 +1,17 @@
 //! upstream `syncDeploymentStatus`: writes the status `status` calculated, when it changed.
 
-use std::sync::Arc;
-
 use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::{api::apps::v1::DeploymentStatus, jiff::Timestamp};
 
 use crate::controller::{DeploymentSync, SyncError};
 use crate::status::{calculate_status, changed_status};
+use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// syncStatusOnly for a Deployment being deleted.
     pub(crate) async fn sync_status_only(
         &self,
-        d: &mut CachedDeployment,
-        rs_list: &[Arc<CachedReplicaSet>],
+        Claimed { d, rs_list, .. }: Claimed<'_>,
     ) -> Result<(), SyncError> {
         let resolved = self.resolve_existing(d, rs_list).await?;
         let (_, all) = resolved.old_and_all();
