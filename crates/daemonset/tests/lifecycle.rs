@@ -59,7 +59,7 @@ async fn succeeded_pods_are_deleted_and_replaced() {
 /// older creation time, then the smaller name), the newer one is deleted.
 #[tokio::test]
 async fn a_duplicate_pod_on_a_node_is_deleted_and_the_older_kept() {
-    let harness = Harness::start(nodes(2)).await;
+    let harness = Harness::start_with(nodes(2)).await;
     let ds = harness.create_ds(daemon_set("agent", json!({}))).await;
     let pods = harness
         .wait_for_pods_on("agent", &["sim-node-0", "sim-node-1"])

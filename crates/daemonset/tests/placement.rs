@@ -184,7 +184,7 @@ async fn taints_keep_pods_off_unless_tolerated() {
 /// get a daemon pod.
 #[tokio::test]
 async fn cordoned_and_not_ready_nodes_still_get_daemon_pods() {
-    let harness = Harness::start(three_nodes([
+    let harness = Harness::start_with(three_nodes([
         tainted("node.kubernetes.io/unschedulable:NoSchedule"),
         tainted("node.kubernetes.io/not-ready:NoExecute"),
     ]))

@@ -3,6 +3,8 @@
 mod apply;
 mod create;
 mod error;
+#[cfg(feature = "testing")]
+pub mod examples;
 mod go_json;
 mod hash;
 mod order;

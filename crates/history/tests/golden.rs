@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use history::examples::{EXAMPLE_A, EXAMPLE_B, EXAMPLE_C, EXAMPLE_D, foo_template};
 use history::{
     CONTROLLER_REVISION_HASH_LABEL, UpdateRevisionChoice, choose_update_revision, equal_revision,
     hash_revision_data, new_statefulset_revision, revision_data_bytes, statefulset_revision_data,

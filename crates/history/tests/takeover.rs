@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use history::examples::{EXAMPLE_A, EXAMPLE_B, foo_template};
 use history::{
     UpdateRevisionChoice, choose_update_revision, latest_revision_is_semantically_current,
     new_statefulset_revision, next_revision, sort_controller_revisions,

@@ -432,6 +432,14 @@ async fn differing(config: SimConfig) -> Differing {
     }
 }
 
+/// [`differing`] on the default sim, with the ReplicaSet `name` of three replicas created.
+async fn differing_with_replica_set(name: &str) -> Differing {
+    let run = differing(SimConfig::default()).await;
+    let replica_set: ReplicaSet = typed(workload("ReplicaSet", name, 3));
+    run.cluster.test.create(&replica_set).await;
+    run
+}
+
 /// One divergence as the tests compare them: kind, resource, object name up to its first `-`,
 /// field.
 type Reported = (String, String, String, String);
@@ -575,10 +583,8 @@ async fn a_wrong_size_or_status_is_a_field_divergence_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scale_down_that_picks_another_pod_is_a_choice_with_both_lists() {
-    let run = differing(SimConfig::default()).await;
+    let run = differing_with_replica_set("ranked").await;
     let test = &run.cluster.test;
-    test.create::<ReplicaSet>(&typed(workload("ReplicaSet", "ranked", 3)))
-        .await;
     let before = live_count(test, "ranked", 3).await;
     test.merge_patch::<ReplicaSet>("ranked", json!({"spec": {"replicas": 2}}))
         .await;
@@ -612,10 +618,8 @@ async fn a_scale_down_that_picks_another_pod_is_a_choice_with_both_lists() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_the_cluster_did_not_create_is_missing_by_owner_and_count() {
-    let run = differing(SimConfig::default()).await;
+    let run = differing_with_replica_set("short").await;
     let test = &run.cluster.test;
-    test.create::<ReplicaSet>(&typed(workload("ReplicaSet", "short", 3)))
-        .await;
     live_count(test, "short", 2).await;
 
     let report = exactly(
@@ -688,10 +692,8 @@ async fn a_pod_the_shadow_saw_before_it_decided_answers_none_of_its_creates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_the_cluster_kept_on_a_scale_down_is_extra() {
-    let run = differing(SimConfig::default()).await;
+    let run = differing_with_replica_set("kept").await;
     let test = &run.cluster.test;
-    test.create::<ReplicaSet>(&typed(workload("ReplicaSet", "kept", 3)))
-        .await;
     live_count(test, "kept", 3).await;
     tokio::time::sleep(SETTLE).await;
     test.merge_patch::<ReplicaSet>("kept", json!({"spec": {"replicas": 2}}))

@@ -119,6 +119,17 @@ impl<S: ControllerSync> Controller<S> {
     }
 }
 
+#[cfg(feature = "testing")]
+impl<S: ControllerSync> Controller<S> {
+    /// Runs the controller [`standalone`](Self::standalone) with two workers in the test
+    /// `cluster`, its requests carrying the user agent `agent` (each crate's test harness).
+    pub fn spawn_in(cluster: &mut sim::testing::TestCluster, agent: &str, options: S::Options) {
+        cluster.spawn_controller(agent, |client, shutdown| {
+            Self::standalone(client, options, 2, shutdown).expect("the controller builds")
+        });
+    }
+}
+
 /// A controller could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -154,6 +165,22 @@ pub struct RuntimeOptions {
     /// through the controller's client; shadow mode passes an executor that records them and
     /// sends nothing.
     pub writes: Option<Arc<dyn WriteExecutor>>,
+}
+
+impl RuntimeOptions {
+    /// Options of a controller run on its own: its workqueue and sync metrics and its
+    /// `<metrics_subsystem>_stale_sync_skips_total` registered into `registry`, writes sent to
+    /// the API server.
+    pub fn registered(
+        registry: &prometheus::Registry,
+        metrics_subsystem: &str,
+    ) -> Result<Self, prometheus::Error> {
+        Ok(Self {
+            metrics: ControllerMetrics::register(registry)?,
+            stale_sync_skips: Some(StaleSyncSkips::register(registry, metrics_subsystem)?),
+            writes: None,
+        })
+    }
 }
 
 /// The queue, write layer, recorder, handlers and worker pool of one controller.

@@ -6,9 +6,8 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use controller_toolkit::stale_reads::StaleSyncSkips;
 use daemonset::decide::node_affinity::required_node_selector;
-use daemonset::{ControllerMetrics, DaemonSetController, DaemonSetOptions, RuntimeOptions};
+use daemonset::{DaemonSetController, DaemonSetOptions, RuntimeOptions};
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus},
     core::v1::{Event, Node, Pod},
@@ -33,7 +32,7 @@ pub struct Harness {
 }
 
 // The harness is its cluster plus the crate's controller: the cluster's helpers apply.
-sim::cluster_harness!(Harness);
+sim::cluster_harness!(Harness, start: without_controller then start_controller);
 
 /// A sim config with `count` nodes (`sim-node-0`, ...), heartbeats every 10 s.
 pub fn nodes(count: usize) -> SimConfig {
@@ -44,17 +43,10 @@ pub fn nodes(count: usize) -> SimConfig {
 }
 
 impl Harness {
-    /// A sim cluster started with `config` and the controller (2 workers per queue).
-    pub async fn start(config: SimConfig) -> Self {
-        let mut harness = Self::without_controller(config).await;
-        harness.start_controller();
-        harness
-    }
-
     /// A sim cluster started with `config`, the controller, and the DaemonSet `name` created
     /// (a [`daemon_set`] with `patch`): how most tests begin.
     pub async fn with_ds(config: SimConfig, name: &str, patch: Value) -> Self {
-        let harness = Self::start(config).await;
+        let harness = Self::start_with(config).await;
         harness.create_ds(daemon_set(name, patch)).await;
         harness
     }
@@ -69,21 +61,11 @@ impl Harness {
 
     pub fn start_controller(&mut self) {
         let options = DaemonSetOptions {
-            runtime: RuntimeOptions {
-                metrics: ControllerMetrics::register(&self.registry).expect("metrics register"),
-                stale_sync_skips: Some(
-                    StaleSyncSkips::register(&self.registry, "daemonset_controller")
-                        .expect("stale skips register"),
-                ),
-                writes: None,
-            },
+            runtime: RuntimeOptions::registered(&self.registry, "daemonset_controller")
+                .expect("metrics register"),
             ..DaemonSetOptions::default()
         };
-        self.cluster
-            .spawn_controller(CONTROLLER_AGENT, |client, shutdown| {
-                DaemonSetController::standalone(client, options, 2, shutdown)
-                    .expect("controller builds")
-            });
+        DaemonSetController::spawn_in(&mut self.cluster, CONTROLLER_AGENT, options);
     }
 
     pub fn daemon_sets(&self) -> Api<DaemonSet> {

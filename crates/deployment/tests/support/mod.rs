@@ -35,16 +35,6 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub async fn start() -> Self {
-        Self::start_with(SimConfig::default()).await
-    }
-
-    pub async fn start_with(config: SimConfig) -> Self {
-        let mut harness = Self::without_deployment_controller(config).await;
-        harness.start_deployment_controller();
-        harness
-    }
-
     /// Both controllers, with `d` created and its first rollout complete: how most tests begin.
     pub async fn with_complete(d: &Deployment) -> Self {
         let harness = Self::start().await;
@@ -72,10 +62,7 @@ impl Harness {
 
     async fn without_deployment_controller(config: SimConfig) -> Self {
         let mut cluster = TestCluster::start(config).await;
-        cluster.spawn_controller(REPLICASET_AGENT, |client, shutdown| {
-            ReplicaSetController::standalone(client, Default::default(), 2, shutdown)
-                .expect("ReplicaSet controller builds")
-        });
+        ReplicaSetController::spawn_in(&mut cluster, REPLICASET_AGENT, Default::default());
         Self { cluster }
     }
 
@@ -192,7 +179,10 @@ impl Harness {
 }
 
 // The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
-sim::cluster_harness!(Harness);
+sim::cluster_harness!(
+    Harness,
+    start: without_deployment_controller then start_deployment_controller
+);
 
 /// Whether the stored status says the rollout completed (counts, generation, condition).
 pub fn is_complete(d: &Deployment) -> bool {

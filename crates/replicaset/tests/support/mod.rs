@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use controller_toolkit::stale_reads::StaleSyncSkips;
 use k8s_openapi::api::{
     apps::v1::ReplicaSet,
     core::v1::{Namespace, Pod},
@@ -15,9 +14,7 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use prometheus::Registry;
-use replicaset::{
-    ControllerMetrics, ReplicaSetController, ReplicaSetOptions, RuntimeOptions, StatusWritesHeld,
-};
+use replicaset::{ReplicaSetController, ReplicaSetOptions, RuntimeOptions, StatusWritesHeld};
 use serde_json::json;
 use sim::{
     SimConfig,
@@ -32,16 +29,6 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub async fn start() -> Self {
-        Self::start_with(SimConfig::default()).await
-    }
-
-    pub async fn start_with(config: SimConfig) -> Self {
-        let mut harness = Self::without_controller(config).await;
-        harness.start_controller();
-        harness
-    }
-
     /// A sim cluster only; call [`Harness::start_controller`] once the scene is set.
     pub async fn without_controller(config: SimConfig) -> Self {
         Self {
@@ -56,14 +43,8 @@ impl Harness {
     /// Starts the controller with its workqueue, sync and stale-sync-skip metrics in `registry`.
     pub fn start_controller_with(&mut self, registry: &Registry) {
         self.start_controller_with_options(ReplicaSetOptions {
-            runtime: RuntimeOptions {
-                metrics: ControllerMetrics::register(registry).expect("metrics register"),
-                stale_sync_skips: Some(
-                    StaleSyncSkips::register(registry, "replicaset_controller")
-                        .expect("skips metric registers"),
-                ),
-                writes: None,
-            },
+            runtime: RuntimeOptions::registered(registry, "replicaset_controller")
+                .expect("metrics register"),
             held_writes: Some(StatusWritesHeld::register(registry).expect("held metric registers")),
             ..ReplicaSetOptions::default()
         });
@@ -78,11 +59,7 @@ impl Harness {
     }
 
     fn start_controller_with_options(&mut self, options: ReplicaSetOptions) {
-        self.cluster
-            .spawn_controller(CONTROLLER_AGENT, |client, shutdown| {
-                ReplicaSetController::standalone(client, options, 2, shutdown)
-                    .expect("controller builds")
-            });
+        ReplicaSetController::spawn_in(&mut self.cluster, CONTROLLER_AGENT, options);
     }
 
     pub fn replica_sets(&self) -> Api<ReplicaSet> {
@@ -108,7 +85,7 @@ impl Harness {
 }
 
 // The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
-sim::cluster_harness!(Harness);
+sim::cluster_harness!(Harness, start: without_controller then start_controller);
 
 /// Limits the `default` namespace to `pods` unfinished pods (the sim's quota admission).
 pub async fn set_pod_quota(harness: &Harness, pods: u32) {

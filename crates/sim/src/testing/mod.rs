@@ -29,8 +29,29 @@ use crate::{FaultConfig, KubeletConfig, SimConfig};
 /// Makes a crate's test harness (a struct with a `cluster: TestCluster` field and the crate's
 /// controllers) a [`TestCluster`]: `Deref` to it, so the cluster's helpers apply, and `stop`,
 /// which stops the controllers and the sim.
+///
+/// With `start: <without> then <start_controllers>`, also the two ways every test begins:
+/// `start()` and `start_with(config)` build the harness with `Self::<without>(config)` and
+/// then call `<start_controllers>`.
 #[macro_export]
 macro_rules! cluster_harness {
+    ($harness:ty, start: $without:ident then $start_controllers:ident) => {
+        $crate::cluster_harness!($harness);
+
+        impl $harness {
+            /// A sim cluster with the default configuration and the crate's controllers.
+            pub async fn start() -> Self {
+                Self::start_with($crate::SimConfig::default()).await
+            }
+
+            /// A sim cluster started with `config` and the crate's controllers.
+            pub async fn start_with(config: $crate::SimConfig) -> Self {
+                let mut harness = Self::$without(config).await;
+                harness.$start_controllers();
+                harness
+            }
+        }
+    };
     ($harness:ty) => {
         impl std::ops::Deref for $harness {
             type Target = $crate::testing::TestCluster;

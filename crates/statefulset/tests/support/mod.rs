@@ -28,14 +28,6 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub async fn start() -> Self {
-        Self::start_with(SimConfig::default()).await
-    }
-
-    pub async fn start_with(config: SimConfig) -> Self {
-        Self::start_with_gates(config, FeatureGates::default()).await
-    }
-
     /// A sim cluster and a controller following `gates`.
     pub async fn start_with_gates(config: SimConfig, gates: FeatureGates) -> Self {
         let mut harness = Self::without_controller(config).await;
@@ -73,11 +65,7 @@ impl Harness {
             recovery,
             ..StatefulSetOptions::default()
         };
-        self.cluster
-            .spawn_controller(CONTROLLER_AGENT, |client, shutdown| {
-                StatefulSetController::standalone(client, options, 2, shutdown)
-                    .expect("controller builds")
-            });
+        StatefulSetController::spawn_in(&mut self.cluster, CONTROLLER_AGENT, options);
     }
 
     pub fn sets(&self) -> Api<StatefulSet> {
@@ -131,7 +119,7 @@ impl Harness {
 }
 
 // The harness is its cluster plus the crate's controllers: the cluster's helpers apply.
-sim::cluster_harness!(Harness);
+sim::cluster_harness!(Harness, start: without_controller then start_controller);
 
 /// A StatefulSet selecting `app=<name>`; `extra_spec` is merged into the spec and
 /// `annotations` onto the pod template.

@@ -1,7 +1,8 @@
 //! ControllerRevisions: the golden revision data bytes (spec section 9's example, the same
-//! bytes as history's examples A and B), `snapshot`, `Match`, `constructHistory`,
+//! template and bytes as history's examples A and B), `snapshot`, `Match`, `constructHistory`,
 //! `dedupCurHistories` and `cleanupHistory`.
 
+use history::examples::{EXAMPLE_A, EXAMPLE_B, foo_template};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use serde_json::{Value, json};
 
@@ -12,12 +13,6 @@ use crate::decide::revision::{
     revisions_to_clean_up, split_current_and_old, template_hash, with_legacy_hash_label,
 };
 
-/// History's example A (a v1.33 or older server or controller: `"creationTimestamp":null`).
-const EXAMPLE_A: &str = r#"{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"test":"value"},"creationTimestamp":null,"labels":{"app":"foo"}},"spec":{"containers":[{"image":"test","imagePullPolicy":"Always","name":"test","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}],"dnsPolicy":"ClusterFirst","restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"terminationGracePeriodSeconds":30}}}}"#;
-
-/// History's example B (v1.34 and later).
-const EXAMPLE_B: &str = r#"{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"test":"value"},"labels":{"app":"foo"}},"spec":{"containers":[{"image":"test","imagePullPolicy":"Always","name":"test","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}],"dnsPolicy":"ClusterFirst","restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"terminationGracePeriodSeconds":30}}}}"#;
-
 /// The revision name kcm-rs gives the example's template (`compute_hash`, no collision
 /// count). Golden: a change renames every DaemonSet revision kcm-rs creates from then on.
 const EXAMPLE_REVISION_NAME: &str = "test-79d45787c5";
@@ -25,12 +20,6 @@ const EXAMPLE_REVISION_NAME: &str = "test-79d45787c5";
 /// The spec's example DaemonSet as an API server sends it: server field order, defaulted,
 /// with the pre-v1.34 `"creationTimestamp":null` in the template when asked.
 fn example_daemon_set(with_null_creation_timestamp: bool) -> Value {
-    let mut template_metadata = serde_json::Map::new();
-    if with_null_creation_timestamp {
-        template_metadata.insert("creationTimestamp".into(), Value::Null);
-    }
-    template_metadata.insert("labels".into(), json!({"app": "foo"}));
-    template_metadata.insert("annotations".into(), json!({"test": "value"}));
     json!({
         "kind": "DaemonSet",
         "apiVersion": "apps/v1",
@@ -42,19 +31,7 @@ fn example_daemon_set(with_null_creation_timestamp: bool) -> Value {
         },
         "spec": {
             "selector": {"matchLabels": {"app": "foo"}},
-            "template": {
-                "metadata": template_metadata,
-                "spec": {
-                    "containers": [{
-                        "name": "test", "image": "test", "resources": {},
-                        "terminationMessagePath": "/dev/termination-log",
-                        "terminationMessagePolicy": "File", "imagePullPolicy": "Always"
-                    }],
-                    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
-                    "dnsPolicy": "ClusterFirst", "securityContext": {},
-                    "schedulerName": "default-scheduler"
-                }
-            },
+            "template": foo_template(with_null_creation_timestamp),
             "updateStrategy": {"type": "RollingUpdate",
                                "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
             "revisionHistoryLimit": 10
