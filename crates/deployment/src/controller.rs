@@ -23,7 +23,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use workqueue::{RateLimitingQueue, SyncFailure};
 
-use crate::sync::Claimed;
 use crate::{
     constants::{MAX_RETRIES, QUEUE_NAME},
     events::{self, Event},
@@ -153,6 +152,18 @@ impl ControllerSync for DeploymentSync {
         };
         Ok((runtime, sync))
     }
+}
+
+/// What a sync path works on once the ReplicaSets are claimed (upstream passes `d` and
+/// `rsList` to each of `sync`, `rollback`, `rolloutRecreate`, `rolloutRolling` and
+/// `syncStatusOnly`).
+pub(crate) struct Claimed<'a> {
+    /// The queue key of the Deployment.
+    pub(crate) key: &'a str,
+    /// The Deployment; a path that writes its status leaves the written copy here.
+    pub(crate) d: &'a mut CachedDeployment,
+    /// The ReplicaSets it owns after the claim.
+    pub(crate) rs_list: &'a [Arc<CachedReplicaSet>],
 }
 
 /// A Deployment's claimed ReplicaSets resolved into the new one and the old ones.

@@ -1,8 +1,7 @@
 //! upstream `sync`: applies `proportional`'s plan for scaling events and paused Deployments, then the status.
 
-use crate::controller::{DeploymentSync, SyncError};
+use crate::controller::{Claimed, DeploymentSync, SyncError};
 use crate::proportional::plan_sync;
-use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// upstream `sync` (named for what it handles, apart from `Reconciler::sync`): proportional

@@ -2,9 +2,8 @@
 
 use informer::CachedPod;
 
-use crate::controller::{DeploymentSync, SyncError, old_and_new};
+use crate::controller::{Claimed, DeploymentSync, SyncError, old_and_new};
 use crate::recreate::{RecreatePlan, plan_recreate, plan_recreate_scale_up};
-use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// rolloutRecreate, applying [`plan_recreate`] as its contract says.

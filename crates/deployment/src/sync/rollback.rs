@@ -1,8 +1,7 @@
 //! upstream `rollback`: applies `rollback`'s plan (copy the template back, or give up with an event).
 
-use crate::controller::{DeploymentSync, SyncError, borrowed};
+use crate::controller::{Claimed, DeploymentSync, SyncError, borrowed};
 use crate::rollback::plan_rollback;
-use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// Legacy rollback: PUT the Deployment with the target template (or just without the

@@ -5,10 +5,9 @@ use std::borrow::Cow;
 use controller_toolkit::pod_predicates::is_pod_active;
 use informer::{CachedReplicaSet, POD_CONTROLLER_UID_INDEX, owner_index_key};
 
-use crate::controller::{DeploymentSync, SyncError, borrowed, old_and_new};
+use crate::controller::{Claimed, DeploymentSync, SyncError, borrowed, old_and_new};
 use crate::replica_set::rs_status_replicas;
 use crate::rolling::{RollingStep, plan_rolling_update};
-use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// kcm-rs only: `rs` as the rolling planner counts it, its `status.replicas` raised to the

@@ -3,9 +3,8 @@
 use informer::{CachedDeployment, CachedReplicaSet};
 use k8s_openapi::{api::apps::v1::DeploymentStatus, jiff::Timestamp};
 
-use crate::controller::{DeploymentSync, SyncError};
+use crate::controller::{Claimed, DeploymentSync, SyncError};
 use crate::status::{calculate_status, changed_status};
-use crate::sync::Claimed;
 
 impl DeploymentSync {
     /// syncStatusOnly for a Deployment being deleted.
