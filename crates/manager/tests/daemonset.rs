@@ -2,7 +2,7 @@
 //! sim with nodes: `--controllers=daemonset` runs it alone (its two queues named in the
 //! workqueue metrics), and in shadow mode beside a normal manager a DaemonSet's creation and
 //! rollout decide nothing the normal manager did not do, and a pod decided for a node deleted
-//! meanwhile is not compared.
+//! or tainted meanwhile is not compared.
 
 mod support;
 
@@ -174,14 +174,11 @@ async fn a_shadow_beside_a_normal_manager_finds_no_daemonset_divergence() {
     cluster.test.stop().await;
 }
 
-/// A node is deleted; the pod garbage collector deletes its pod at once. The shadow's Node
-/// watch lags (its pod watch does not), so it sees the pod go while the node is still there and
-/// decides a pod for it; the normal manager, whose Node watch is on time, does not. That pod is
-/// for a node that is gone: not compared (`node-gone`), not a missing pod, and it claims none
-/// of the pods the cluster created for the other nodes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_daemon_pod_decided_for_a_node_deleted_meanwhile_is_not_compared() {
-    let cluster = cluster(3).await;
+/// The scene of a node change one manager sees late: a normal manager runs the DaemonSet
+/// `agent` on three nodes; then a shadow starts whose watches see the events of `sim-node-2`
+/// (labelled `shadow-lags`) a second late, and has judged nothing divergent. Its pod watch is
+/// on time. Returns the normal manager and the shadow.
+async fn node_seen_late_by_the_shadow(cluster: &Cluster) -> (RunningManager, RunningManager) {
     let test = &cluster.test;
     let nodes: Api<Node> = Api::all(test.client.clone());
     nodes
@@ -192,7 +189,7 @@ async fn a_daemon_pod_decided_for_a_node_deleted_meanwhile_is_not_compared() {
         )
         .await
         .expect("label the node");
-    let _normal = cluster
+    let normal = cluster
         .start_manager(&flags(&["--leader-elect=true", "--controllers=daemonset"]))
         .await;
     test.create(&daemon_set("agent")).await;
@@ -202,21 +199,21 @@ async fn a_daemon_pod_decided_for_a_node_deleted_meanwhile_is_not_compared() {
         "shadow-lags",
         Duration::from_secs(1),
     ));
-    let shadow = start_shadow(&cluster).await;
+    let shadow = start_shadow(cluster).await;
     let before = all_judged(&shadow).await;
     assert_eq!(before["divergences_total"], 0, "{before:#}");
+    (normal, shadow)
+}
 
-    nodes
-        .delete("sim-node-2", &DeleteParams::default())
-        .await
-        .expect("delete the node");
-    settled(test, "agent", 2).await;
+/// Waits until the shadow has judged its pod for `sim-node-2`: not compared for `reason`, or
+/// a divergence (which fails the test).
+async fn judged_not_compared(shadow: &RunningManager, reason: &str) {
     let report = eventually(
-        "the shadow's pod for the deleted node judged",
+        "the shadow's pod for sim-node-2 judged",
         Duration::from_secs(60),
         || async {
-            let report = all_judged(&shadow).await;
-            let judged = report["not_compared"]["node-gone"].as_u64() > Some(0)
+            let report = all_judged(shadow).await;
+            let judged = report["not_compared"][reason].as_u64() > Some(0)
                 || report["divergences_total"].as_u64() > Some(0);
             judged.then_some(report)
         },
@@ -224,8 +221,44 @@ async fn a_daemon_pod_decided_for_a_node_deleted_meanwhile_is_not_compared() {
     .await;
     assert_eq!(report["divergences_total"], 0, "{report:#}");
     assert!(
-        report["not_compared"]["node-gone"].as_u64() >= Some(1),
-        "the shadow's pod for the deleted node: {report:#}"
+        report["not_compared"][reason].as_u64() >= Some(1),
+        "the shadow's pod for sim-node-2: {report:#}"
     );
+}
+
+/// A node is deleted; the pod garbage collector deletes its pod at once. The shadow sees the
+/// pod go while the node is still there and decides a pod for it; the normal manager, whose
+/// Node watch is on time, does not. That pod is for a node that is gone: not compared
+/// (`node-gone`), not a missing pod, and it claims none of the pods the cluster created for
+/// the other nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_pod_decided_for_a_node_deleted_meanwhile_is_not_compared() {
+    let cluster = cluster(3).await;
+    let (_normal, shadow) = node_seen_late_by_the_shadow(&cluster).await;
+    let nodes: Api<Node> = Api::all(cluster.test.client.clone());
+    nodes
+        .delete("sim-node-2", &DeleteParams::default())
+        .await
+        .expect("delete the node");
+    settled(&cluster.test, "agent", 2).await;
+    judged_not_compared(&shadow, "node-gone").await;
+    cluster.test.stop().await;
+}
+
+/// A node is tainted `NoExecute`; the normal manager deletes its pod. The shadow sees the pod
+/// go before the taint and decides a pod for the node, which the cluster never creates: its
+/// node changed after the sync started, so it is not compared (`node-changed`), not missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_pod_decided_for_a_node_tainted_meanwhile_is_not_compared() {
+    let cluster = cluster(3).await;
+    let (_normal, shadow) = node_seen_late_by_the_shadow(&cluster).await;
+    let nodes: Api<Node> = Api::all(cluster.test.client.clone());
+    let taint = json!({"spec": {"taints": [{"key": "evict", "effect": "NoExecute"}]}});
+    nodes
+        .patch("sim-node-2", &PatchParams::default(), &Patch::Merge(taint))
+        .await
+        .expect("taint the node");
+    settled(&cluster.test, "agent", 2).await;
+    judged_not_compared(&shadow, "node-changed").await;
     cluster.test.stop().await;
 }

@@ -17,6 +17,7 @@ use controller_toolkit::shadow_view::{ComparedKind, KindCache, KindEvents, Snaps
 use informer::{CachedNode, DeletedObject, EventHandler, SharedInformer, SharedInformerFactory};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -251,37 +252,53 @@ pub struct ClusterView {
     namespaces: Option<SharedInformer<Namespace>>,
     /// The nodes, where a controller caches them (the DaemonSet controller).
     nodes: Option<SharedInformer<CachedNode>>,
-    /// When the watch last delivered a change of the node set (see [`NodeMoves`]).
-    nodes_moved: Arc<Mutex<Option<Instant>>>,
+    /// When the watch last delivered a change of the node set, and of each node (see
+    /// [`NodeMoves`]).
+    nodes_moved: Arc<Mutex<NodeChanges>>,
     log: Arc<WatchLog>,
 }
 
-/// Records when the node watch delivers a change the DaemonSet controller decides from: a node
-/// added (after the first list) or deleted, or its labels or taints changed. Heartbeats change
-/// neither, so they are not recorded.
-struct NodeMoves(Arc<Mutex<Option<Instant>>>);
+/// When the node watch last delivered a change the DaemonSet controller decides from: of the
+/// node set (a node added after the first list, deleted, relabelled or retainted), and of each
+/// node still there (relabelled or retainted).
+#[derive(Debug, Default)]
+struct NodeChanges {
+    any: Option<Instant>,
+    by_node: HashMap<String, Instant>,
+}
+
+/// Records [`NodeChanges`] as the node watch delivers them. Heartbeats change neither labels
+/// nor taints, so they are not recorded.
+struct NodeMoves(Arc<Mutex<NodeChanges>>);
 
 impl NodeMoves {
-    fn moved(&self) {
-        *self.0.lock() = Some(Instant::now());
+    /// A change of the node set; of node `name` when it is still there.
+    fn moved(&self, name: Option<String>) {
+        let now = Instant::now();
+        let mut changes = self.0.lock();
+        changes.any = Some(now);
+        if let Some(name) = name {
+            changes.by_node.insert(name, now);
+        }
     }
 }
 
 impl EventHandler<CachedNode> for NodeMoves {
     fn on_add(&self, _: &Arc<CachedNode>, is_in_initial_list: bool) {
         if !is_in_initial_list {
-            self.moved();
+            self.moved(None);
         }
     }
 
     fn on_update(&self, old: &Arc<CachedNode>, new: &Arc<CachedNode>) {
         if !old.same_labels_and_taints(new) {
-            self.moved();
+            self.moved(Some(new.name_any()));
         }
     }
 
-    fn on_delete(&self, _: &DeletedObject<CachedNode>) {
-        self.moved();
+    fn on_delete(&self, deleted: &DeletedObject<CachedNode>) {
+        self.0.lock().by_node.remove(&deleted.object().name_any());
+        self.moved(None);
     }
 }
 
@@ -305,7 +322,7 @@ impl ClusterView {
             caches.insert(resource, cache);
         }
         let nodes = factory.existing::<CachedNode>();
-        let nodes_moved = Arc::new(Mutex::new(None));
+        let nodes_moved = Arc::new(Mutex::new(NodeChanges::default()));
         if let Some(nodes) = &nodes {
             nodes.add_inline_handler(NodeMoves(nodes_moved.clone()));
         }
@@ -348,7 +365,13 @@ impl ClusterView {
 
     /// Whether the watch delivered a change of the node set after `since` ([`NodeMoves`]).
     pub(crate) fn nodes_moved_since(&self, since: Instant) -> bool {
-        self.nodes_moved.lock().is_some_and(|at| at > since)
+        self.nodes_moved.lock().any.is_some_and(|at| at > since)
+    }
+
+    /// Whether the watch delivered a change of node `name`'s labels or taints after `since`.
+    pub(crate) fn node_changed_since(&self, name: &str, since: Instant) -> bool {
+        let changes = self.nodes_moved.lock();
+        changes.by_node.get(name).is_some_and(|at| *at > since)
     }
 
     /// Whether `resource` is cached.

@@ -338,6 +338,11 @@ pub enum Skip {
     /// (a sync that ran between the collector's deletion of the node's pods and the node's
     /// own deletion event decides a create for it, another sync of the same moment does not).
     NodeGone,
+    /// A pod not created for a node whose labels or taints the watch changed after the sync
+    /// that decided it started: the decision read the node as it was. (A node tainted
+    /// `NoExecute`: the other manager deletes its pods, and a sync that sees those deletions
+    /// on the pod watch before the taint on the node watch decides them again.)
+    NodeChanged,
 }
 
 impl Skip {
@@ -347,6 +352,7 @@ impl Skip {
             Skip::NamespaceDeleting => "namespace-deleting",
             Skip::OwnerGone => "owner-gone",
             Skip::NodeGone => "node-gone",
+            Skip::NodeChanged => "node-changed",
         }
     }
 }
@@ -397,6 +403,9 @@ pub struct Facts<'a> {
     pub found: Option<Found>,
     /// Whether the node the created pod is pinned to is gone. Creates.
     pub node_gone: bool,
+    /// Whether that node's labels or taints changed after the sync that decided the create
+    /// started. Creates.
+    pub node_changed: bool,
     /// Whether the watch saw the object decided on deleted since the decision. Deletes.
     pub seen_deleted: bool,
     /// The owner's other objects the cluster deleted since the decision, in order. Deletes.
@@ -476,6 +485,7 @@ pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
             Some(found) if found.diffs.is_empty() => Verdict::Match(found.rule),
             _ if early => Verdict::Wait,
             None if facts.node_gone => Verdict::NotCompared(Skip::NodeGone),
+            None if facts.node_changed => Verdict::NotCompared(Skip::NodeChanged),
             _ if spec_changed => Verdict::Superseded,
             Some(found) => Verdict::Field {
                 rule: found.rule,
@@ -716,6 +726,9 @@ mod tests {
             ("never created, its node gone since", &by_count, Facts { node_gone: true, ..facts(late) }, Verdict::NotCompared(Skip::NodeGone)),
             ("its node gone since, not yet settled", &by_count, Facts { node_gone: true, ..facts(early) }, Verdict::Wait),
             ("created, its node gone since", &by_count, Facts { found: Some(found(Rule::OwnerCount, vec![])), node_gone: true, ..facts(late) }, Verdict::Match(Rule::OwnerCount)),
+            ("never created, its node relabelled or retainted after the sync started", &by_count, Facts { node_changed: true, ..facts(late) }, Verdict::NotCompared(Skip::NodeChanged)),
+            ("its node changed since, not yet settled", &by_count, Facts { node_changed: true, ..facts(early) }, Verdict::Wait),
+            ("created, its node changed since", &by_count, Facts { found: Some(found(Rule::OwnerCount, vec![])), node_changed: true, ..facts(late) }, Verdict::Match(Rule::OwnerCount)),
             ("owner's spec changed before the create", &by_name, Facts { owner: OwnerState::SpecChanged, ..facts(late) }, Verdict::Superseded),
             ("never created, owner gone", &by_name, Facts { owner: OwnerState::Gone, ..facts(late) }, Verdict::NotCompared(Skip::OwnerGone)),
             ("never created, namespace being deleted", &by_name, Facts { namespace_deleting: true, ..facts(late) }, Verdict::NotCompared(Skip::NamespaceDeleting)),

@@ -454,6 +454,9 @@ impl State {
             }
             Expectation::Created { identity, node } => {
                 facts.node_gone = node.as_deref().is_some_and(|node| view.node_gone(node));
+                facts.node_changed = node
+                    .as_deref()
+                    .is_some_and(|node| view.node_changed_since(node, pending.decided_from));
                 facts.found = match (identity, owner) {
                     (Identity::Name, _) => identity::found_by_name(
                         name,
