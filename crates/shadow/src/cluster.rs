@@ -363,9 +363,9 @@ impl ClusterView {
             .is_some_and(|nodes| nodes.has_synced() && nodes.lister().get("", name).is_none())
     }
 
-    /// Whether the watch delivered a change of the node set after `since` ([`NodeMoves`]).
-    pub(crate) fn nodes_moved_since(&self, since: Instant) -> bool {
-        self.nodes_moved.lock().any.is_some_and(|at| at > since)
+    /// When the watch last delivered a change of the node set ([`NodeMoves`]), if ever.
+    pub(crate) fn nodes_last_moved(&self) -> Option<Instant> {
+        self.nodes_moved.lock().any
     }
 
     /// Whether the watch delivered a change of node `name`'s labels or taints after `since`.

@@ -447,10 +447,12 @@ impl State {
                         ..Observed::of(&meta)
                     });
                 facts.current = observed.as_ref();
-                facts.inputs_moved =
-                    view.changed_since(Change::Any, resource, namespace, name, pending.at)
-                        || (self.catalog.decided_from_nodes(resource)
-                            && view.nodes_moved_since(pending.at));
+                facts.inputs_moved = fields_inputs_moved(
+                    view.changed_since(Change::Any, resource, namespace, name, pending.at),
+                    self.catalog.decided_from_nodes(resource),
+                    view.nodes_last_moved(),
+                    pending.decided_from,
+                );
             }
             Expectation::Created { identity, node } => {
                 facts.node_gone = node.as_deref().is_some_and(|node| view.node_gone(node));
@@ -761,6 +763,21 @@ fn owner_state(
     )
 }
 
+/// Whether a status or spec write's inputs moved before it could be judged, so that a newer
+/// decision is judged instead: the object or one it controls changed after the write was
+/// recorded (`object_changed`), or, for a kind decided from the nodes, the node set changed
+/// (`nodes_last_moved`) after the sync that decided it began reading (`decided_from`). A node
+/// deleted between the sync's reads and the recording still counts: the status was computed
+/// from the node list read before it.
+fn fields_inputs_moved(
+    object_changed: bool,
+    decided_from_nodes: bool,
+    nodes_last_moved: Option<Instant>,
+    decided_from: Instant,
+) -> bool {
+    object_changed || (decided_from_nodes && nodes_last_moved.is_some_and(|at| at > decided_from))
+}
+
 /// What became of an owner (`uid`, `generation` when the decision was recorded), cached `now`
 /// as this, whose spec moved (`spec_moved`) or not since the sync deciding started. A spec
 /// change between the sync's reads and the recording leaves the recorded generation equal to
@@ -794,6 +811,31 @@ fn listing(names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn when_a_field_writes_inputs_moved() {
+        let started = Instant::now();
+        let before = started.checked_sub(Duration::from_millis(5));
+        let during = Some(started + Duration::from_millis(2));
+        let after = Some(started + Duration::from_millis(50));
+        // (rule, object changed since the recording, decided from nodes, nodes last moved, moved)
+        #[rustfmt::skip]
+        let cases = [
+            ("nothing moved", false, true, None, false),
+            ("the object or one it controls changed", true, false, None, true),
+            ("the nodes moved before the sync read them", false, true, before, false),
+            ("a node moved between the sync's reads and the recording", false, true, during, true),
+            ("a node moved after the recording", false, true, after, true),
+            ("a kind not decided from nodes ignores them", false, false, during, false),
+        ];
+        for (rule, object_changed, from_nodes, nodes_last_moved, moved) in cases {
+            assert_eq!(
+                fields_inputs_moved(object_changed, from_nodes, nodes_last_moved, started),
+                moved,
+                "{rule}"
+            );
+        }
+    }
 
     #[test]
     fn what_became_of_an_owner() {
