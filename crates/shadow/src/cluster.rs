@@ -14,7 +14,9 @@ use std::{
 };
 
 use controller_toolkit::shadow_view::{ComparedKind, KindCache, KindEvents, Snapshot};
-use informer::{CachedNode, DeletedObject, EventHandler, SharedInformer, SharedInformerFactory};
+use informer::{
+    CachedNode, CachedPod, DeletedObject, EventHandler, SharedInformer, SharedInformerFactory,
+};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
@@ -252,6 +254,9 @@ pub struct ClusterView {
     namespaces: Option<SharedInformer<Namespace>>,
     /// The nodes, where a controller caches them (the DaemonSet controller).
     nodes: Option<SharedInformer<CachedNode>>,
+    /// The pods as the controllers cache them (their nodes, which the view's metadata-only
+    /// pod cache leaves out).
+    pods: Option<SharedInformer<CachedPod>>,
     /// When the watch last delivered a change of the node set, and of each node (see
     /// [`NodeMoves`]).
     nodes_moved: Arc<Mutex<NodeChanges>>,
@@ -329,6 +334,7 @@ impl ClusterView {
         Self {
             caches,
             namespaces: None,
+            pods: factory.existing::<CachedPod>(),
             nodes,
             nodes_moved,
             log,
@@ -354,6 +360,16 @@ impl ClusterView {
             .lister()
             .get("", namespace)
             .is_none_or(|found| found.metadata.deletion_timestamp.is_some())
+    }
+
+    /// The node the cached pod `namespace/name` is for (its `spec.nodeName`, else the node its
+    /// required affinity pins it to), when `resource` is pods and the nodes are cached.
+    pub(crate) fn pod_node(&self, resource: &str, namespace: &str, name: &str) -> Option<String> {
+        if resource != "pods" || self.nodes.is_none() {
+            return None;
+        }
+        let pod = self.pods.as_ref()?.lister().get(namespace, name)?;
+        pod.target_node_name().map(str::to_owned)
     }
 
     /// Whether the node `name` is gone (false while the nodes are not cached or not synced).

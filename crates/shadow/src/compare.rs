@@ -53,6 +53,10 @@ pub enum Expectation {
     Gone {
         /// The UID of the object decided on.
         uid: Option<String>,
+        /// The node a deleted pod was for, as the cache held it when the delete was decided
+        /// (filled in where it is recorded): once that node is gone, the pod garbage collector
+        /// decides whether such a pod stays, not the controller.
+        node: Option<String>,
     },
     /// Not compared: events, generated names without an owner, adopt/release patches.
     NotCompared,
@@ -166,6 +170,7 @@ pub fn decision_of(catalog: &Catalog, write: &Write) -> Decision {
         WriteVerb::Delete { .. } => Decision {
             expectation: Expectation::Gone {
                 uid: write.uid.clone(),
+                node: None,
             },
             owner: None,
         },
@@ -334,9 +339,11 @@ pub enum Skip {
     NamespaceDeleting,
     /// The owner it was decided for is gone: the garbage collector decides.
     OwnerGone,
-    /// A pod not created for a node that is gone since: the pod garbage collector decides
-    /// (a sync that ran between the collector's deletion of the node's pods and the node's
-    /// own deletion event decides a create for it, another sync of the same moment does not).
+    /// A pod not created, or not deleted, for a node that is gone since: the pod garbage
+    /// collector decides (a sync that ran between the collector's deletion of the node's pods
+    /// and the node's own deletion event decides a create for it, another sync of the same
+    /// moment does not; a pod one manager created for a node as the node went is deleted by
+    /// the other's node-deletion handler, which ran after it, and by neither's that ran before).
     NodeGone,
     /// A pod not created for a node whose labels or taints the watch changed after the sync
     /// that decided it started: the decision read the node as it was. (A node tainted
@@ -401,7 +408,7 @@ pub struct Facts<'a> {
     pub inputs_moved: bool,
     /// The cluster's object found by the create's identity, live or seen created. Creates.
     pub found: Option<Found>,
-    /// Whether the node the created pod is pinned to is gone. Creates.
+    /// Whether the node the created or deleted pod is for is gone. Creates and deletes.
     pub node_gone: bool,
     /// Whether that node's labels or taints changed after the sync that decided the create
     /// started. Creates.
@@ -494,7 +501,7 @@ pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
             },
             None => Verdict::Missing(identity.rule()),
         },
-        Expectation::Gone { uid } => {
+        Expectation::Gone { uid, .. } => {
             let gone = facts.seen_deleted
                 || facts.current.is_none_or(|object| {
                     object.terminating || (uid.is_some() && object.uid.as_ref() != uid.as_ref())
@@ -503,6 +510,8 @@ pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
                 Verdict::Match(Rule::Name)
             } else if early {
                 Verdict::Wait
+            } else if facts.node_gone {
+                Verdict::NotCompared(Skip::NodeGone)
             } else if spec_changed {
                 Verdict::Superseded
             } else if facts.deleted_instead.is_empty() {
@@ -591,7 +600,7 @@ mod tests {
             ("event is not compared", write(WriteVerb::Create, "events", json!({"metadata": {"name": "e"}})), Expectation::NotCompared, None),
             ("scale compares spec.replicas and the deployment annotations", write(WriteVerb::Update, "replicasets", json!({"metadata": {"resourceVersion": "7", "annotations": { "deployment.kubernetes.io/desired-replicas": "3", "other": "x"}}, "spec": {"replicas": 3}})), Expectation::Fields { based_on: Some("7".into()), fields: fields(&[("spec.replicas", "3"), ("metadata.annotations[deployment.kubernetes.io/desired-replicas]", "3")]) }, None),
             ("status update keeps the owner it names", write(WriteVerb::UpdateStatus, "pods", json!({"metadata": {"resourceVersion": "7", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": true, "uid": "r", "apiVersion": "apps/v1"}]}})), Expectation::Fields { based_on: Some("7".into()), fields: Fields::new() }, Some(replica_set)),
-            ("delete expects the object decided on gone, precondition or not", write(WriteVerb::Delete { precondition: false }, "pods", json!({})), Expectation::Gone { uid: Some("u1".into()) }, None),
+            ("delete expects the object decided on gone, precondition or not", write(WriteVerb::Delete { precondition: false }, "pods", json!({})), Expectation::Gone { uid: Some("u1".into()), node: None }, None),
             ("adopt patch is not compared", write(WriteVerb::StrategicPatch, "pods", json!({"metadata": {}})), Expectation::NotCompared, None),
         ];
         for (name, write, expectation, owner) in cases {
@@ -677,6 +686,7 @@ mod tests {
         };
         let delete = Expectation::Gone {
             uid: Some("u1".into()),
+            node: Some("node-1".into()),
         };
         let found = |rule: Rule, diffs: Vec<FieldDiff>| Found {
             name: "web-6d8fb7bfdf".into(),
@@ -740,6 +750,9 @@ mod tests {
             ("never deleted, nothing else deleted: extra", &delete, Facts { current: Some(&still_there), ..facts(late) }, Verdict::Extra),
             ("never deleted, others of the owner deleted instead: choice", &delete, Facts { current: Some(&still_there), deleted_instead: vec!["web-b".into(), "web-c".into()], ..facts(late) }, Verdict::Choice { instead: vec!["web-b".into(), "web-c".into()] }),
             ("owner's spec changed before the delete", &delete, Facts { current: Some(&still_there), owner: OwnerState::SpecChanged, ..facts(late) }, Verdict::Superseded),
+            ("never deleted, its node gone since: the pod garbage collector decides", &delete, Facts { current: Some(&still_there), node_gone: true, deleted_instead: vec!["web-b".into()], ..facts(late) }, Verdict::NotCompared(Skip::NodeGone)),
+            ("its node gone, not yet settled", &delete, Facts { current: Some(&still_there), node_gone: true, ..facts(early) }, Verdict::Wait),
+            ("deleted, its node gone since", &delete, Facts { node_gone: true, ..facts(late) }, Verdict::Match(Rule::Name)),
         ];
         for (name, expectation, facts, expected) in cases {
             let judged = verdict(expectation, &facts);

@@ -316,6 +316,12 @@ impl State {
             (Expectation::Created { .. }, _) => Check::Exists,
             (Expectation::Gone { .. }, _) => Check::Gone,
         };
+        let mut expectation = decision.expectation;
+        if let Expectation::Gone { node, .. } = &mut expectation {
+            *node = view
+                .as_ref()
+                .and_then(|view| view.pod_node(resource, &write.namespace, &write.name));
+        }
         let owner = match check {
             Check::Gone => view
                 .as_ref()
@@ -325,7 +331,7 @@ impl State {
         };
         let at = Instant::now();
         let generated = matches!(
-            decision.expectation,
+            expectation,
             Expectation::Created {
                 identity: Identity::Count,
                 ..
@@ -362,7 +368,7 @@ impl State {
             verb: write.verb.clone(),
             at,
             decided_from: writes::sync_started().unwrap_or(at),
-            expectation: decision.expectation,
+            expectation,
             owner,
         };
         let mut all = self.pending.lock();
@@ -493,7 +499,8 @@ impl State {
                     (Identity::Template { .. } | Identity::Count, None) => None,
                 };
             }
-            Expectation::Gone { uid } => {
+            Expectation::Gone { uid, node } => {
+                facts.node_gone = node.as_deref().is_some_and(|node| view.node_gone(node));
                 observed = view.facts(resource, namespace, name).map(|found| Observed {
                     resource_version: found.resource_version,
                     uid: found.uid,
