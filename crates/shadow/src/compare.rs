@@ -340,10 +340,9 @@ pub enum Skip {
     /// The owner it was decided for is gone: the garbage collector decides.
     OwnerGone,
     /// A pod not created, or not deleted, for a node that is gone since: the pod garbage
-    /// collector decides (a sync that ran between the collector's deletion of the node's pods
-    /// and the node's own deletion event decides a create for it, another sync of the same
-    /// moment does not; a pod one manager created for a node as the node went is deleted by
-    /// the other's node-deletion handler, which ran after it, and by neither's that ran before).
+    /// collector decides whether a pod for a gone node exists, not the controller (a sync that
+    /// ran between the collector's deletion of the node's pods and the node's own deletion
+    /// event decides a create for it, another sync of the same moment does not).
     NodeGone,
     /// A pod not created for a node whose labels or taints the watch changed after the sync
     /// that decided it started: the decision read the node as it was. (A node tainted
