@@ -259,7 +259,8 @@ impl Reconciler for ReplicaSetSync {
         let decision = decide_status_write(StatusWriteInputs {
             hold_limit: self.status_hold,
             acted: manage.accepted > 0,
-            pending: !self.expectations.satisfied_expectations(key),
+            unobserved_at_read: !needs_sync,
+            unobserved_now: !self.expectations.satisfied_expectations(key),
             manage_failed: manage.error.is_some(),
             being_deleted,
             held_for: self.status_holds.held_for(key, Instant::now()),

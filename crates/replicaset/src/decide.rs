@@ -169,8 +169,11 @@ pub struct StatusWriteInputs {
     pub hold_limit: Duration,
     /// This sync sent creates or deletes (that were accepted).
     pub acted: bool,
-    /// Some of this controller's creates or deletes for the ReplicaSet are still unobserved.
-    pub pending: bool,
+    /// Some of this controller's creates or deletes for the ReplicaSet were unobserved when the
+    /// sync read its pods, so the status it computed may lack them.
+    pub unobserved_at_read: bool,
+    /// Some of them are still unobserved now, after the sync's own writes.
+    pub unobserved_now: bool,
     /// The manage step failed: the `ReplicaFailure` condition changes and must show at once.
     pub manage_failed: bool,
     /// The ReplicaSet has a deletionTimestamp.
@@ -189,16 +192,20 @@ pub enum StatusWrite {
     Hold(Duration),
 }
 
-/// Issue 28's rules: a sync that created or deleted pods, and the syncs after it while those
-/// are unobserved, hold the status write, for at most `hold_limit` in all; it goes out at once
-/// when the hold is off, when managing failed, when the ReplicaSet is being deleted, or when
-/// nothing of this controller's is unobserved and this sync did not act.
+/// Issue 28's rules: a sync that created or deleted pods, and the syncs after it that read
+/// their pods while those were unobserved, hold the status write, for at most `hold_limit` in
+/// all; it goes out at once when the hold is off, when managing failed, when the ReplicaSet is
+/// being deleted, or when nothing of this controller's was unobserved as the sync read its pods
+/// and this sync did not act. A held write whose writes are all observed by the end of the sync
+/// syncs again at once, to compute the status from a read that shows them.
 pub fn decide_status_write(inputs: StatusWriteInputs) -> StatusWrite {
     if inputs.hold_limit.is_zero() || inputs.manage_failed || inputs.being_deleted {
         return StatusWrite::Now;
     }
-    // What may wait: this sync's own writes, or an earlier sync's still unobserved ones.
-    let still_holding = inputs.held_for.is_some() && inputs.pending;
+    // What may wait: a status that predates this sync's own writes, or one read while an
+    // earlier sync's writes were unobserved. The read is what counts, not the end of the sync:
+    // the last creates can be observed between the two, and the status then lacks them.
+    let still_holding = inputs.held_for.is_some() && inputs.unobserved_at_read;
     if !(inputs.acted || still_holding) {
         return StatusWrite::Now;
     }
@@ -206,7 +213,7 @@ pub fn decide_status_write(inputs: StatusWriteInputs) -> StatusWrite {
     if waited >= inputs.hold_limit {
         return StatusWrite::Now;
     }
-    if inputs.pending {
+    if inputs.unobserved_now {
         StatusWrite::Hold(inputs.hold_limit - waited)
     } else {
         StatusWrite::Hold(Duration::ZERO)
@@ -426,9 +433,11 @@ mod tests {
         const LIMIT: u64 = 1000;
         let now = StatusWrite::Now;
         let hold = |ms| StatusWrite::Hold(Duration::from_millis(ms));
-        // (what, acted, pending, held for ms, manage failed, being deleted, hold limit ms, want)
+        // (what, acted, unobserved at the read, unobserved now, held for ms, manage failed,
+        // being deleted, hold limit ms, want)
         type Case = (
             &'static str,
+            bool,
             bool,
             bool,
             Option<u64>,
@@ -438,24 +447,38 @@ mod tests {
             StatusWrite,
         );
         #[rustfmt::skip]
-        let cases: [Case; 11] = [
-            ("created or deleted, unobserved: hold for the limit", true, true, None, false, false, LIMIT, hold(LIMIT)),
-            ("a later sync acting again keeps the first start", true, true, Some(400), false, false, LIMIT, hold(600)),
-            ("a pod event while still unobserved: the hold goes on", false, true, Some(300), false, false, LIMIT, hold(700)),
-            ("everything observed: written now", false, false, Some(300), false, false, LIMIT, now),
-            ("observed during the sync that acted: sync again at once", true, false, None, false, false, LIMIT, hold(0)),
-            ("never past the limit, observed or not", false, true, Some(LIMIT), false, false, LIMIT, now),
-            ("acting after the limit writes too", true, true, Some(1500), false, false, LIMIT, now),
-            ("a failed manage step writes ReplicaFailure at once", true, true, None, true, false, LIMIT, now),
-            ("being deleted", true, true, None, false, true, LIMIT, now),
-            ("hold 0s: upstream's write on every sync", true, true, None, false, false, 0, now),
-            ("nothing done, nothing held", false, true, None, false, false, LIMIT, now),
+        let cases: [Case; 13] = [
+            ("created or deleted, unobserved: hold for the limit", true, false, true, None, false, false, LIMIT, hold(LIMIT)),
+            ("a later sync acting again keeps the first start", true, false, true, Some(400), false, false, LIMIT, hold(600)),
+            ("a pod event while still unobserved: the hold goes on", false, true, true, Some(300), false, false, LIMIT, hold(700)),
+            ("everything observed before the read: written now", false, false, false, Some(300), false, false, LIMIT, now),
+            ("the last ones observed after the read: sync again at once", false, true, false, Some(300), false, false, LIMIT, hold(0)),
+            ("observed during the sync that acted: sync again at once", true, false, false, None, false, false, LIMIT, hold(0)),
+            ("never past the limit, observed or not", false, true, true, Some(LIMIT), false, false, LIMIT, now),
+            ("nor past it when observed after the read", false, true, false, Some(LIMIT), false, false, LIMIT, now),
+            ("acting after the limit writes too", true, false, true, Some(1500), false, false, LIMIT, now),
+            ("a failed manage step writes ReplicaFailure at once", true, false, true, None, true, false, LIMIT, now),
+            ("being deleted", true, false, true, None, false, true, LIMIT, now),
+            ("hold 0s: upstream's write on every sync", true, false, true, None, false, false, 0, now),
+            ("nothing done, nothing held", false, true, true, None, false, false, LIMIT, now),
         ];
-        for (what, acted, pending, held_ms, manage_failed, being_deleted, limit_ms, want) in cases {
+        for (
+            what,
+            acted,
+            unobserved_at_read,
+            unobserved_now,
+            held_ms,
+            manage_failed,
+            being_deleted,
+            limit_ms,
+            want,
+        ) in cases
+        {
             let inputs = StatusWriteInputs {
                 hold_limit: Duration::from_millis(limit_ms),
                 acted,
-                pending,
+                unobserved_at_read,
+                unobserved_now,
                 manage_failed,
                 being_deleted,
                 held_for: held_ms.map(Duration::from_millis),

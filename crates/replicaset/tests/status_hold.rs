@@ -17,6 +17,11 @@ use serde_json::json;
 use sim::{FaultConfig, SimConfig, testing::eventually};
 use support::{CONTROLLER_AGENT, Harness, replica_set, set_pod_quota};
 
+/// A hold longer than any wait of these tests: only the observation of the sync's own creates
+/// and deletes, never the limit, can release the write. With the default second, a loaded
+/// machine may observe ten creates later than that, and the limit rightly writes half-way.
+const HOLD_PAST_EVERY_WAIT: Duration = Duration::from_secs(60);
+
 /// Pods carrying this label key are never delivered by the sim's watches.
 const UNWATCHED: &str = "lost-on-the-watch";
 
@@ -142,7 +147,7 @@ async fn a_scale_from_zero_writes_the_status_once_its_creates_are_observed() {
     let mut harness = Harness::without_controller(SimConfig::default()).await;
     harness.create(&never_ready(0, false)).await;
     let registry = Registry::new();
-    harness.start_controller_with(&registry);
+    harness.start_controller_with_hold(&registry, HOLD_PAST_EVERY_WAIT);
     wait_for_observed(&harness, 1, 0).await;
     let history = StatusHistory::start(&harness).await;
     let before = status_writes(&harness);
@@ -230,7 +235,7 @@ async fn a_failed_create_writes_replica_failure_at_once() {
     set_pod_quota(&harness, 2).await;
     harness.create(&never_ready(5, true)).await;
     let history = StatusHistory::start(&harness).await;
-    harness.start_controller_holding_status(Duration::from_secs(60));
+    harness.start_controller_holding_status(HOLD_PAST_EVERY_WAIT);
 
     let failure = eventually("ReplicaFailure written", Duration::from_secs(20), || {
         let seen = history.seen();
@@ -254,7 +259,7 @@ async fn a_failed_create_writes_replica_failure_at_once() {
 async fn a_scale_down_writes_the_new_generation_with_the_counts_after_its_deletes() {
     let mut harness = Harness::without_controller(SimConfig::default()).await;
     harness.create(&never_ready(4, false)).await;
-    harness.start_controller();
+    harness.start_controller_holding_status(HOLD_PAST_EVERY_WAIT);
     wait_for_observed(&harness, 1, 4).await;
     let history = StatusHistory::start(&harness).await;
 

@@ -42,11 +42,16 @@ impl Harness {
 
     /// Starts the controller with its workqueue, sync and stale-sync-skip metrics in `registry`.
     pub fn start_controller_with(&mut self, registry: &Registry) {
+        self.start_controller_with_hold(registry, ReplicaSetOptions::default().status_hold);
+    }
+
+    /// [`Harness::start_controller_with`], with `--replicaset-status-hold` at `hold`.
+    pub fn start_controller_with_hold(&mut self, registry: &Registry, hold: Duration) {
         self.start_controller_with_options(ReplicaSetOptions {
             runtime: RuntimeOptions::registered(registry, "replicaset_controller")
                 .expect("metrics register"),
             held_writes: Some(StatusWritesHeld::register(registry).expect("held metric registers")),
-            ..ReplicaSetOptions::default()
+            status_hold: hold,
         });
     }
 
