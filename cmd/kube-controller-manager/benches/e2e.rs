@@ -43,6 +43,7 @@ use k8s_openapi::api::{
     apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet},
     core::v1::{Node, Pod},
 };
+use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api, Client,
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
@@ -227,6 +228,10 @@ struct PhaseResult {
     /// requests are counted per, since a DaemonSet's size is its node count.
     #[serde(skip_serializing_if = "Option::is_none")]
     pods: Option<usize>,
+    /// When the phase began acting and when its measurement ended: what a shadow divergence's
+    /// times are placed in.
+    #[serde(skip)]
+    span: (Timestamp, Timestamp),
 }
 
 /// What the shadow manager cost over one phase.
@@ -309,6 +314,7 @@ where
     let cpu_before = manager.cpu_seconds()?;
     let shadow_cpu_before = managers.shadow.map(Manager::cpu_seconds).transpose()?;
     let started = Instant::now();
+    let started_at = Timestamp::now();
     let mut peak_rss = PeakRss::start(manager)?;
     let mut shadow_peak_rss = managers.shadow.map(PeakRss::start).transpose()?;
     act.await?;
@@ -359,7 +365,95 @@ where
         shadow,
         nodes: None,
         pods: None,
+        span: (started_at, Timestamp::now()),
     })
+}
+
+/// The phase whose span holds `at` (RFC 3339), or where `at` falls between phases.
+fn phase_at(results: &[PhaseResult], at: &str) -> String {
+    let Ok(at) = at.parse::<Timestamp>() else {
+        return format!("unreadable time {at}");
+    };
+    let mut before = "before the first phase".to_owned();
+    for result in results {
+        let (started, ended) = result.span;
+        if at < started {
+            return format!("{before}, before `{}`", result.phase);
+        }
+        if at <= ended {
+            return format!("`{}`", result.phase);
+        }
+        before = format!("after `{}`", result.phase);
+    }
+    before
+}
+
+/// For each divergent pod of the shadow's `report`: the intents recorded for it and the phase
+/// each was decided in, and the pod as the cluster holds it now (its node, and whether that
+/// node is there, and the phase it was created in). What a false alarm is diagnosed from.
+async fn divergent_pods(
+    client: &Client,
+    report: &serde_json::Value,
+    results: &[PhaseResult],
+) -> anyhow::Result<String> {
+    let empty = Vec::new();
+    let divergences = report["divergences"].as_array().unwrap_or(&empty);
+    let intents = report["intents"].as_array().unwrap_or(&empty);
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut out = String::from("\nDivergent pods:\n");
+    for divergence in divergences.iter().filter(|d| d["resource"] == "pods") {
+        let (namespace, name) = (
+            divergence["namespace"].as_str().unwrap_or_default(),
+            divergence["name"].as_str().unwrap_or_default(),
+        );
+        let _ = writeln!(out, "- `{namespace}/{name}` ({}):", divergence["kind"]);
+        for intent in intents
+            .iter()
+            .filter(|i| i["resource"] == "pods" && i["namespace"] == namespace && i["name"] == name)
+        {
+            let at = intent["at"].as_str().unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  - intent {} ({}) decided at {at}, in {}",
+                intent["verb"],
+                intent["reason"],
+                phase_at(results, at)
+            );
+        }
+        let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+        let Some(pod) = pods.get_opt(name).await? else {
+            let _ = writeln!(out, "  - not in the cluster now");
+            continue;
+        };
+        let spec = pod.spec.unwrap_or_default();
+        let bound = spec.node_name.clone();
+        let pinned = spec
+            .affinity
+            .and_then(|affinity| affinity.node_affinity)
+            .and_then(|affinity| affinity.required_during_scheduling_ignored_during_execution)
+            .and_then(|required| required.node_selector_terms.into_iter().next())
+            .and_then(|term| term.match_fields)
+            .and_then(|fields| fields.into_iter().next())
+            .and_then(|field| field.values)
+            .and_then(|values| values.into_iter().next());
+        let node = bound.clone().or(pinned.clone());
+        let node_there = match &node {
+            Some(node) => nodes.get_opt(node).await?.is_some(),
+            None => false,
+        };
+        let created = pod
+            .metadata
+            .creation_timestamp
+            .map(|time| time.0.to_string())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  - in the cluster: bound to {bound:?}, pinned to {pinned:?} (node there: {node_there}), terminating: {}, created at {created}, in {}",
+            pod.metadata.deletion_timestamp.is_some(),
+            phase_at(results, &created)
+        );
+    }
+    Ok(out)
 }
 
 /// The three workload kinds, as the bench drives them.
@@ -1243,6 +1337,7 @@ async fn main() -> anyhow::Result<()> {
         );
         if report["divergences_total"] != 0 {
             let _ = writeln!(table, "\n```json\n{:#}\n```", report["divergences"]);
+            table.push_str(&divergent_pods(&client, &report, &results).await?);
         }
         let shadow_writes: u64 = results
             .iter()
