@@ -1,8 +1,8 @@
 //! The DaemonSet controller through the manager, from real flags in this process, against the
 //! sim with nodes: `--controllers=daemonset` runs it alone (its two queues named in the
 //! workqueue metrics), and in shadow mode beside a normal manager a DaemonSet's creation and
-//! rollout decide nothing the normal manager did not do, and a pod decided for a node deleted
-//! or tainted meanwhile is not compared.
+//! rollout decide nothing the normal manager did not do, and a pod decided for a node deleted,
+//! tainted or added meanwhile is not compared.
 
 mod support;
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
 use kube::{
     Api,
-    api::{DeleteParams, Patch, PatchParams},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 use sim::{
@@ -205,11 +205,11 @@ async fn node_seen_late_by_the_shadow(cluster: &Cluster) -> (RunningManager, Run
     (normal, shadow)
 }
 
-/// Waits until the shadow has judged its pod for `sim-node-2`: not compared for `reason`, or
-/// a divergence (which fails the test).
+/// Waits until the shadow has judged its decision for the lagging node's pod: not compared for
+/// `reason`, or a divergence (which fails the test).
 async fn judged_not_compared(shadow: &RunningManager, reason: &str) {
     let report = eventually(
-        "the shadow's pod for sim-node-2 judged",
+        "the shadow's decision for the lagging node's pod judged",
         Duration::from_secs(60),
         || async {
             let report = all_judged(shadow).await;
@@ -222,7 +222,7 @@ async fn judged_not_compared(shadow: &RunningManager, reason: &str) {
     assert_eq!(report["divergences_total"], 0, "{report:#}");
     assert!(
         report["not_compared"][reason].as_u64() >= Some(1),
-        "the shadow's pod for sim-node-2: {report:#}"
+        "the shadow's decision for the lagging node's pod: {report:#}"
     );
 }
 
@@ -259,6 +259,41 @@ async fn a_daemon_pod_decided_for_a_node_tainted_meanwhile_is_not_compared() {
         .await
         .expect("taint the node");
     settled(&cluster.test, "agent", 2).await;
+    judged_not_compared(&shadow, "node-changed").await;
+    cluster.test.stop().await;
+}
+
+/// A node is added that the shadow sees a second late; the normal manager creates its pod at
+/// once. The node is not Ready, so the scheduler leaves that pod unbound (a DaemonSet does not
+/// tolerate `not-ready:NoSchedule`). The shadow sees the unbound pod pinned to a node it does
+/// not know yet, and would delete it as a pod of a vanished node: that node appeared after the
+/// sync started, so the delete is not compared (`node-changed`), not an extra pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_pod_deleted_for_a_node_added_meanwhile_is_not_compared() {
+    let cluster = cluster(3).await;
+    let (_normal, shadow) = node_seen_late_by_the_shadow(&cluster).await;
+    let nodes: Api<Node> = Api::all(cluster.test.client.clone());
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": "sim-node-3", "labels": {"shadow-lags": "yes"}},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]}
+    }))
+    .expect("a node");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("add the node");
+    cluster
+        .test
+        .wait_for(
+            "agent",
+            "a pod for the added node",
+            Duration::from_secs(60),
+            |ds: DaemonSet| {
+                let status = ds.status?;
+                (status.current_number_scheduled == 4 && status.number_ready == 3).then_some(())
+            },
+        )
+        .await;
     judged_not_compared(&shadow, "node-changed").await;
     cluster.test.stop().await;
 }

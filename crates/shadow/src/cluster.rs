@@ -265,7 +265,7 @@ pub struct ClusterView {
 
 /// When the node watch last delivered a change the DaemonSet controller decides from: of the
 /// node set (a node added after the first list, deleted, relabelled or retainted), and of each
-/// node still there (relabelled or retainted).
+/// node still there (added after the first list, relabelled or retainted).
 #[derive(Debug, Default)]
 struct NodeChanges {
     any: Option<Instant>,
@@ -289,9 +289,9 @@ impl NodeMoves {
 }
 
 impl EventHandler<CachedNode> for NodeMoves {
-    fn on_add(&self, _: &Arc<CachedNode>, is_in_initial_list: bool) {
+    fn on_add(&self, node: &Arc<CachedNode>, is_in_initial_list: bool) {
         if !is_in_initial_list {
-            self.moved(None);
+            self.moved(Some(node.name_any()));
         }
     }
 
@@ -384,7 +384,8 @@ impl ClusterView {
         self.nodes_moved.lock().any
     }
 
-    /// Whether the watch delivered a change of node `name`'s labels or taints after `since`.
+    /// Whether the watch delivered node `name`'s addition, or a change of its labels or taints,
+    /// after `since`.
     pub(crate) fn node_changed_since(&self, name: &str, since: Instant) -> bool {
         let changes = self.nodes_moved.lock();
         changes.by_node.get(name).is_some_and(|at| *at > since)

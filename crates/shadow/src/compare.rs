@@ -62,6 +62,16 @@ pub enum Expectation {
     NotCompared,
 }
 
+impl Expectation {
+    /// The node a created or deleted pod is for, where known.
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            Expectation::Created { node, .. } | Expectation::Gone { node, .. } => node.as_deref(),
+            Expectation::Fields { .. } | Expectation::NotCompared => None,
+        }
+    }
+}
+
 /// A recorded write's expectation, and the controller owner of the object it writes (as the
 /// written object names it; a delete's is read from the cache instead).
 #[derive(Debug, Clone, PartialEq)]
@@ -344,10 +354,12 @@ pub enum Skip {
     /// ran between the collector's deletion of the node's pods and the node's own deletion
     /// event decides a create for it, another sync of the same moment does not).
     NodeGone,
-    /// A pod not created for a node whose labels or taints the watch changed after the sync
-    /// that decided it started: the decision read the node as it was. (A node tainted
-    /// `NoExecute`: the other manager deletes its pods, and a sync that sees those deletions
-    /// on the pod watch before the taint on the node watch decides them again.)
+    /// A pod not created, or not deleted, for a node the watch added, relabelled or retainted
+    /// after the sync that decided it started: the decision read the node as it was. (A node
+    /// tainted `NoExecute`: the other manager deletes its pods, and a sync that sees those
+    /// deletions on the pod watch before the taint on the node watch decides them again. A
+    /// node added: the other manager creates its pod, and a sync that sees that pod, not yet
+    /// bound, before the node would delete it as a pod of a vanished node.)
     NodeChanged,
 }
 
@@ -409,8 +421,8 @@ pub struct Facts<'a> {
     pub found: Option<Found>,
     /// Whether the node the created or deleted pod is for is gone. Creates and deletes.
     pub node_gone: bool,
-    /// Whether that node's labels or taints changed after the sync that decided the create
-    /// started. Creates.
+    /// Whether that node appeared, or its labels or taints changed, after the sync that
+    /// decided the write started. Creates and deletes.
     pub node_changed: bool,
     /// Whether the watch saw the object decided on deleted since the decision. Deletes.
     pub seen_deleted: bool,
@@ -511,6 +523,8 @@ pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
                 Verdict::Wait
             } else if facts.node_gone {
                 Verdict::NotCompared(Skip::NodeGone)
+            } else if facts.node_changed {
+                Verdict::NotCompared(Skip::NodeChanged)
             } else if spec_changed {
                 Verdict::Superseded
             } else if facts.deleted_instead.is_empty() {
@@ -752,6 +766,10 @@ mod tests {
             ("never deleted, its node gone since: the pod garbage collector decides", &delete, Facts { current: Some(&still_there), node_gone: true, deleted_instead: vec!["web-b".into()], ..facts(late) }, Verdict::NotCompared(Skip::NodeGone)),
             ("its node gone, not yet settled", &delete, Facts { current: Some(&still_there), node_gone: true, ..facts(early) }, Verdict::Wait),
             ("deleted, its node gone since", &delete, Facts { node_gone: true, ..facts(late) }, Verdict::Match(Rule::Name)),
+            ("never deleted, its node added or changed after the sync started", &delete, Facts { current: Some(&still_there), node_changed: true, ..facts(late) }, Verdict::NotCompared(Skip::NodeChanged)),
+            ("never deleted, its node changed, others deleted: not a choice either", &delete, Facts { current: Some(&still_there), node_changed: true, deleted_instead: vec!["web-b".into()], ..facts(late) }, Verdict::NotCompared(Skip::NodeChanged)),
+            ("its node changed, not yet settled", &delete, Facts { current: Some(&still_there), node_changed: true, ..facts(early) }, Verdict::Wait),
+            ("deleted, its node changed since", &delete, Facts { node_changed: true, ..facts(late) }, Verdict::Match(Rule::Name)),
         ];
         for (name, expectation, facts, expected) in cases {
             let judged = verdict(expectation, &facts);

@@ -442,6 +442,10 @@ impl State {
             ),
             ..Facts::default()
         };
+        if let Some(node) = pending.expectation.node() {
+            facts.node_gone = view.node_gone(node);
+            facts.node_changed = view.node_changed_since(node, pending.decided_from);
+        }
         let observed;
         match &pending.expectation {
             Expectation::NotCompared => {}
@@ -460,11 +464,7 @@ impl State {
                     pending.decided_from,
                 );
             }
-            Expectation::Created { identity, node } => {
-                facts.node_gone = node.as_deref().is_some_and(|node| view.node_gone(node));
-                facts.node_changed = node
-                    .as_deref()
-                    .is_some_and(|node| view.node_changed_since(node, pending.decided_from));
+            Expectation::Created { identity, .. } => {
                 facts.found = match (identity, owner) {
                     (Identity::Name, _) => identity::found_by_name(
                         name,
@@ -499,8 +499,7 @@ impl State {
                     (Identity::Template { .. } | Identity::Count, None) => None,
                 };
             }
-            Expectation::Gone { uid, node } => {
-                facts.node_gone = node.as_deref().is_some_and(|node| view.node_gone(node));
+            Expectation::Gone { uid, .. } => {
                 observed = view.facts(resource, namespace, name).map(|found| Observed {
                     resource_version: found.resource_version,
                     uid: found.uid,
