@@ -335,7 +335,8 @@ pub enum OwnerState {
     NotFollowed,
     /// The owner's spec (generation) is what the decision saw.
     Unchanged,
-    /// The owner's spec changed: a create or delete decided before no longer stands.
+    /// The owner's spec changed: a create, delete or update decided before no longer stands
+    /// (the decision may have read the spec from before the change).
     SpecChanged,
     /// The owner is gone, being deleted, or replaced by a namesake.
     Gone,
@@ -484,7 +485,7 @@ impl Verdict {
 /// are not compared. Timing is never a divergence: nothing is judged a difference before the
 /// settle window has passed, an update whose object or inputs changed after the decision is
 /// judged by the decision made on the newer state (the controller syncs again on every such
-/// change), and a create or delete whose owner's spec changed since no longer stands.
+/// change), and a create, delete or update whose owner's spec changed since no longer stands.
 pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
     if matches!(expectation, Expectation::NotCompared) {
         return Verdict::Superseded;
@@ -543,8 +544,12 @@ pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
                 return Verdict::Superseded;
             };
             let diffs = differing(fields, &object.fields);
-            let unchanged =
-                based_on.is_some() && object.resource_version == *based_on && !facts.inputs_moved;
+            // The owner's spec moving after the sync began reading means the decision may
+            // have read the spec from before (a watch behind the other manager's writes).
+            let unchanged = based_on.is_some()
+                && object.resource_version == *based_on
+                && !facts.inputs_moved
+                && !spec_changed;
             match (diffs.is_empty(), unchanged) {
                 (true, _) => Verdict::Match(Rule::Name),
                 (false, true) => Verdict::Field {
@@ -724,6 +729,7 @@ mod tests {
             },
             at("3", ""),
         );
+        let as_decided = at("7", "3");
         let facts = |age: Duration| Facts {
             age,
             settle: SETTLE,
@@ -737,6 +743,8 @@ mod tests {
             ("its inputs moved after the decision: a newer decision is judged", &scale, Facts { current: Some(&settled_at_7), inputs_moved: true, ..facts(late) }, Verdict::Superseded),
             ("the object moved on: a newer decision is judged", &scale, Facts { current: Some(&moved_on), ..facts(late) }, Verdict::Superseded),
             ("the object is gone", &scale, facts(late), Verdict::Superseded),
+            ("its owner's spec changed after the sync began reading: a newer decision is judged", &scale, Facts { current: Some(&settled_at_7), owner: OwnerState::SpecChanged, ..facts(late) }, Verdict::Superseded),
+            ("its owner's spec changed, the values match", &scale, Facts { current: Some(&as_decided), owner: OwnerState::SpecChanged, ..facts(late) }, Verdict::Match(Rule::Name)),
             ("a difference in a namespace being deleted is not compared", &scale, Facts { current: Some(&settled_at_7), namespace_deleting: true, ..facts(late) }, Verdict::NotCompared(Skip::NamespaceDeleting)),
             ("a difference of an object whose owner is gone is not compared", &scale, Facts { current: Some(&settled_at_7), owner: OwnerState::Gone, ..facts(late) }, Verdict::NotCompared(Skip::OwnerGone)),
             ("created, found by name", &by_name, Facts { found: Some(found(Rule::Name, vec![])), ..facts(early) }, Verdict::Match(Rule::Name)),
