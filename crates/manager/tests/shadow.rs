@@ -68,6 +68,15 @@ async fn start_shadow(cluster: &Cluster, extra: &[&str]) -> RunningManager {
     running
 }
 
+/// Starts a normal manager (leader-elected); returns once it leads with synced caches.
+async fn start_normal(cluster: &Cluster) -> RunningManager {
+    let normal = cluster
+        .start_manager(&flags(&["--leader-elect=true"]))
+        .await;
+    leading(&normal).await;
+    normal
+}
+
 /// Waits until `manager` leads with synced caches: its watches are open from then on.
 async fn leading(manager: &RunningManager) {
     // `/readyz` also answers 200 while a manager waits for its Lease: a controller's health
@@ -190,9 +199,7 @@ async fn beside_a_normal_manager_the_shadow_writes_nothing_and_finds_no_divergen
     let cluster = cluster().await;
     let test = &cluster.test;
     let sim = &test.sim;
-    let _normal = cluster
-        .start_manager(&flags(&["--leader-elect=true"]))
-        .await;
+    let _normal = start_normal(&cluster).await;
     let shadow = start_shadow(&cluster, &["--leader-elect=true"]).await;
 
     // Create, roll out and scale a Deployment; create and update a StatefulSet; delete both.
@@ -749,10 +756,7 @@ async fn a_revision_update_decided_from_an_owner_spec_seen_late_is_superseded() 
     let cluster = cluster().await;
     let test = &cluster.test;
     let sim = &test.sim;
-    let normal = cluster
-        .start_manager(&flags(&["--leader-elect=true"]))
-        .await;
-    leading(&normal).await;
+    let _normal = start_normal(&cluster).await;
     // Watches opened from now on (the shadow's) see the labelled StatefulSet a second late.
     sim.set_faults(FaultConfig::watch_lag(
         "shadow-lags",
