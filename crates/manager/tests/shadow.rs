@@ -666,18 +666,18 @@ async fn a_pod_the_cluster_did_not_create_is_missing_by_owner_and_count() {
     .await;
     let missing = find(&report, "missing");
     assert_eq!(
-        (
-            &missing["rule"],
-            &missing["owner"],
-            &missing["kcm_rs"],
-            &missing["cluster"]
-        ),
-        (
-            &json!("owner+count"),
-            &json!("replicasets/short"),
-            &json!("3"),
-            &json!("2")
-        ),
+        (&missing["rule"], &missing["owner"]),
+        (&json!("owner+count"), &json!("replicasets/short")),
+        "{missing}"
+    );
+    // Usually 3 against 2; a shadow that syncs after some of the cluster's pods reached its
+    // cache decides fewer creates (2 against 1, 1 against 0): always one short.
+    let count = |side: &str| missing[side].as_str().and_then(|n| n.parse::<i64>().ok());
+    assert_eq!(
+        count("kcm_rs")
+            .zip(count("cluster"))
+            .map(|(ours, theirs)| ours - theirs),
+        Some(1),
         "{missing}"
     );
 }
@@ -956,7 +956,7 @@ async fn alone_the_shadow_creates_nothing_and_shows_what_it_would_have_done() {
                     .is_some_and(|name| name.starts_with(prefix))
         })
     };
-    let report = eventually(
+    eventually(
         "the creates it would have made",
         Duration::from_secs(30),
         || async {
@@ -968,12 +968,13 @@ async fn alone_the_shadow_creates_nothing_and_shows_what_it_would_have_done() {
                     "controllerrevisions",
                     "alone-",
                 )
-                && intended(&report, "statefulset-controller", "pods", "alone-0"))
+                && intended(&report, "statefulset-controller", "pods", "alone-0")
+                // The event of the ReplicaSet's scaling is recorded after its create returns.
+                && intended(&report, "deployment-controller", "events", ""))
             .then_some(report)
         },
     )
     .await;
-    assert!(intended(&report, "deployment-controller", "events", ""));
 
     // After the settle window the missing objects are divergences: nobody created them.
     let report = eventually(
