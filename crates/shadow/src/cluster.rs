@@ -424,25 +424,21 @@ impl ClusterView {
         facts
     }
 
-    /// Whether the object changed after `since` as `change` says: the inputs of a decision
-    /// about it were still moving ([`Change::Any`]), or the decision was made on an older spec
-    /// ([`Change::Spec`]).
-    pub(crate) fn changed_since(
+    /// When the object last changed as `change` says (kept for a few settle windows): its
+    /// inputs, itself or one it controls ([`Change::Any`]), or its spec ([`Change::Spec`]).
+    pub(crate) fn last_changed(
         &self,
         change: Change,
         resource: &str,
         namespace: &str,
         name: &str,
-        since: Instant,
-    ) -> bool {
+    ) -> Option<Instant> {
         let logged = self.log.inner.lock();
         let times = match change {
             Change::Any => &logged.changed,
             Change::Spec => &logged.spec_changed,
         };
-        times
-            .get(&object_key(resource, namespace, name))
-            .is_some_and(|at| *at > since)
+        times.get(&object_key(resource, namespace, name)).copied()
     }
 
     /// Names of the cached `resource` objects in `namespace` whose controller is `owner`.

@@ -458,7 +458,7 @@ impl State {
                     });
                 facts.current = observed.as_ref();
                 facts.inputs_moved = fields_inputs_moved(
-                    view.changed_since(Change::Any, resource, namespace, name, pending.at),
+                    view.last_changed(Change::Any, resource, namespace, name),
                     self.catalog.decided_from_nodes(resource),
                     view.nodes_last_moved(),
                     pending.decided_from,
@@ -754,13 +754,9 @@ fn owner_state(
     if !view.follows(&owner.resource) {
         return OwnerState::NotFollowed;
     }
-    let spec_moved = view.changed_since(
-        Change::Spec,
-        &owner.resource,
-        namespace,
-        &owner.name,
-        decided_from,
-    );
+    let spec_moved = view
+        .last_changed(Change::Spec, &owner.resource, namespace, &owner.name)
+        .is_some_and(|at| at > decided_from);
     owner_state_from(
         owner.uid.as_deref(),
         *generation,
@@ -770,18 +766,21 @@ fn owner_state(
 }
 
 /// Whether a status or spec write's inputs moved before it could be judged, so that a newer
-/// decision is judged instead: the object or one it controls changed after the write was
-/// recorded (`object_changed`), or, for a kind decided from the nodes, the node set changed
-/// (`nodes_last_moved`) after the sync that decided it began reading (`decided_from`). A node
-/// deleted between the sync's reads and the recording still counts: the status was computed
-/// from the node list read before it.
+/// decision is judged instead: the object or one it controls changed (`object_last_changed`)
+/// after the sync that decided it began reading (`decided_from`), or, for a kind decided from
+/// the nodes, the node set did (`nodes_last_moved`). A change between the sync's reads and the
+/// recording counts: the write was computed from what was read before it (a pod turning ready
+/// while a ReplicaSet's status is computed from the pods read before, a node deleted while a
+/// DaemonSet's is computed from the node list).
 fn fields_inputs_moved(
-    object_changed: bool,
+    object_last_changed: Option<Instant>,
     decided_from_nodes: bool,
     nodes_last_moved: Option<Instant>,
     decided_from: Instant,
 ) -> bool {
-    object_changed || (decided_from_nodes && nodes_last_moved.is_some_and(|at| at > decided_from))
+    let after_the_reads_began = |at: Option<Instant>| at.is_some_and(|at| at > decided_from);
+    after_the_reads_began(object_last_changed)
+        || (decided_from_nodes && after_the_reads_began(nodes_last_moved))
 }
 
 /// What became of an owner (`uid`, `generation` when the decision was recorded), cached `now`
@@ -824,19 +823,21 @@ mod tests {
         let before = started.checked_sub(Duration::from_millis(5));
         let during = Some(started + Duration::from_millis(2));
         let after = Some(started + Duration::from_millis(50));
-        // (rule, object changed since the recording, decided from nodes, nodes last moved, moved)
+        // (rule, object last changed, decided from nodes, nodes last moved, moved)
         #[rustfmt::skip]
         let cases = [
-            ("nothing moved", false, true, None, false),
-            ("the object or one it controls changed", true, false, None, true),
-            ("the nodes moved before the sync read them", false, true, before, false),
-            ("a node moved between the sync's reads and the recording", false, true, during, true),
-            ("a node moved after the recording", false, true, after, true),
-            ("a kind not decided from nodes ignores them", false, false, during, false),
+            ("nothing moved", None, true, None, false),
+            ("the object or one it controls changed before the sync read it", before, false, None, false),
+            ("one it controls changed between the sync's reads and the recording", during, false, None, true),
+            ("the object or one it controls changed after the recording", after, false, None, true),
+            ("the nodes moved before the sync read them", None, true, before, false),
+            ("a node moved between the sync's reads and the recording", None, true, during, true),
+            ("a node moved after the recording", None, true, after, true),
+            ("a kind not decided from nodes ignores them", None, false, during, false),
         ];
-        for (rule, object_changed, from_nodes, nodes_last_moved, moved) in cases {
+        for (rule, object_last_changed, from_nodes, nodes_last_moved, moved) in cases {
             assert_eq!(
-                fields_inputs_moved(object_changed, from_nodes, nodes_last_moved, started),
+                fields_inputs_moved(object_last_changed, from_nodes, nodes_last_moved, started),
                 moved,
                 "{rule}"
             );
