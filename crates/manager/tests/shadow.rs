@@ -753,18 +753,15 @@ async fn a_pod_the_cluster_kept_on_a_scale_down_is_extra() {
 /// decided, as the watch later shows: a newer decision stands, not a `field` divergence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revision_update_decided_from_an_owner_spec_seen_late_is_superseded() {
-    let cluster = cluster().await;
-    let test = &cluster.test;
-    let sim = &test.sim;
-    let _normal = start_normal(&cluster).await;
-    // Watches opened from now on (the shadow's) see the labelled StatefulSet a second late.
-    sim.set_faults(FaultConfig::watch_lag(
-        "shadow-lags",
-        Duration::from_secs(1),
-    ));
-    let shadow = start_shadow(&cluster, &["--leader-elect=true"]).await;
     let mut set: StatefulSet = typed(workload("StatefulSet", "db", 3));
     set.metadata.labels = Some([("shadow-lags".to_owned(), "yes".to_owned())].into());
+    let cluster = cluster().await;
+    let _normal = start_normal(&cluster).await;
+    // Watches opened from now on (the shadow's) see the labelled StatefulSet a second late.
+    let lag = FaultConfig::watch_lag("shadow-lags", Duration::from_secs(1));
+    cluster.test.sim.set_faults(lag);
+    let shadow = start_shadow(&cluster, &["--leader-elect=true"]).await;
+    let (test, sim) = (&cluster.test, &cluster.test.sim);
     test.create(&set).await;
     stateful_set_complete(sim, "db", 3).await;
     test.merge_patch::<StatefulSet>("db", new_image()).await;
