@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use controller_toolkit::controller_ref::controller_of;
+use controller_toolkit::pod_predicates::is_pod_active;
 use controller_toolkit::runtime::Owner;
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister,
@@ -19,7 +20,7 @@ use kube::{Api, Client, ResourceExt, api::ListParams, core::Selector};
 use workqueue::RateLimitingQueue;
 
 use crate::constants::STRATEGY_RECREATE;
-use crate::replica_set::{rs_active_cached_pods, rs_status_replicas};
+use crate::replica_set::rs_status_replicas;
 use crate::rollout_limits::strategy_type;
 
 /// What the pod handler reads.
@@ -77,7 +78,13 @@ impl RecreatePodHandler {
     /// When the status already counts the pod (the ReplicaSet controller's own scale-down), it
     /// is not, and the ReplicaSet's next status write syncs the Deployment as upstream.
     fn counted_beyond_status(&self, rs: &CachedReplicaSet) -> bool {
-        rs_active_cached_pods(&self.pods, rs) >= rs_status_replicas(rs)
+        let active = self
+            .pods
+            .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(rs))
+            .iter()
+            .filter(|pod| is_pod_active(pod))
+            .count();
+        i32::try_from(active).unwrap_or(i32::MAX) >= rs_status_replicas(rs)
     }
 
     async fn enqueue_if_no_pods_left(&self, d: &CachedDeployment) {
