@@ -1,8 +1,5 @@
 //! The Deployment controller's pod handler (upstream `deletePod`): a Recreate Deployment waits
-//! for its old pods to be gone, so their deletion enqueues it once none is left. (kcm-rs only)
-//! A RollingUpdate Deployment is enqueued when a pod goes that its planner counted beyond its
-//! ReplicaSet's status (see `sync::rolling`): no ReplicaSet event announces the room it frees,
-//! since that status already said less. Deployment and
+//! for its old pods to be gone, so their deletion enqueues it once none is left. Deployment and
 //! ReplicaSet events are routed by the controller runtime; this is the one handler of its own.
 //! It lists ReplicaSets from the API server, as upstream, on a spawned task so the handler
 //! itself never blocks.
@@ -10,7 +7,6 @@
 use std::sync::Arc;
 
 use controller_toolkit::controller_ref::controller_of;
-use controller_toolkit::pod_predicates::is_pod_active;
 use controller_toolkit::runtime::Owner;
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister,
@@ -20,7 +16,6 @@ use kube::{Api, Client, ResourceExt, api::ListParams, core::Selector};
 use workqueue::RateLimitingQueue;
 
 use crate::constants::STRATEGY_RECREATE;
-use crate::replica_set::rs_status_replicas;
 use crate::rollout_limits::strategy_type;
 
 /// What the pod handler reads.
@@ -64,27 +59,10 @@ impl RecreatePodHandler {
             return;
         };
         if strategy_type(&d) != STRATEGY_RECREATE {
-            if self.counted_beyond_status(&rs) {
-                self.enqueue(&d);
-            }
             return;
         }
         let context = self.clone();
         tokio::spawn(async move { context.enqueue_if_no_pods_left(&d).await });
-    }
-
-    /// Whether the pod just deleted was one the rolling planner counted beyond `rs`'s
-    /// `status.replicas`: the active pods left in the cache are still at least that status.
-    /// When the status already counts the pod (the ReplicaSet controller's own scale-down), it
-    /// is not, and the ReplicaSet's next status write syncs the Deployment as upstream.
-    fn counted_beyond_status(&self, rs: &CachedReplicaSet) -> bool {
-        let active = self
-            .pods
-            .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(rs))
-            .iter()
-            .filter(|pod| is_pod_active(pod))
-            .count();
-        i32::try_from(active).unwrap_or(i32::MAX) >= rs_status_replicas(rs)
     }
 
     async fn enqueue_if_no_pods_left(&self, d: &CachedDeployment) {
