@@ -199,7 +199,7 @@ impl Logged {
     }
 }
 
-/// Which changes of an object [`ClusterView::changed_since`] asks about.
+/// Which changes of an object [`ClusterView::last_changed`] tells apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Change {
     /// Any change of the object or of an object it controls.
