@@ -62,14 +62,36 @@ fn add_service_account(auth: &mut AuthConfig, account: (&str, &str, &str)) {
 
 /// What a ClusterRoleBinding of `account` to a role with `get` on `paths` lets it do.
 fn bind(auth: &mut AuthConfig, account: (&str, &str, &str), paths: &[&str]) {
+    bind_verb(auth, account, "get", paths);
+}
+
+/// What a ClusterRoleBinding of `account` to a role with `verb` on `paths` lets it do.
+fn bind_verb(auth: &mut AuthConfig, account: (&str, &str, &str), verb: &str, paths: &[&str]) {
     for path in paths {
         auth.allow.push(AllowRule {
             subject: service_account_user(account),
             group: false,
-            verb: "get".to_string(),
+            verb: verb.to_string(),
             path: path.to_string(),
         });
     }
+}
+
+/// The methods a role may grant on a non-resource path; each has a ServiceAccount of its own
+/// in kube-system, allowed that method's verb on `/configz` and nothing else.
+const CONFIGZ_METHODS: [http::Method; 7] = [
+    http::Method::GET,
+    http::Method::HEAD,
+    http::Method::POST,
+    http::Method::PUT,
+    http::Method::PATCH,
+    http::Method::DELETE,
+    http::Method::OPTIONS,
+];
+
+/// The token and ServiceAccount name allowed only `verb` on `/configz`.
+fn configz_verb_account(verb: &str) -> (String, String) {
+    (format!("configz-{verb}-token"), format!("configz-{verb}"))
 }
 
 /// A CA and what it signs.
@@ -170,6 +192,13 @@ impl Fixture {
         // The rules of deploy/base/rbac.yaml's kcm-rs-metrics-reader.
         bind(&mut auth, METRICS_READER_SA, &["/metrics", "/shadow"]);
         bind(&mut auth, CONFIGZ_READER_SA, &["/configz"]);
+        for method in CONFIGZ_METHODS {
+            let verb = method.as_str().to_lowercase();
+            let (token, name) = configz_verb_account(&verb);
+            let account = (token.as_str(), "kube-system", name.as_str());
+            add_service_account(&mut auth, account);
+            bind_verb(&mut auth, account, &verb, &["/configz"]);
+        }
         let sim = SimCluster::start(SimConfig {
             auth,
             ..SimConfig::default()
@@ -719,6 +748,49 @@ async fn configz_serves_system_masters_whatever_the_method() {
         (0, 0),
         "system:masters needs no review"
     );
+}
+
+/// Upstream authorizes a request to a non-resource path with its method in lower case as the
+/// verb (`RequestInfoFactory.NewRequestInfo`): a role granting one verb on `/configz` lets that
+/// method through and no other, and the 403 names the verb the request asked for.
+#[tokio::test]
+async fn each_method_is_authorized_as_its_own_verb() {
+    let (fixture, manager) = Fixture::with_secure_manager().await;
+    let ca = Some(&fixture.server_ca);
+    for method in CONFIGZ_METHODS {
+        let verb = method.as_str().to_lowercase();
+        let (token, name) = configz_verb_account(&verb);
+        let user = service_account_user(("", "kube-system", &name));
+        let (code, _, body) = request(
+            manager.addr,
+            ca,
+            method.clone(),
+            "/configz",
+            &bearer(&token),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("{method} /configz: {error}"));
+        assert_eq!(code, 200, "{method} by {user}, allowed {verb}: {body}");
+        let other = if method == http::Method::GET {
+            http::Method::POST
+        } else {
+            http::Method::GET
+        };
+        let (code, _, body) = request(manager.addr, ca, other.clone(), "/configz", &bearer(&token))
+            .await
+            .unwrap_or_else(|error| panic!("{other} /configz: {error}"));
+        assert_eq!(
+            (code, status_message(&body)),
+            (
+                403,
+                format!(
+                    r#"forbidden: User "{user}" cannot {} path "/configz""#,
+                    other.as_str().to_lowercase()
+                )
+            ),
+            "{other} by {user}, allowed only {verb}"
+        );
+    }
 }
 
 /// The status codes of every endpoint per kind of caller, as upstream's secure port answers

@@ -358,7 +358,7 @@ pub struct AllowRule {
     pub subject: String,
     /// True when `subject` names a group.
     pub group: bool,
-    /// `get`, `create`, ... or `*`.
+    /// The non-resource verb (the request's method in lower case: `get`, `post`, ...) or `*`.
     pub verb: String,
     /// `/metrics`, `/debug/*` or `*`.
     pub path: String,
@@ -432,7 +432,7 @@ mod tests {
 
         let rule: AllowRule = "alice:get:/metrics".parse().unwrap();
         assert!(rule.allows("alice", &[], "get", "/metrics"));
-        assert!(!rule.allows("alice", &[], "create", "/metrics"));
+        assert!(!rule.allows("alice", &[], "post", "/metrics"));
         assert!(!rule.allows("bob", &[], "get", "/metrics"));
         let rule: AllowRule = "group:ops:*:/debug/*".parse().unwrap();
         assert!(rule.allows("bob", &["ops".into()], "patch", "/debug/pprof"));

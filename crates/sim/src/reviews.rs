@@ -165,7 +165,7 @@ mod tests {
                 .clone()
         };
         assert_eq!(sar("alice", "get"), true);
-        assert_eq!(sar("alice", "create"), false);
+        assert_eq!(sar("alice", "post"), false);
         assert_eq!(sar("bob", "get"), false);
         assert!(
             Review::SubjectAccess

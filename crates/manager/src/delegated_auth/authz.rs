@@ -55,17 +55,14 @@ impl AlwaysAllowPaths {
     }
 }
 
-/// The authorization verb of a non-resource request, as upstream's request-info resolver
-/// derives it from the method.
+/// The authorization verb of a non-resource request: the HTTP method in lower case (`get`,
+/// `head`, `post`, `put`, `patch`, `delete`, `options`, ...), as upstream's
+/// `RequestInfoFactory.NewRequestInfo` sets it before it finds a resource. Only requests under
+/// `/api` and `/apis` map methods to resource verbs (`create`, `update`, `list`, ...); the
+/// controller-manager's port serves none, so every request it authorizes is a non-resource one,
+/// and a role granting `get` on `/configz` does not let a `POST` or `HEAD` through.
 pub fn verb_for(method: &Method) -> String {
-    match *method {
-        Method::GET | Method::HEAD => "get".to_string(),
-        Method::POST => "create".to_string(),
-        Method::PUT => "update".to_string(),
-        Method::PATCH => "patch".to_string(),
-        Method::DELETE => "delete".to_string(),
-        ref other => other.as_str().to_lowercase(),
-    }
+    method.as_str().to_lowercase()
 }
 
 /// What authorization decided.
@@ -223,15 +220,19 @@ mod tests {
     }
 
     #[test]
-    fn verbs_come_from_methods() {
+    #[rustfmt::skip]
+    fn verbs_are_the_lowercased_methods_as_upstreams_request_info() {
         let cases = [
             (Method::GET, "get"),
-            (Method::HEAD, "get"),
-            (Method::POST, "create"),
-            (Method::PUT, "update"),
+            (Method::HEAD, "head"),
+            (Method::POST, "post"),
+            (Method::PUT, "put"),
             (Method::PATCH, "patch"),
             (Method::DELETE, "delete"),
             (Method::OPTIONS, "options"),
+            (Method::TRACE, "trace"),
+            (Method::CONNECT, "connect"),
+            (Method::from_bytes(b"PROPFIND").expect("extension method"), "propfind"),
         ];
         for (method, verb) in cases {
             assert_eq!(verb_for(&method), verb, "{method}");

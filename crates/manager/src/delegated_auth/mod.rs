@@ -567,10 +567,10 @@ mod tests {
             r#"forbidden: User "system:anonymous" cannot get path "/metrics""#
         );
         assert_eq!(status["reason"], "Forbidden");
-        let (_, status) = status_of(forbidden("bob", "create", "/x", "no rule")).await;
+        let (_, status) = status_of(forbidden("bob", "post", "/x", "no rule")).await;
         assert_eq!(
             status["message"],
-            r#"forbidden: User "bob" cannot create path "/x": no rule"#
+            r#"forbidden: User "bob" cannot post path "/x": no rule"#
         );
         let (code, status) = status_of(unauthorized()).await;
         assert_eq!(code, StatusCode::UNAUTHORIZED);
