@@ -1,8 +1,15 @@
 //! The Deployment controller's pod handler (upstream `deletePod`): a Recreate Deployment waits
-//! for its old pods to be gone, so their deletion enqueues it once none is left. Deployment and
-//! ReplicaSet events are routed by the controller runtime; this is the one handler of its own.
-//! It lists ReplicaSets from the API server, as upstream, on a spawned task so the handler
-//! itself never blocks.
+//! for its old pods to be gone, so their deletion enqueues it once none is left. It lists
+//! ReplicaSets from the API server, as upstream, on a spawned task so the handler itself never
+//! blocks.
+//!
+//! kcm-rs only: a RollingUpdate Deployment is enqueued when a pod goes that its rolling planner
+//! counted beyond its ReplicaSet's `status.replicas` (see `sync::rolling`). No ReplicaSet event
+//! announces the room that pod frees, since the status already said less, so without this the
+//! rollout would wait for the next resync.
+//!
+//! Deployment and ReplicaSet events are routed by the controller runtime; this is the one
+//! handler of its own.
 
 use std::sync::Arc;
 
@@ -16,6 +23,7 @@ use kube::{Api, Client, ResourceExt, api::ListParams, core::Selector};
 use workqueue::RateLimitingQueue;
 
 use crate::constants::STRATEGY_RECREATE;
+use crate::replica_set::{rs_active_cached_pods, rs_status_replicas};
 use crate::rollout_limits::strategy_type;
 
 /// What the pod handler reads.
@@ -59,10 +67,21 @@ impl RecreatePodHandler {
             return;
         };
         if strategy_type(&d) != STRATEGY_RECREATE {
+            if self.counted_beyond_status(&rs) {
+                self.enqueue(&d);
+            }
             return;
         }
         let context = self.clone();
         tokio::spawn(async move { context.enqueue_if_no_pods_left(&d).await });
+    }
+
+    /// Whether the pod just deleted was one the rolling planner counted beyond `rs`'s
+    /// `status.replicas`: the active pods left in the cache are still at least that status.
+    /// When the status already counts the pod (the ReplicaSet controller's own scale-down), it
+    /// is not, and the ReplicaSet's next status write syncs the Deployment as upstream.
+    fn counted_beyond_status(&self, rs: &CachedReplicaSet) -> bool {
+        rs_active_cached_pods(&self.pods, rs) >= rs_status_replicas(rs)
     }
 
     async fn enqueue_if_no_pods_left(&self, d: &CachedDeployment) {

@@ -8,7 +8,11 @@
 
 use std::cmp::Ordering;
 
-use informer::{CachedDeployment, CachedReplicaSet};
+use controller_toolkit::pod_predicates::is_pod_active;
+use informer::{
+    CachedDeployment, CachedPod, CachedReplicaSet, Lister, POD_CONTROLLER_UID_INDEX,
+    owner_index_key,
+};
 
 /// Default of `spec.replicas` applied by the API server.
 const DEFAULT_REPLICAS: i32 = 1;
@@ -33,6 +37,17 @@ pub fn rs_status_replicas(rs: &CachedReplicaSet) -> i32 {
         .as_ref()
         .map_or(0, |status| status.replicas)
         .max(0)
+}
+
+/// kcm-rs only: the active pods `pods` (the pod cache) holds for `rs`, which the rolling
+/// planner counts where they exceed `rs.status.replicas` (a status written before they ran).
+pub fn rs_active_cached_pods(pods: &Lister<CachedPod>, rs: &CachedReplicaSet) -> i32 {
+    let active = pods
+        .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(rs))
+        .iter()
+        .filter(|pod| is_pod_active(pod))
+        .count();
+    i32::try_from(active).unwrap_or(i32::MAX)
 }
 
 /// `rs.status.availableReplicas`.

@@ -2,11 +2,10 @@
 
 use std::borrow::Cow;
 
-use controller_toolkit::pod_predicates::is_pod_active;
-use informer::{CachedReplicaSet, POD_CONTROLLER_UID_INDEX, owner_index_key};
+use informer::CachedReplicaSet;
 
 use crate::controller::{Claimed, DeploymentSync, SyncError, borrowed, old_and_new};
-use crate::replica_set::rs_status_replicas;
+use crate::replica_set::{rs_active_cached_pods, rs_status_replicas};
 use crate::rolling::{RollingStep, plan_rolling_update};
 
 impl DeploymentSync {
@@ -18,13 +17,7 @@ impl DeploymentSync {
     /// ReplicaSet down as if its pods were missing and the new ReplicaSet grows while they
     /// still run (`make chaos`: 8 and 9 live pods for 5 replicas + 2 surge after kill -9).
     fn counted_with_cached_pods<'a>(&self, rs: &'a CachedReplicaSet) -> Cow<'a, CachedReplicaSet> {
-        let active = self
-            .pods
-            .by_index(POD_CONTROLLER_UID_INDEX, &owner_index_key(rs))
-            .iter()
-            .filter(|pod| is_pod_active(pod))
-            .count();
-        let active = i32::try_from(active).unwrap_or(i32::MAX);
+        let active = rs_active_cached_pods(&self.pods, rs);
         if active <= rs_status_replicas(rs) {
             return Cow::Borrowed(rs);
         }
