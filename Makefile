@@ -5,7 +5,7 @@
 CARGO ?= cargo
 KUBECONFIG_OUT ?= $(CURDIR)/target/kube-sim.kubeconfig
 
-.PHONY: build dist dist-profiling run test bench chaos lint fmt rbac image
+.PHONY: build dist dist-profiling run test bench chaos soak lint fmt rbac image
 
 ## build: optimized binaries kube-controller-manager and kube-sim (release profile)
 build:
@@ -44,6 +44,16 @@ bench:
 ## not part of `make test`, which runs its small variant)
 chaos:
 	hack/chaos.sh
+
+## soak: the race hunt (hack/soak.sh): every integration test binary of the controllers, the
+## manager and the informer, ROUNDS times with COPIES copies at once beside HOGS busy loops
+## (defaults 5, 2 and the core count: about 20 min on 2 cores); prints each failing test with
+## its failed runs and fails on any. Not part of `make test`.
+ROUNDS ?= 5
+COPIES ?= 2
+HOGS ?= $(shell nproc)
+soak:
+	hack/soak.sh --rounds $(ROUNDS) --copies $(COPIES) --hogs $(HOGS)
 
 ## lint: formatting and clippy, warnings are errors
 lint:
