@@ -26,7 +26,7 @@ use workqueue::{RateLimitingQueue, SyncFailure};
 use crate::{
     constants::{MAX_RETRIES, QUEUE_NAME},
     events::{self, Event},
-    handlers::RecreatePodHandler,
+    handlers::PodHandler,
     progress::check_paused_conditions,
     rollout_path::{RolloutPath, choose_rollout_path, is_being_deleted, selecting_all},
     status::FeatureGates,
@@ -132,7 +132,7 @@ impl ControllerSync for DeploymentSync {
         );
         runtime.handles(
             &pod_informer,
-            RecreatePodHandler {
+            PodHandler {
                 client: client.clone(),
                 deployments: deployment_informer.lister(),
                 replica_sets: replica_set_informer.lister(),

@@ -3,10 +3,12 @@
 //! ReplicaSets from the API server, as upstream, on a spawned task so the handler itself never
 //! blocks.
 //!
-//! kcm-rs only: a RollingUpdate Deployment is enqueued when a pod goes that its rolling planner
-//! counted beyond its ReplicaSet's `status.replicas` (see `sync::rolling`). No ReplicaSet event
+//! kcm-rs only: a RollingUpdate Deployment is enqueued when a pod stops being active (it is
+//! marked for deletion, ends, or goes while still active) that its rolling planner counted
+//! beyond its ReplicaSet's `status.replicas` (see `sync::rolling`). No ReplicaSet event
 //! announces the room that pod frees, since the status already said less, so without this the
-//! rollout would wait for the next resync.
+//! rollout would wait for the next resync. The room is freed when the pod stops being active,
+//! not when it is finally removed: a terminating pod is counted by no one.
 //!
 //! Deployment and ReplicaSet events are routed by the controller runtime; this is the one
 //! handler of its own.
@@ -14,6 +16,7 @@
 use std::sync::Arc;
 
 use controller_toolkit::controller_ref::controller_of;
+use controller_toolkit::pod_predicates::is_pod_active;
 use controller_toolkit::runtime::Owner;
 use informer::{
     CachedDeployment, CachedPod, CachedReplicaSet, DeletedObject, EventHandler, Lister,
@@ -28,7 +31,7 @@ use crate::rollout_limits::strategy_type;
 
 /// What the pod handler reads.
 #[derive(Clone)]
-pub(crate) struct RecreatePodHandler {
+pub(crate) struct PodHandler {
     pub(crate) client: Client,
     pub(crate) deployments: Lister<CachedDeployment>,
     pub(crate) replica_sets: Lister<CachedReplicaSet>,
@@ -36,7 +39,7 @@ pub(crate) struct RecreatePodHandler {
     pub(crate) queue: RateLimitingQueue<String>,
 }
 
-impl RecreatePodHandler {
+impl PodHandler {
     fn enqueue(&self, d: &CachedDeployment) {
         self.queue.add(object_key(d));
     }
@@ -57,17 +60,25 @@ impl RecreatePodHandler {
         )
     }
 
-    /// Pod delete: only a Recreate Deployment cares, and only once none of its
-    /// ReplicaSets has a pod left; the ReplicaSets are listed from the API server.
+    /// The Deployment that controls `pod` through its ReplicaSet, with that ReplicaSet.
+    fn resolve_owners(
+        &self,
+        pod: &CachedPod,
+    ) -> Option<(Arc<CachedReplicaSet>, Arc<CachedDeployment>)> {
+        let rs = self.resolve_replica_set(pod)?;
+        let d = self.resolve_deployment(&rs)?;
+        Some((rs, d))
+    }
+
+    /// Pod delete: a Recreate Deployment cares only once none of its ReplicaSets has a pod
+    /// left (the ReplicaSets are listed from the API server); a RollingUpdate one only when
+    /// the pod was still active, as for [`Self::pod_stopped`].
     fn pod_deleted(&self, pod: &CachedPod) {
-        let Some(rs) = self.resolve_replica_set(pod) else {
-            return;
-        };
-        let Some(d) = self.resolve_deployment(&rs) else {
+        let Some((rs, d)) = self.resolve_owners(pod) else {
             return;
         };
         if strategy_type(&d) != STRATEGY_RECREATE {
-            if self.counted_beyond_status(&rs) {
+            if is_pod_active(pod) && self.counted_beyond_status(&rs) {
                 self.enqueue(&d);
             }
             return;
@@ -76,10 +87,22 @@ impl RecreatePodHandler {
         tokio::spawn(async move { context.enqueue_if_no_pods_left(&d).await });
     }
 
-    /// Whether the pod just deleted was one the rolling planner counted beyond `rs`'s
-    /// `status.replicas`: the active pods left in the cache are still at least that status.
-    /// When the status already counts the pod (the ReplicaSet controller's own scale-down), it
-    /// is not, and the ReplicaSet's next status write syncs the Deployment as upstream.
+    /// A pod stopped being active (marked for deletion, or ended): a RollingUpdate
+    /// Deployment is enqueued if its planner counted the pod beyond its ReplicaSet's status.
+    fn pod_stopped(&self, pod: &CachedPod) {
+        let Some((rs, d)) = self.resolve_owners(pod) else {
+            return;
+        };
+        if strategy_type(&d) != STRATEGY_RECREATE && self.counted_beyond_status(&rs) {
+            self.enqueue(&d);
+        }
+    }
+
+    /// Whether the pod that just stopped being active was one the rolling planner counted
+    /// beyond `rs`'s `status.replicas`: the active pods left in the cache are still at least
+    /// that status. When the status already counts the pod (the ReplicaSet controller's own
+    /// scale-down), it is not, and the ReplicaSet's next status write syncs the Deployment as
+    /// upstream.
     fn counted_beyond_status(&self, rs: &CachedReplicaSet) -> bool {
         rs_active_cached_pods(&self.pods, rs) >= rs_status_replicas(rs)
     }
@@ -119,11 +142,15 @@ impl RecreatePodHandler {
     }
 }
 
-/// Deletes only (upstream has no pod add/update handlers).
-impl EventHandler<CachedPod> for RecreatePodHandler {
+/// Deletes, as upstream's `deletePod`, and (kcm-rs only) updates that end a pod's activity.
+impl EventHandler<CachedPod> for PodHandler {
     fn on_add(&self, _pod: &Arc<CachedPod>, _is_in_initial_list: bool) {}
 
-    fn on_update(&self, _old: &Arc<CachedPod>, _new: &Arc<CachedPod>) {}
+    fn on_update(&self, old: &Arc<CachedPod>, new: &Arc<CachedPod>) {
+        if is_pod_active(old) && !is_pod_active(new) {
+            self.pod_stopped(new);
+        }
+    }
 
     fn on_delete(&self, pod: &DeletedObject<CachedPod>) {
         self.pod_deleted(pod.object());

@@ -385,7 +385,29 @@ async fn write_rs_status(
 /// controller, never settles, and upstream aborts every later sync on it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_replica_set_with_a_stale_status_counts_its_running_pods_against_the_surge() {
-    let name = "stale";
+    stale_status_rollout("stale", StalePodsEnd::Deleted).await;
+}
+
+/// The same rollout, the stale ReplicaSet's pods held by a finalizer when they are deleted:
+/// marked for deletion, they run no more and no one counts them, so the rollout goes on at
+/// once. Their final removal, which the finalizer holds back here (a grace period on a
+/// cluster), is not waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stale_replica_sets_pods_marked_for_deletion_let_the_rollout_go_on() {
+    stale_status_rollout("stale-held", StalePodsEnd::Terminating).await;
+}
+
+/// How the stale ReplicaSet's running pods stop in [`stale_status_rollout`].
+#[derive(Clone, Copy, PartialEq)]
+enum StalePodsEnd {
+    /// Deleted with no grace period: their delete events are all that announces it.
+    Deleted,
+    /// Marked for deletion and held by a finalizer: their update events are all.
+    Terminating,
+}
+
+/// The stale-status rollout of the tests above, its old pods ending as `end` says.
+async fn stale_status_rollout(name: &'static str, end: StalePodsEnd) {
     let harness = Harness::deployment_controller_only().await;
     harness
         .create(&support::rolling_deployment(
@@ -443,15 +465,28 @@ async fn an_old_replica_set_with_a_stale_status_counts_its_running_pods_against_
         "the new ReplicaSet grew to {third} beside 7 running pods (first ReplicaSet at {first_now})"
     );
 
-    // Once the stale ReplicaSet's pods are gone, the rollout goes on. Its status said 0 all
-    // along, so no ReplicaSet event follows: the pod deletions themselves enqueue the
+    // Once the stale ReplicaSet's pods stop, the rollout goes on. Its status said 0 all
+    // along, so no ReplicaSet event follows: the pod events themselves enqueue the
     // Deployment (whichever watch delivers first, a status event would race them).
     let second = rs_with("nginx:1.27")().await.expect("second");
     for index in 0..2 {
         let pod = format!("{}-{index}", second.metadata.name.as_deref().expect("name"));
+        if end == StalePodsEnd::Terminating {
+            harness
+                .pods()
+                .patch(
+                    &pod,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(
+                        json!({"metadata": {"finalizers": ["kcm-rs.io/test-hold"]}}),
+                    ),
+                )
+                .await
+                .expect("hold");
+        }
         harness
             .pods()
-            .delete(&pod, &Default::default())
+            .delete(&pod, &kube::api::DeleteParams::default().grace_period(0))
             .await
             .expect("delete");
     }
