@@ -99,8 +99,6 @@ started=$(date +%s)
 # One line per failing run: `binary<TAB>test` (or `<exit N>` when no test said FAILED).
 failures="$out/failures.tsv"
 : >"$failures"
-runs="$out/runs.tsv"
-: >"$runs"
 for round in $(seq 1 "$rounds"); do
   while IFS=$'\t' read -r name directory path; do
     slug=${name//\//-}
@@ -115,7 +113,6 @@ for round in $(seq 1 "$rounds"); do
       log="$out/$slug-r$round-c$copy.log"
       status=0
       wait "${pids[$((copy - 1))]}" || status=$?
-      printf '%s\t%s\n' "$name" "$status" >>"$runs"
       if (( status == 0 )); then
         rm -f "$log"
         continue
@@ -132,15 +129,14 @@ for round in $(seq 1 "$rounds"); do
 done
 
 elapsed=$(( $(date +%s) - started ))
-total_runs=$(wc -l <"$runs")
+per_binary=$((rounds * copies))
 echo
-echo "soak: $total_runs runs of $count binaries in $elapsed s ($rounds rounds x $copies copies, $hogs hogs)"
+echo "soak: $((count * per_binary)) runs of $count binaries in $elapsed s ($rounds rounds x $copies copies, $hogs hogs)"
 if [[ ! -s "$failures" ]]; then
   echo "soak: no failure"
   exit 0
 fi
 echo "soak: failures (test: failed runs of its binary's runs)"
-per_binary=$((rounds * copies))
 sort "$failures" | uniq -c | sort -rn | while read -r times name test; do
   echo "  $name $test: $times of $per_binary"
 done
