@@ -39,11 +39,11 @@ pub struct ComparedKind {
     /// Whether those annotations are compared on status writes too (the Deployment controller
     /// persists its revision annotation through `/status`).
     pub annotations_on_status: bool,
-    /// For a kind the controller reconciles (an owner shadow mode follows): how an object the
-    /// controller creates for an owner of this kind is recognized. `None` for a kind it only
-    /// writes as a dependent (pods, claims, revisions, a Deployment's ReplicaSets as the
-    /// Deployment controller sees them).
-    pub dependents: Option<DependentsMatch>,
+    /// For a kind the controller reconciles (an owner shadow mode follows): how each kind of
+    /// object the controller creates for an owner of this kind is recognized. Empty for a kind
+    /// it only writes as a dependent (pods, claims, revisions, a Deployment's ReplicaSets as
+    /// the Deployment controller sees them).
+    pub dependents: &'static [Dependents],
     /// Whether the controller decides this kind's writes from the nodes too (the DaemonSet
     /// controller): a node added, deleted, relabelled or retainted after a write was decided
     /// moved its inputs, as a change of the object itself does, so a status decided on a node
@@ -62,7 +62,7 @@ pub const PODS: ComparedKind = ComparedKind {
     object_fields: &["metadata.labels"],
     annotation_prefixes: &[],
     annotations_on_status: false,
-    dependents: None,
+    dependents: &[],
     decided_from_nodes: false,
     cache: pod_cache,
 };
@@ -76,7 +76,7 @@ pub const CONTROLLER_REVISIONS: ComparedKind = ComparedKind {
     object_fields: &["revision"],
     annotation_prefixes: &[],
     annotations_on_status: false,
-    dependents: None,
+    dependents: &[],
     decided_from_nodes: false,
     cache: revision_cache,
 };
@@ -89,22 +89,35 @@ fn pod_cache(factory: &SharedInformerFactory) -> Option<Arc<dyn KindCache>> {
     cache_of::<CachedPod>(factory, metadata_only)
 }
 
-/// How the objects a controller creates for one owner are recognized among the cluster's.
+/// How the objects of one resource that a controller creates for an owner are recognized
+/// among the cluster's.
+#[derive(Debug, Clone, Copy)]
+pub struct Dependents {
+    /// The created resource (plural), e.g. `pods`.
+    pub resource: &'static str,
+    /// How its objects are recognized.
+    pub matched: DependentsMatch,
+}
+
+/// How an object a controller creates for an owner is recognized among the cluster's.
 #[derive(Debug, Clone, Copy)]
 pub enum DependentsMatch {
-    /// By name: the controller decides it (a StatefulSet's pods and claims, revisions).
+    /// By name: the controller decides it (a StatefulSet's pods, claims and revisions, named
+    /// after a hash of their data that upstream computes the same way).
     Name,
-    /// By owner and count: their names are generated (a ReplicaSet's pods).
+    /// By owner and count: their names are generated (a ReplicaSet's or a DaemonSet's pods).
     Count,
     /// By owner and pod template, with `equal` deciding whether two templates are the same
     /// (a Deployment's ReplicaSets: the pod-template-hash label differs between
-    /// implementations); objects of `resource` are kept whole when created, to be matched.
+    /// implementations); the objects are kept whole when created, to be matched.
     Template {
-        /// The created resource matched this way (`replicasets`).
-        resource: &'static str,
         /// Whether two pod templates are the same for the controller.
         equal: fn(&PodTemplateSpec, &PodTemplateSpec) -> bool,
     },
+    /// By owner and `data`: a ControllerRevision named after the hash of its pod template,
+    /// which upstream computes from Go's printed struct and kcm-rs does not reproduce (a
+    /// DaemonSet's); the objects are kept whole when created, to be matched.
+    Data,
 }
 
 /// Read access to one kind's cache, whatever type the cache holds.

@@ -8,7 +8,9 @@ use controller_toolkit::{
         CONTROLLER_REVISIONS_RULE, ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext,
         InitError, PolicyRule, Runnable, WorkersFlag,
     },
-    shadow_view::{CONTROLLER_REVISIONS, ComparedKind, DependentsMatch, KindCache, PODS, cache_of},
+    shadow_view::{
+        CONTROLLER_REVISIONS, ComparedKind, Dependents, DependentsMatch, KindCache, PODS, cache_of,
+    },
 };
 use informer::SharedInformerFactory;
 
@@ -68,7 +70,16 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             object_fields: &[],
             annotation_prefixes: &[],
             annotations_on_status: false,
-            dependents: Some(DependentsMatch::Count),
+            dependents: &[
+                Dependents {
+                    resource: "pods",
+                    matched: DependentsMatch::Count,
+                },
+                Dependents {
+                    resource: "controllerrevisions",
+                    matched: DependentsMatch::Data,
+                },
+            ],
             decided_from_nodes: true,
             cache: daemon_set_cache,
         },

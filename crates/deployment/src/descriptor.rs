@@ -8,7 +8,7 @@ use controller_toolkit::{
         ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext, InitError, PolicyRule,
         Runnable, WorkersFlag,
     },
-    shadow_view::{ComparedKind, DependentsMatch, KindCache, PODS, cache_of, whole},
+    shadow_view::{ComparedKind, Dependents, DependentsMatch, KindCache, PODS, cache_of, whole},
 };
 use informer::{CachedDeployment, CachedReplicaSet, SharedInformerFactory};
 
@@ -63,10 +63,12 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             annotation_prefixes: ANNOTATIONS,
             // The revision annotation is persisted through /status too.
             annotations_on_status: true,
-            dependents: Some(DependentsMatch::Template {
+            dependents: &[Dependents {
                 resource: "replicasets",
-                equal: equal_ignore_hash,
-            }),
+                matched: DependentsMatch::Template {
+                    equal: equal_ignore_hash,
+                },
+            }],
             decided_from_nodes: false,
             cache: deployment_cache,
         },
@@ -77,7 +79,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             object_fields: &["spec.replicas"],
             annotation_prefixes: ANNOTATIONS,
             annotations_on_status: false,
-            dependents: None,
+            dependents: &[],
             decided_from_nodes: false,
             cache: replica_set_cache,
         },

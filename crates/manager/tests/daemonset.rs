@@ -2,13 +2,22 @@
 //! sim with nodes: `--controllers=daemonset` runs it alone (its two queues named in the
 //! workqueue metrics), and in shadow mode beside a normal manager a DaemonSet's creation and
 //! rollout decide nothing the normal manager did not do, and a pod decided for a node deleted,
-//! tainted or added meanwhile is not compared.
+//! tainted or added meanwhile is not compared; beside an upstream that names its revisions
+//! with another template hash, a creation, rollout and rollback across its restart decide
+//! nothing it did not do.
 
 mod support;
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
+use controller_toolkit::writes::{ApiWriteExecutor, Write, WriteExecutor, WriteVerb};
+use daemonset::{DaemonSetController, DaemonSetOptions};
+use futures::future::BoxFuture;
+use informer::{FactoryConfig, SharedInformerFactory};
+use k8s_openapi::api::{
+    apps::v1::{ControllerRevision, DaemonSet},
+    core::v1::Node,
+};
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams, PostParams},
@@ -19,6 +28,7 @@ use sim::{
     testing::{TestCluster, eventually},
 };
 use support::{Cluster, RunningManager, plain_get, plain_http_flags, requests_with_agent};
+use tokio_util::sync::CancellationToken;
 
 /// The sim with `nodes` nodes, and a kubeconfig for in-process managers.
 async fn cluster(nodes: usize) -> Cluster {
@@ -295,5 +305,137 @@ async fn a_daemon_pod_deleted_for_a_node_added_meanwhile_is_not_compared() {
         )
         .await;
     judged_not_compared(&shadow, "node-changed").await;
+    cluster.test.stop().await;
+}
+
+/// Writes as upstream's DaemonSet controller does where it differs from kcm-rs's: upstream
+/// names a revision after the `spew` hash of the Go template, which kcm-rs does not reproduce
+/// (`history::compute_hash`), so its revision names and the pods' `controller-revision-hash`
+/// labels carry another hash. Each revision is created 300 ms late, so that the shadow, on
+/// time, decides its own create first.
+struct UpstreamNamedRevisions {
+    api: ApiWriteExecutor,
+}
+
+/// Another hash than `hash`, as long and as valid: reversed.
+fn upstream_hash(hash: &str) -> String {
+    hash.chars().rev().collect()
+}
+
+impl WriteExecutor for UpstreamNamedRevisions {
+    fn execute(&self, mut write: Write) -> BoxFuture<'static, Result<String, kube::Error>> {
+        let api = self.api.clone();
+        Box::pin(async move {
+            if write.verb == WriteVerb::Create && write.resource.plural == "controllerrevisions" {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let mut body: Value =
+                    serde_json::from_slice(&write.body).map_err(kube::Error::SerdeError)?;
+                let ours = body["metadata"]["labels"]["controller-revision-hash"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let theirs = upstream_hash(&ours);
+                write.name = write.name.replace(&ours, &theirs);
+                body["metadata"]["name"] = json!(write.name);
+                body["metadata"]["labels"]["controller-revision-hash"] = json!(theirs);
+                write.body = serde_json::to_vec(&body)
+                    .map_err(kube::Error::SerdeError)?
+                    .into();
+            }
+            api.execute(write).await
+        })
+    }
+}
+
+/// The stand-in upstream: kcm-rs's DaemonSet controller writing through
+/// [`UpstreamNamedRevisions`], until `stop`.
+fn start_upstream_daemon_sets(cluster: &Cluster, stop: &CancellationToken) {
+    let client = cluster
+        .test
+        .sim
+        .client_with_user_agent("upstream-daemonsets");
+    let writes: Arc<dyn WriteExecutor> = Arc::new(UpstreamNamedRevisions {
+        api: ApiWriteExecutor::new(client.clone()),
+    });
+    let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+    let options = DaemonSetOptions {
+        runtime: daemonset::RuntimeOptions {
+            writes: Some(writes),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let controller = DaemonSetController::new(client, &informers, options).expect("controller");
+    informers.start(stop.clone());
+    tokio::spawn(controller.run(2, stop.clone()));
+}
+
+/// The revisions of the DaemonSet `name`: name and number, by name.
+async fn revisions(test: &TestCluster, name: &str) -> Vec<(String, i64)> {
+    let api: Api<ControllerRevision> = Api::namespaced(test.client.clone(), "default");
+    let mut listed: Vec<(String, i64)> = api
+        .list(&kube::api::ListParams::default().labels(&format!("app={name}")))
+        .await
+        .expect("list revisions")
+        .into_iter()
+        .map(|revision| {
+            (
+                revision.metadata.name.unwrap_or_default(),
+                revision.revision,
+            )
+        })
+        .collect();
+    listed.sort();
+    listed
+}
+
+/// Beside an upstream whose revision names differ (the template hash is Go's), the shadow's
+/// revision creates are recognized by owner and data, not by name: the DaemonSet created,
+/// rolled to a second image, upstream restarted, and rolled back to the first image (upstream
+/// renumbers the first revision) shows no divergence. Compared by name, the shadow's creates
+/// at the creation and the rollout were `missing` with a third hash beside upstream's two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beside_an_upstream_naming_revisions_by_another_hash_a_rollback_finds_no_divergence() {
+    let cluster = cluster(2).await;
+    let test = &cluster.test;
+    let upstream = CancellationToken::new();
+    start_upstream_daemon_sets(&cluster, &upstream);
+    let shadow = start_shadow(&cluster).await;
+
+    // Each step is judged before the next: a create the next spec change supersedes is not
+    // compared.
+    test.create(&daemon_set("agent")).await;
+    settled(test, "agent", 2).await;
+    all_judged(&shadow).await;
+    let image = |image: &str| json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}});
+    test.merge_patch::<DaemonSet>("agent", image("nginx:1.26"))
+        .await;
+    settled(test, "agent", 2).await;
+    all_judged(&shadow).await;
+    upstream.cancel();
+    let restarted = CancellationToken::new();
+    start_upstream_daemon_sets(&cluster, &restarted);
+    test.merge_patch::<DaemonSet>("agent", image("nginx:1.25"))
+        .await;
+    settled(test, "agent", 2).await;
+
+    let held = revisions(test, "agent").await;
+    assert_eq!(
+        held.len(),
+        2,
+        "upstream's two revisions, the first renumbered: {held:?}"
+    );
+    assert_eq!(
+        held.iter().map(|(_, number)| *number).max(),
+        Some(3),
+        "the rollback renumbered the first revision: {held:?}"
+    );
+    let report = all_judged(&shadow).await;
+    assert_eq!(report["divergences_total"], 0, "{report:#}");
+    assert!(
+        report["matched"]["owner+data"].as_u64() >= Some(2),
+        "the shadow's revision creates matched upstream's by owner and data: {report:#}"
+    );
+    restarted.cancel();
     cluster.test.stop().await;
 }

@@ -6,7 +6,7 @@ use controller_toolkit::{
         ControllerDescriptor, EVENTS_RULE, FeatureGate, InitContext, InitError, PolicyRule,
         Runnable, Setting, SettingKind, WorkersFlag,
     },
-    shadow_view::{ComparedKind, DependentsMatch, KindCache, PODS, cache_of, whole},
+    shadow_view::{ComparedKind, Dependents, DependentsMatch, KindCache, PODS, cache_of, whole},
 };
 use informer::{CachedReplicaSet, SharedInformerFactory};
 use std::sync::Arc;
@@ -62,7 +62,10 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             object_fields: &[],
             annotation_prefixes: &[],
             annotations_on_status: false,
-            dependents: Some(DependentsMatch::Count),
+            dependents: &[Dependents {
+                resource: "pods",
+                matched: DependentsMatch::Count,
+            }],
             decided_from_nodes: false,
             cache: replica_set_cache,
         },

@@ -8,15 +8,16 @@
 //! resource, whichever controllers declared it.
 //!
 //! The owners shadow mode follows are the objects the controllers reconcile: the kinds a
-//! controller declares with a [`DependentsMatch`] (Deployments, ReplicaSets, StatefulSets),
-//! which says how the objects created for such an owner are recognized. Kinds declared without
-//! one (pods, claims, revisions) are compared but not followed as owners: a claim whose
+//! controller declares with their [`Dependents`] (Deployments, ReplicaSets, StatefulSets,
+//! DaemonSets), which say how each kind of object created for such an owner is recognized.
+//! Kinds declared without (pods, claims, revisions) are compared but not followed as owners: a
+//! claim whose
 //! controller is its pod (a scale-down's retention policy) is judged by itself, not by what
 //! became of the pod.
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use controller_toolkit::shadow_view::{ComparedKind, DependentsMatch, KindCache};
+use controller_toolkit::shadow_view::{ComparedKind, Dependents, DependentsMatch, KindCache};
 use informer::SharedInformerFactory;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
@@ -40,9 +41,9 @@ pub struct ComparedResource {
     pub annotation_prefixes: Vec<&'static str>,
     /// Whether those annotations are compared on status writes too.
     pub annotations_on_status: bool,
-    /// How the objects created for an owner of this kind are recognized; `None` when the kind
-    /// is not followed as an owner (no controller declares it with its status).
-    pub dependents: Option<DependentsMatch>,
+    /// How each kind of object created for an owner of this kind is recognized; empty when
+    /// the kind is not followed as an owner (no controller declares it with its status).
+    pub dependents: &'static [Dependents],
     /// Whether a controller decides its writes from the nodes too (any declaration's).
     pub decided_from_nodes: bool,
     /// Where it is read from (the first declaration's).
@@ -71,7 +72,7 @@ impl Catalog {
                     object_fields: Vec::new(),
                     annotation_prefixes: Vec::new(),
                     annotations_on_status: false,
-                    dependents: None,
+                    dependents: &[],
                     decided_from_nodes: false,
                     cache: declared.cache,
                 });
@@ -83,7 +84,7 @@ impl Catalog {
             );
             merged.annotations_on_status |= declared.annotations_on_status;
             merged.decided_from_nodes |= declared.decided_from_nodes;
-            if merged.dependents.is_none() {
+            if merged.dependents.is_empty() {
                 merged.dependents = declared.dependents;
             }
         }
@@ -113,24 +114,32 @@ impl Catalog {
     pub fn owner_resource(&self, kind: &str) -> Option<&'static str> {
         self.resources
             .iter()
-            .find(|(_, compared)| compared.kind == kind && compared.dependents.is_some())
+            .find(|(_, compared)| compared.kind == kind && !compared.dependents.is_empty())
             .map(|(resource, _)| *resource)
     }
 
-    /// How the objects created for an owner of `owner_resource` are recognized; `None` when it
-    /// is not followed as an owner.
-    pub fn dependents_of(&self, owner_resource: &str) -> Option<DependentsMatch> {
-        self.get(owner_resource)?.dependents
+    /// How the objects of `resource` created for an owner of `owner_resource` are recognized;
+    /// `None` when the owner is not followed or declares no such dependents.
+    pub fn dependents_of(&self, owner_resource: &str, resource: &str) -> Option<DependentsMatch> {
+        self.get(owner_resource)?
+            .dependents
+            .iter()
+            .find(|dependents| dependents.resource == resource)
+            .map(|dependents| dependents.matched)
     }
 
-    /// Whether created objects of `resource` are kept whole, to be matched by template: the
-    /// owner kinds' [`DependentsMatch::Template`] name it.
+    /// Whether created objects of `resource` are kept whole, to be matched by content: an
+    /// owner kind matches them by template ([`DependentsMatch::Template`]) or by data
+    /// ([`DependentsMatch::Data`]).
     pub fn kept_whole(&self, resource: &str) -> bool {
         self.resources.values().any(|compared| {
-            matches!(
-                compared.dependents,
-                Some(DependentsMatch::Template { resource: matched, .. }) if matched == resource
-            )
+            compared.dependents.iter().any(|dependents| {
+                dependents.resource == resource
+                    && matches!(
+                        dependents.matched,
+                        DependentsMatch::Template { .. } | DependentsMatch::Data
+                    )
+            })
         })
     }
 }
@@ -144,14 +153,15 @@ fn union(merged: &mut Vec<&'static str>, declared: &[&'static str]) {
     }
 }
 
-/// The catalog of the three controllers kcm-rs runs, as their descriptors declare them: what
-/// the tests compare and match with.
+/// The catalog of the controllers kcm-rs runs, as their descriptors declare them: what the
+/// tests compare and match with.
 #[cfg(test)]
 pub(crate) fn of_every_controller() -> Catalog {
     let kinds: Vec<ComparedKind> = [
         replicaset::DESCRIPTOR,
         deployment::DESCRIPTOR,
         statefulset::DESCRIPTOR,
+        daemonset::DESCRIPTOR,
     ]
     .iter()
     .flat_map(|descriptor| descriptor.compared_kinds.iter().copied())
@@ -179,7 +189,7 @@ mod tests {
             object_fields,
             annotation_prefixes,
             annotations_on_status,
-            dependents: None,
+            dependents: &[],
             decided_from_nodes: false,
             cache: no_cache,
         }
@@ -213,36 +223,59 @@ mod tests {
     }
 
     /// The owners followed are the kinds whose status a controller writes, each recognizing
-    /// its dependents as declared; only a Deployment's ReplicaSets are kept whole.
+    /// its dependents as declared; only a Deployment's ReplicaSets and a DaemonSet's revisions
+    /// are kept whole.
     #[test]
     fn the_controllers_own_objects_are_the_owners() {
         let catalog = of_every_controller();
-        let owners: Vec<_> = ["Deployment", "ReplicaSet", "StatefulSet", "Pod", "Job"]
-            .into_iter()
-            .map(|kind| catalog.owner_resource(kind))
-            .collect();
+        let owners: Vec<_> = [
+            "Deployment",
+            "ReplicaSet",
+            "StatefulSet",
+            "DaemonSet",
+            "Pod",
+            "Job",
+        ]
+        .into_iter()
+        .map(|kind| catalog.owner_resource(kind))
+        .collect();
         assert_eq!(
             owners,
             [
                 Some("deployments"),
                 Some("replicasets"),
                 Some("statefulsets"),
+                Some("daemonsets"),
                 None,
                 None
             ]
         );
         assert!(matches!(
-            catalog.dependents_of("deployments"),
-            Some(DependentsMatch::Template {
-                resource: "replicasets",
-                ..
-            })
+            catalog.dependents_of("deployments", "replicasets"),
+            Some(DependentsMatch::Template { .. })
         ));
         assert!(matches!(
-            catalog.dependents_of("replicasets"),
+            catalog.dependents_of("replicasets", "pods"),
             Some(DependentsMatch::Count)
         ));
-        assert!(catalog.kept_whole("replicasets"));
+        assert!(matches!(
+            catalog.dependents_of("daemonsets", "pods"),
+            Some(DependentsMatch::Count)
+        ));
+        assert!(matches!(
+            catalog.dependents_of("daemonsets", "controllerrevisions"),
+            Some(DependentsMatch::Data)
+        ));
+        assert!(matches!(
+            catalog.dependents_of("statefulsets", "controllerrevisions"),
+            Some(DependentsMatch::Name)
+        ));
+        assert!(
+            catalog
+                .dependents_of("replicasets", "controllerrevisions")
+                .is_none()
+        );
+        assert!(catalog.kept_whole("replicasets") && catalog.kept_whole("controllerrevisions"));
         assert!(!catalog.kept_whole("pods") && !catalog.kept_whole("deployments"));
     }
 }

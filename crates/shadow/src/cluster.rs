@@ -137,11 +137,13 @@ impl WatchLog {
                 };
                 // Objects matched by owner are never looked up by name: logged once.
                 match &owner {
-                    Some(owner) if matched_by_owner(&self.catalog, &owner.resource) => logged
-                        .created_by_owner
-                        .entry(owner_key(resource, namespace, owner))
-                        .or_default()
-                        .push(creation),
+                    Some(owner) if matched_by_owner(&self.catalog, &owner.resource, resource) => {
+                        logged
+                            .created_by_owner
+                            .entry(owner_key(resource, namespace, owner))
+                            .or_default()
+                            .push(creation)
+                    }
                     _ => logged
                         .created_by_name
                         .entry(object_key(resource, namespace, name))

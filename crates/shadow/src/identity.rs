@@ -10,9 +10,12 @@
 //!   ReplicaSet, ignoring the pod-template-hash label as finding the new ReplicaSet does
 //!   (upstream's hash, of Go's printed struct, differs from kcm-rs's by design, so the name
 //!   does); the replicas it was created with are then compared;
-//! * by owner and count, for generated names: a ReplicaSet's pods;
-//! * everything else (a StatefulSet's pods and claims, ControllerRevisions) by name: the
-//!   controller decides it.
+//! * by owner and revision data: a DaemonSet's ControllerRevision, named after the same
+//!   template hash as a ReplicaSet (so differing from upstream's name by design); the revision
+//!   number it was created with is then compared;
+//! * by owner and count, for generated names: a ReplicaSet's or a DaemonSet's pods;
+//! * everything else (a StatefulSet's pods, claims and revisions) by name: the controller
+//!   decides it.
 //!
 //! Creates and deletes are judged against what the watch stream saw since shortly before the
 //! decision, not only against the final state: an object the cluster created and someone then
@@ -43,6 +46,10 @@ pub enum Rule {
     /// pod template, ignoring the pod-template-hash label.
     #[serde(rename = "owner+template")]
     OwnerTemplate,
+    /// A DaemonSet's ControllerRevision: the one the cluster created for the same owner with
+    /// the same data, whatever its name.
+    #[serde(rename = "owner+data")]
+    OwnerData,
     /// A ReplicaSet's pods: as many created for the same owner as kcm-rs would have created.
     #[serde(rename = "owner+count")]
     OwnerCount,
@@ -58,6 +65,7 @@ impl Rule {
         match self {
             Rule::Name => "name",
             Rule::OwnerTemplate => "owner+template",
+            Rule::OwnerData => "owner+data",
             Rule::OwnerCount => "owner+count",
             Rule::Owner => "owner",
         }
@@ -79,6 +87,14 @@ pub enum Identity {
         /// Its `spec.replicas` as compared text.
         replicas: String,
     },
+    /// By owner and data (a DaemonSet's ControllerRevision); the revision number it was
+    /// created with is then compared.
+    Data {
+        /// Its `data`, as the write sent it.
+        data: Value,
+        /// Its `revision` as compared text.
+        revision: String,
+    },
     /// A pod with a generated name: by owner and count.
     Count,
 }
@@ -89,15 +105,16 @@ impl Identity {
         match self {
             Identity::Name => Rule::Name,
             Identity::Template { .. } => Rule::OwnerTemplate,
+            Identity::Data { .. } => Rule::OwnerData,
             Identity::Count => Rule::OwnerCount,
         }
     }
 }
 
 /// How the object `created` (a create's body, `body` as sent) of `resource` written for
-/// `owner` is recognized: by template when the owner's kind matches `resource` so in `catalog`,
-/// else by name when it has one, else by owner and count; `None` when it cannot be (a generated
-/// name without a followed owner).
+/// `owner` is recognized: by template or by data when the owner's kind matches `resource` so in
+/// `catalog`, else by name when it has one, else by owner and count; `None` when it cannot be
+/// (a generated name without a followed owner).
 pub fn identity_of(
     catalog: &Catalog,
     resource: &str,
@@ -109,20 +126,19 @@ pub fn identity_of(
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .is_some_and(|name| !name.is_empty());
-    let by_template = owner.is_some_and(|owner| {
-        matches!(
-            catalog.dependents_of(&owner.resource),
-            Some(DependentsMatch::Template { resource: matched, .. }) if matched == resource
-        )
-    });
-    match owner {
-        Some(_) if by_template => Some(Identity::Template {
+    let matched = owner.and_then(|owner| catalog.dependents_of(&owner.resource, resource));
+    match (owner, matched) {
+        (Some(_), Some(DependentsMatch::Template { .. })) => Some(Identity::Template {
             created: body.clone(),
             replicas: canonical(created.pointer("/spec/replicas")),
         }),
+        (Some(_), Some(DependentsMatch::Data)) => Some(Identity::Data {
+            data: created.get("data").cloned().unwrap_or(Value::Null),
+            revision: canonical(created.get("revision")),
+        }),
         _ if named => Some(Identity::Name),
-        Some(_) => Some(Identity::Count),
-        None => None,
+        (Some(_), _) => Some(Identity::Count),
+        (None, _) => None,
     }
 }
 
@@ -217,6 +233,40 @@ pub fn found_by_template(
     })
 }
 
+/// By owner and data: of the owner's objects created at or after `since` (oldest first), the
+/// first whose `data` equals `data` (a DaemonSet's revision: its name carries a template hash
+/// computed differently by upstream), with its revision number at creation compared with
+/// `revision`.
+pub fn found_by_data(
+    data: &Value,
+    revision: &str,
+    candidates: &[Creation],
+    since: Instant,
+) -> Option<Found> {
+    candidates
+        .iter()
+        .filter(|creation| creation.at >= since)
+        .find_map(|creation| {
+            let object = creation.object.as_ref()?.json();
+            (object.get("data") == Some(data)).then(|| {
+                let held = canonical(object.get("revision"));
+                let diffs = (!same(&held, revision))
+                    .then(|| FieldDiff {
+                        field: "revision".to_owned(),
+                        kcm_rs: revision.to_owned(),
+                        cluster: held,
+                    })
+                    .into_iter()
+                    .collect();
+                Found {
+                    name: creation.name.clone(),
+                    rule: Rule::OwnerData,
+                    diffs,
+                }
+            })
+        })
+}
+
 /// The pod template (`spec.template`) of an object given as JSON (a ReplicaSet).
 fn template_of(created: &[u8]) -> Option<PodTemplateSpec> {
     #[derive(Deserialize)]
@@ -258,13 +308,14 @@ pub fn claimable(created: &[Creation], since: Instant) -> Option<usize> {
         .map(|(index, _)| index)
 }
 
-/// Whether the objects created for an owner of `owner_resource` are matched by owner rather
-/// than by name, as `catalog` says (a Deployment's ReplicaSets by template, a ReplicaSet's pods
-/// by count), so that their creations are never looked up by name.
-pub fn matched_by_owner(catalog: &Catalog, owner_resource: &str) -> bool {
+/// Whether the objects of `resource` created for an owner of `owner_resource` are matched by
+/// owner rather than by name, as `catalog` says (a Deployment's ReplicaSets by template, a
+/// DaemonSet's revisions by data, a ReplicaSet's pods by count), so that their creations are
+/// never looked up by name.
+pub fn matched_by_owner(catalog: &Catalog, owner_resource: &str, resource: &str) -> bool {
     matches!(
-        catalog.dependents_of(owner_resource),
-        Some(DependentsMatch::Count | DependentsMatch::Template { .. })
+        catalog.dependents_of(owner_resource, resource),
+        Some(DependentsMatch::Count | DependentsMatch::Template { .. } | DependentsMatch::Data)
     )
 }
 
@@ -328,9 +379,10 @@ mod tests {
         let deployment = owner("deployments", "web");
         let replica_set_owner = owner("replicasets", "web-1");
         let set = owner("statefulsets", "db");
+        let daemon_set = owner("daemonsets", "agent");
         /// Case name, resource, created object, its owner, the rule expected.
         type Case<'a> = (&'a str, &'a str, Value, Option<&'a OwnerName>, Option<Rule>);
-        let cases: [Case<'_>; 6] = [
+        let cases: [Case<'_>; 9] = [
             (
                 "a Deployment's ReplicaSet by owner and template",
                 "replicasets",
@@ -344,6 +396,27 @@ mod tests {
                 json!({"metadata": {"generateName": "web-1-"}}),
                 Some(&replica_set_owner),
                 Some(Rule::OwnerCount),
+            ),
+            (
+                "a DaemonSet's revision by owner and data",
+                "controllerrevisions",
+                revision("agent-76dd9966c8", "nginx", 1),
+                Some(&daemon_set),
+                Some(Rule::OwnerData),
+            ),
+            (
+                "a DaemonSet's generated pod by owner and count",
+                "pods",
+                json!({"metadata": {"generateName": "agent-"}}),
+                Some(&daemon_set),
+                Some(Rule::OwnerCount),
+            ),
+            (
+                "a StatefulSet's revision by name",
+                "controllerrevisions",
+                revision("db-5d8f9c7b4", "nginx", 1),
+                Some(&set),
+                Some(Rule::Name),
             ),
             (
                 "a StatefulSet's pod by name",
@@ -395,6 +468,73 @@ mod tests {
         assert!(Arc::ptr_eq(&kept, &sent), "the write's bytes, not a copy");
     }
 
+    /// A DaemonSet revision `name` of the template with `image`, numbered `number`.
+    fn revision(name: &str, image: &str, number: i64) -> Value {
+        json!({"metadata": {"name": name},
+               "data": {"spec": {"template": {"$patch": "replace",
+                   "spec": {"containers": [{"name": "c", "image": image}]}}}},
+               "revision": number})
+    }
+
+    /// Upstream names a DaemonSet's revision after Go's template hash: kcm-rs's create is
+    /// answered by the owner's revision with the same data, whatever its name, and its number
+    /// is compared.
+    #[test]
+    fn created_daemon_set_revisions_are_found_by_data_whatever_their_name() {
+        let t0 = Instant::now();
+        let since = t0 + Duration::from_secs(1);
+        let after = since + Duration::from_millis(10);
+        let ours = revision("agent-76dd9966c8", "nginx:1.25", 3);
+        let upstream = |name: &str, image: &str, number: i64, at: Instant| {
+            created(name, at, Some(revision(name, image, number)))
+        };
+        let cases = [
+            (
+                "another name, same data and number",
+                vec![upstream("agent-66586d966f", "nginx:1.25", 3, after)],
+                Some(("agent-66586d966f", vec![])),
+            ),
+            (
+                "same data, another number: that field",
+                vec![upstream("agent-66586d966f", "nginx:1.25", 2, after)],
+                Some((
+                    "agent-66586d966f",
+                    vec![FieldDiff {
+                        field: "revision".to_owned(),
+                        kcm_rs: "3".to_owned(),
+                        cluster: "2".to_owned(),
+                    }],
+                )),
+            ),
+            (
+                "other data only",
+                vec![upstream("agent-69fbd69bb", "nginx:1.26", 3, after)],
+                None,
+            ),
+            (
+                "the same data created before the window",
+                vec![upstream("agent-66586d966f", "nginx:1.25", 3, t0)],
+                None,
+            ),
+            (
+                "the first with the same data among others",
+                vec![
+                    upstream("agent-69fbd69bb", "nginx:1.26", 2, after),
+                    upstream("agent-66586d966f", "nginx:1.25", 3, after),
+                ],
+                Some(("agent-66586d966f", vec![])),
+            ),
+        ];
+        for (name, candidates, expected) in cases {
+            let found = found_by_data(&ours["data"], "3", &candidates, since);
+            assert_eq!(
+                found.map(|found| (found.name, found.rule, found.diffs)),
+                expected.map(|(name, diffs)| (name.to_owned(), Rule::OwnerData, diffs)),
+                "{name}"
+            );
+        }
+    }
+
     fn created(name: &str, at: Instant, object: Option<Value>) -> Creation {
         Creation {
             name: name.into(),
@@ -407,8 +547,8 @@ mod tests {
 
     #[test]
     fn created_replica_sets_are_found_by_template_ignoring_the_hash() {
-        let Some(DependentsMatch::Template { equal, .. }) =
-            of_every_controller().dependents_of("deployments")
+        let Some(DependentsMatch::Template { equal }) =
+            of_every_controller().dependents_of("deployments", "replicasets")
         else {
             panic!("a Deployment's ReplicaSets are matched by template");
         };
@@ -531,12 +671,24 @@ mod tests {
     }
 
     #[test]
-    fn objects_of_deployments_and_replica_sets_are_matched_by_owner() {
+    fn objects_of_deployments_replica_sets_and_daemon_sets_are_matched_by_owner() {
         let catalog = of_every_controller();
-        assert!(
-            matched_by_owner(&catalog, "deployments") && matched_by_owner(&catalog, "replicasets")
-        );
-        assert!(!matched_by_owner(&catalog, "statefulsets"));
+        let by_owner = [
+            ("deployments", "replicasets", true),
+            ("replicasets", "pods", true),
+            ("daemonsets", "pods", true),
+            ("daemonsets", "controllerrevisions", true),
+            ("statefulsets", "pods", false),
+            ("statefulsets", "controllerrevisions", false),
+            ("deployments", "pods", false),
+        ];
+        for (owner, resource, expected) in by_owner {
+            assert_eq!(
+                matched_by_owner(&catalog, owner, resource),
+                expected,
+                "{resource} of {owner}"
+            );
+        }
     }
 
     #[test]

@@ -473,8 +473,8 @@ impl State {
                         since,
                     ),
                     (Identity::Template { created, replicas }, Some(owner)) => {
-                        match self.catalog.dependents_of(&owner.resource) {
-                            Some(DependentsMatch::Template { equal, .. }) => {
+                        match self.catalog.dependents_of(&owner.resource, resource) {
+                            Some(DependentsMatch::Template { equal }) => {
                                 identity::found_by_template(
                                     equal,
                                     created,
@@ -486,6 +486,12 @@ impl State {
                             _ => None,
                         }
                     }
+                    (Identity::Data { data, revision }, Some(owner)) => identity::found_by_data(
+                        data,
+                        revision,
+                        &view.created_by(resource, namespace, owner),
+                        since,
+                    ),
                     // A create for a node that is gone claims none of the owner's creations:
                     // they answer the creates for the nodes that remain.
                     (Identity::Count, Some(_)) if facts.node_gone => None,
@@ -496,7 +502,9 @@ impl State {
                             rule: Rule::OwnerCount,
                             diffs: Vec::new(),
                         }),
-                    (Identity::Template { .. } | Identity::Count, None) => None,
+                    (Identity::Template { .. } | Identity::Data { .. } | Identity::Count, None) => {
+                        None
+                    }
                 };
             }
             Expectation::Gone { uid, .. } => {

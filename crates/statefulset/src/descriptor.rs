@@ -9,7 +9,7 @@ use controller_toolkit::{
         InitError, PolicyRule, Runnable, Setting, SettingKind, WorkersFlag,
     },
     shadow_view::{
-        CONTROLLER_REVISIONS, ComparedKind, DependentsMatch, KindCache, PODS, cache_of,
+        CONTROLLER_REVISIONS, ComparedKind, Dependents, DependentsMatch, KindCache, PODS, cache_of,
         metadata_only,
     },
 };
@@ -98,7 +98,20 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             object_fields: &[],
             annotation_prefixes: &[],
             annotations_on_status: false,
-            dependents: Some(DependentsMatch::Name),
+            dependents: &[
+                Dependents {
+                    resource: "pods",
+                    matched: DependentsMatch::Name,
+                },
+                Dependents {
+                    resource: "persistentvolumeclaims",
+                    matched: DependentsMatch::Name,
+                },
+                Dependents {
+                    resource: "controllerrevisions",
+                    matched: DependentsMatch::Name,
+                },
+            ],
             decided_from_nodes: false,
             cache: set_cache,
         },
@@ -111,7 +124,7 @@ pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
             object_fields: &["metadata.ownerReferences"],
             annotation_prefixes: &[],
             annotations_on_status: false,
-            dependents: None,
+            dependents: &[],
             decided_from_nodes: false,
             cache: claim_cache,
         },
