@@ -4,13 +4,20 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use controller_toolkit::controller_ref::{ClaimResult, ControllerRefManager, recheck_deletion};
 use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig, RetryConfig};
 use controller_toolkit::new_controller_ref;
 use controller_toolkit::pod_control::{PodControl, PodControlError};
+use controller_toolkit::runtime::{
+    ControllerIdentity, ControllerRuntime, OwnerRouting, RuntimeOptions,
+};
 use controller_toolkit::writes::Writer;
-use informer::{CachedPod, CachedReplicaSet, LabelMatcher};
+use expectations::UidTrackingExpectations;
+use informer::{
+    CachedPod, CachedReplicaSet, EventHandler, FactoryConfig, LabelMatcher, SharedInformerFactory,
+};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, Deployment, ReplicaSet, ReplicaSetSpec, StatefulSet,
@@ -20,10 +27,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::{Api, Client};
+use parking_lot::Mutex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sim::SimCluster;
 use sim::testing::{quiet_config, workload};
+use tokio_util::sync::CancellationToken;
 
 const NS: &str = "default";
 const COMPONENT: &str = "replicaset-controller";
@@ -907,4 +916,89 @@ async fn never_deletes_a_namesake_of_the_chosen_pod() {
     let survivor = pods.get("victim").await.expect("namesake still there");
     assert_eq!(survivor.metadata.uid, namesake.metadata.uid);
     sim.shutdown().await;
+}
+
+/// Records, at the instant the pod cache applies each pod's addition, whether the expectations
+/// of `default/<owner>` were satisfied then.
+struct SatisfiedWhenCached {
+    expectations: Arc<UidTrackingExpectations>,
+    owner_key: String,
+    seen: Arc<Mutex<Vec<bool>>>,
+}
+
+impl EventHandler<CachedPod> for SatisfiedWhenCached {
+    fn on_add(&self, _pod: &Arc<CachedPod>, is_in_initial_list: bool) {
+        if !is_in_initial_list {
+            self.seen
+                .lock()
+                .push(self.expectations.satisfied_expectations(&self.owner_key));
+        }
+    }
+
+    fn on_update(&self, _old: &Arc<CachedPod>, _new: &Arc<CachedPod>) {}
+
+    fn on_delete(&self, _pod: &informer::DeletedObject<CachedPod>) {}
+}
+
+/// A pod a sync can read from the cache has been observed by the owner's expectations: the
+/// runtime observes dependents inline with the cache, before any queued handler hears of them.
+/// The check is an inline handler registered after the runtime's, so it runs at the instant the
+/// cache shows the pod: observed from a queued handler, the creation could not have been
+/// counted yet, every time. (Counted late, a pod another writer created that a sync had
+/// already seen lowered the expectations that sync set for its own creates, and the next sync
+/// created one pod too many.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_the_cache_shows_has_been_observed_by_its_owners_expectations() {
+    let (_sim, client, rs) = sim_with_replica_set("web").await;
+    let informers = SharedInformerFactory::new(client.clone(), FactoryConfig::default());
+    let replica_sets = informers.informer::<CachedReplicaSet>();
+    let pods = informers.informer::<CachedPod>();
+    let identity = ControllerIdentity {
+        name: "test-controller",
+        queue: "test",
+        max_retries: None,
+    };
+    let mut runtime =
+        ControllerRuntime::new(&client, identity, &RuntimeOptions::default()).expect("runtime");
+    let expectations = Arc::new(UidTrackingExpectations::new());
+    runtime.owns(
+        &pods,
+        OwnerRouting::new(replica_sets.lister(), runtime.queue()).with_events(expectations.clone()),
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    pods.add_inline_handler(SatisfiedWhenCached {
+        expectations: expectations.clone(),
+        owner_key: "default/web".to_owned(),
+        seen: seen.clone(),
+    });
+    let shutdown = CancellationToken::new();
+    informers.start(shutdown.clone());
+    for _ in 0..500 {
+        if informers.has_synced() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        replica_sets.lister().get("default", "web").is_some(),
+        "the owner is cached"
+    );
+
+    let owner = new_controller_ref(&rs, &rs_gvk());
+    for round in 0..5 {
+        expectations.expect_creations("default/web", 1);
+        create_pod(&client, &format!("web-{round}"), "web", vec![owner.clone()]).await;
+        for _ in 0..500 {
+            if seen.lock().len() > round {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    shutdown.cancel();
+    assert_eq!(
+        *seen.lock(),
+        [true; 5],
+        "each pod was observed before the cache showed it"
+    );
 }

@@ -623,6 +623,19 @@ async fn a_scale_down_that_picks_another_pod_is_a_choice_with_both_lists() {
     let run = differing_with_replica_set("ranked").await;
     let test = &run.cluster.test;
     let before = live_count(test, "ranked", 3).await;
+    // Both rankings must see the same pods: all ready. Ranked while one pod was still starting
+    // by one manager and ready by the other, the stand-in upstream's "other pod" could be the
+    // shadow's own pick, and no choice was reported.
+    test.wait_for(
+        "ranked",
+        "three ready pods",
+        Duration::from_secs(30),
+        |rs: ReplicaSet| {
+            let status = rs.status?;
+            (status.ready_replicas == Some(3) && status.available_replicas == Some(3)).then_some(())
+        },
+    )
+    .await;
     test.merge_patch::<ReplicaSet>("ranked", json!({"spec": {"replicas": 2}}))
         .await;
     let after = live_count(test, "ranked", 2).await;

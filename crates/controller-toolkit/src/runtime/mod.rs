@@ -36,7 +36,8 @@ use crate::{
 };
 
 pub use routing::{
-    Dependent, DependentEvents, Owner, OwnerRouting, PrimaryHandler, owner_selector,
+    Dependent, DependentEvents, DependentObserver, Owner, OwnerRouting, PrimaryHandler,
+    owner_selector,
 };
 
 /// A controller's sync: what the workers call for each key of the queue.
@@ -272,13 +273,19 @@ impl ControllerRuntime {
         self.handles(informer, handler);
     }
 
-    /// A dependent kind: each event enqueues the owner it names, or the owners that may adopt it.
+    /// A dependent kind: each event enqueues the owner it names, or the owners that may adopt
+    /// it; the creations and deletions its events record (the expectations) are observed inline
+    /// with the cache ([`OwnerRouting::split`]).
     pub fn owns<D, O, E>(&mut self, informer: &SharedInformer<D>, routing: OwnerRouting<O, E>)
     where
         D: informer::InformerResource + Dependent,
         O: Owner,
         E: DependentEvents<D>,
     {
+        let (routing, observer) = routing.split::<D>();
+        if let Some(observer) = observer {
+            informer.add_inline_handler(observer);
+        }
         self.handles(informer, routing);
     }
 

@@ -5,7 +5,9 @@
 //!
 //! A dependent with a controller reference enqueues the owner it resolves to (same kind, name
 //! and UID in the cache); one without enqueues every owner of its namespace whose selector
-//! matches its labels, so an orphan is adopted. One selector rule for every controller
+//! matches its labels, so an orphan is adopted. The creations and deletions a controller's
+//! expectations count are observed apart from that, inline with the cache
+//! ([`DependentObserver`]), so that whatever a sync reads from the cache has been observed. One selector rule for every controller
 //! ([`owner_selector`]): an empty or unparsable selector selects nothing here. The owner kinds
 //! are implemented here ([`Owner`]), the typed ones also when cached with their raw JSON
 //! ([`RawObject`]).
@@ -143,6 +145,8 @@ impl<K: Owner> Owner for RawObject<K> {
 /// What a controller learns from its dependents' events besides "sync the owner": the
 /// ReplicaSet and DaemonSet controllers' expectations observe creations and deletions here.
 pub trait DependentEvents<D>: Send + Sync + 'static {
+    /// Whether anything is recorded (no observer is registered for the unit type).
+    const RECORDS: bool = true;
     /// A dependent of the owner with key `owner_key` appeared.
     fn created(&self, _owner_key: &str, _dependent: &D) {}
     /// A dependent of the owner with key `owner_key` is gone or being deleted.
@@ -150,7 +154,9 @@ pub trait DependentEvents<D>: Send + Sync + 'static {
 }
 
 /// No bookkeeping beyond enqueueing.
-impl<D> DependentEvents<D> for () {}
+impl<D> DependentEvents<D> for () {
+    const RECORDS: bool = false;
+}
 
 /// Pods as UID-tracking expectations see them: a pod of the owner appearing is an observed
 /// creation, one going (or starting to go) the observed deletion of that pod. Tracked by pod,
@@ -252,7 +258,8 @@ impl<O: Owner> OwnerRouting<O, ()> {
 }
 
 impl<O: Owner, E> OwnerRouting<O, E> {
-    /// Reports creations and deletions to `events` too.
+    /// Reports creations and deletions to `events` too, inline with the cache
+    /// ([`Self::split`]).
     pub fn with_events<E2>(self, events: E2) -> OwnerRouting<O, E2> {
         OwnerRouting {
             owners: self.owners,
@@ -286,6 +293,31 @@ impl<O: Owner, E> OwnerRouting<O, E> {
     pub fn quiet_owned_adds(mut self) -> Self {
         self.quiet_owned_adds = true;
         self
+    }
+
+    /// The routing that enqueues, and the observer reporting to the events given with
+    /// [`Self::with_events`] (`None` without any): [`ControllerRuntime::owns`] registers the
+    /// observer inline with the cache and the routing as a queued handler.
+    ///
+    /// [`ControllerRuntime::owns`]: crate::runtime::ControllerRuntime::owns
+    pub fn split<D>(self) -> (OwnerRouting<O, ()>, Option<DependentObserver<O, E>>)
+    where
+        E: DependentEvents<D>,
+    {
+        let observer = E::RECORDS.then(|| DependentObserver {
+            owners: self.owners.clone(),
+            events: self.events,
+            graceful_delete: self.graceful_delete,
+        });
+        let routing = OwnerRouting {
+            owners: self.owners,
+            queue: self.queue,
+            events: (),
+            graceful_delete: self.graceful_delete,
+            quiet_owned_adds: self.quiet_owned_adds,
+            _owner: PhantomData,
+        };
+        (routing, observer)
     }
 
     fn enqueue(&self, owner: &O) {
@@ -329,24 +361,19 @@ impl<O: Owner, E> OwnerRouting<O, E> {
     }
 }
 
-impl<O: Owner, E> OwnerRouting<O, E> {
-    fn deleted<D: Dependent>(&self, dependent: &D)
-    where
-        E: DependentEvents<D>,
-    {
+impl<O: Owner> OwnerRouting<O, ()> {
+    /// Enqueues the owner of a dependent that is gone or going.
+    fn deleted<D: Dependent>(&self, dependent: &D) {
         if let Some(owner) = self.resolve(dependent) {
-            let key = object_key(owner.as_ref());
-            self.events.deleted(&key, dependent);
-            self.queue.add(key);
+            self.enqueue(&owner);
         }
     }
 }
 
-impl<D, O, E> EventHandler<D> for OwnerRouting<O, E>
+impl<D, O> EventHandler<D> for OwnerRouting<O, ()>
 where
     D: Dependent,
     O: Owner,
-    E: DependentEvents<D>,
 {
     fn on_add(&self, dependent: &Arc<D>, _is_in_initial_list: bool) {
         if dependent.meta().deletion_timestamp.is_some() {
@@ -355,12 +382,10 @@ where
             return;
         }
         if controller_of(dependent.meta()).is_some() {
-            if let Some(owner) = self.resolve(dependent.as_ref()) {
-                let key = object_key(owner.as_ref());
-                self.events.created(&key, dependent);
-                if !self.quiet_owned_adds {
-                    self.queue.add(key);
-                }
+            if !self.quiet_owned_adds
+                && let Some(owner) = self.resolve(dependent.as_ref())
+            {
+                self.enqueue(&owner);
             }
             return;
         }
@@ -407,6 +432,73 @@ where
             for owner in self.matching(new.as_ref()) {
                 self.enqueue(&owner);
             }
+        }
+    }
+
+    fn on_delete(&self, dependent: &DeletedObject<D>) {
+        self.deleted(dependent.object().as_ref());
+    }
+}
+
+/// The bookkeeping half of an [`OwnerRouting`] with events ([`OwnerRouting::split`]): a
+/// dependent appearing under its owner is a creation, one going (its deletion, or the update
+/// that starts a graceful one, as the routing treats it) a deletion, reported to `events`.
+///
+/// Registered inline with the cache ([`informer::SharedInformer::add_inline_handler`]), so a
+/// dependent a sync reads from the cache has been observed by then, and expectations a sync sets
+/// after its read count only what it did not see. Observed from a queued handler, as upstream's
+/// informer handlers do, a dependent another writer created (the other manager's pod in shadow
+/// mode, a pod the previous leader created just before a handover) could be counted by a sync
+/// and then lower the expectations that sync set for its own creates: the next sync, no longer
+/// waiting, did not see the pod that satisfied them yet and created one too many.
+pub struct DependentObserver<O, E> {
+    owners: Lister<O>,
+    events: E,
+    graceful_delete: GracefulDelete,
+}
+
+impl<O: Owner, E> DependentObserver<O, E> {
+    fn resolve<D: Dependent>(&self, dependent: &D) -> Option<Arc<O>> {
+        self.owners.resolve_controller_ref(
+            &dependent.namespace().unwrap_or_default(),
+            controller_of(dependent.meta())?,
+        )
+    }
+
+    fn deleted<D: Dependent>(&self, dependent: &D)
+    where
+        E: DependentEvents<D>,
+    {
+        if let Some(owner) = self.resolve(dependent) {
+            self.events.deleted(&object_key(owner.as_ref()), dependent);
+        }
+    }
+}
+
+impl<D, O, E> EventHandler<D> for DependentObserver<O, E>
+where
+    D: Dependent,
+    O: Owner,
+    E: DependentEvents<D>,
+{
+    fn on_add(&self, dependent: &Arc<D>, _is_in_initial_list: bool) {
+        if dependent.meta().deletion_timestamp.is_some() {
+            self.deleted(dependent.as_ref());
+        } else if let Some(owner) = self.resolve(dependent.as_ref()) {
+            self.events.created(&object_key(owner.as_ref()), dependent);
+        }
+    }
+
+    fn on_update(&self, old: &Arc<D>, new: &Arc<D>) {
+        if old.meta().resource_version == new.meta().resource_version
+            || self.graceful_delete == GracefulDelete::Update
+            || new.meta().deletion_timestamp.is_none()
+        {
+            return;
+        }
+        self.deleted(new.as_ref());
+        if self.graceful_delete == GracefulDelete::DeleteOldAndNew && old.labels() != new.labels() {
+            self.deleted(old.as_ref());
         }
     }
 
@@ -509,9 +601,11 @@ mod tests {
         ];
         for (case, configure, deletions) in cases {
             let counted = Deletions::default();
-            let routing =
-                configure(OwnerRouting::new(owners.clone(), &queue).with_events(counted.clone()));
+            let (routing, observer) =
+                configure(OwnerRouting::new(owners.clone(), &queue).with_events(counted.clone()))
+                    .split::<CachedPod>();
             routing.on_update(&old, &new);
+            observer.expect("events are observed").on_update(&old, &new);
             assert_eq!(counted.0.load(Ordering::SeqCst), deletions, "{case}");
         }
         assert_eq!(
