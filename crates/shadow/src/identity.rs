@@ -215,15 +215,11 @@ pub fn found_by_template(
         let object = creation.object.as_ref()?.json();
         let theirs = decode_template(object.pointer("/spec/template")?)?;
         equal(&wanted, &theirs).then(|| {
-            let held = canonical(object.pointer("/spec/replicas"));
-            let diffs = (!same(&held, replicas))
-                .then(|| FieldDiff {
-                    field: "spec.replicas".to_owned(),
-                    kcm_rs: replicas.to_owned(),
-                    cluster: held,
-                })
-                .into_iter()
-                .collect();
+            let diffs = created_with(
+                "spec.replicas",
+                replicas,
+                canonical(object.pointer("/spec/replicas")),
+            );
             Found {
                 name: creation.name.clone(),
                 rule: Rule::OwnerTemplate,
@@ -231,6 +227,19 @@ pub fn found_by_template(
             }
         })
     })
+}
+
+/// The difference in `field` between what kcm-rs would have created an object with
+/// (`kcm_rs`) and what the cluster's was created with (`held`), if any.
+fn created_with(field: &str, kcm_rs: &str, held: String) -> Vec<FieldDiff> {
+    (!same(&held, kcm_rs))
+        .then(|| FieldDiff {
+            field: field.to_owned(),
+            kcm_rs: kcm_rs.to_owned(),
+            cluster: held,
+        })
+        .into_iter()
+        .collect()
 }
 
 /// By owner and data: of the owner's objects created at or after `since` (oldest first), the
@@ -249,15 +258,7 @@ pub fn found_by_data(
         .find_map(|creation| {
             let object = creation.object.as_ref()?.json();
             (object.get("data") == Some(data)).then(|| {
-                let held = canonical(object.get("revision"));
-                let diffs = (!same(&held, revision))
-                    .then(|| FieldDiff {
-                        field: "revision".to_owned(),
-                        kcm_rs: revision.to_owned(),
-                        cluster: held,
-                    })
-                    .into_iter()
-                    .collect();
+                let diffs = created_with("revision", revision, canonical(object.get("revision")));
                 Found {
                     name: creation.name.clone(),
                     rule: Rule::OwnerData,
