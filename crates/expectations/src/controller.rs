@@ -105,6 +105,41 @@ impl<C: Clock> ControllerExpectations<C> {
         self.set_expectations(key, adds, 0);
     }
 
+    /// Starts a sync's count of creations, right before it reads the cache it decides from:
+    /// replaces any record for `key` with zero counts stamped now. A creation observed from
+    /// then on takes the record below zero, and [`Self::expect_creations_after_read`] puts the
+    /// creates the sync decides on top, so a pod the sync did not see in its read (it appeared
+    /// while the sync claimed pods or computed) still counts against them.
+    ///
+    /// kcm-rs: upstream sets the record only when it creates, so such a pod, which another
+    /// writer made (a previous leader just before a handover), is never counted and the owner
+    /// waits for the record to expire (5 minutes) before it scales again.
+    pub fn begin_read(&self, key: &str) {
+        self.set_expectations(key, 0, 0);
+    }
+
+    /// Expects `adds` more creations on top of the record [`Self::begin_read`] started,
+    /// stamped now (a fresh record if there is none).
+    pub fn expect_creations_after_read(&self, key: &str, adds: i64) {
+        let mut records = self.records.write();
+        let (add, del) = records.get(key).map_or((0, 0), |record| {
+            (
+                record.add.load(Ordering::SeqCst),
+                record.del.load(Ordering::SeqCst),
+            )
+        });
+        let add = add.saturating_add(adds);
+        tracing::debug!(key, add, del, "expecting creations after the read");
+        records.insert(
+            key.to_owned(),
+            Arc::new(Record {
+                add: AtomicI64::new(add),
+                del: AtomicI64::new(del),
+                timestamp: self.clock.now(),
+            }),
+        );
+    }
+
     /// Expects `dels` deletions; clobbers existing counts (creations reset to 0).
     pub fn expect_deletions(&self, key: &str, dels: i64) {
         self.set_expectations(key, 0, dels);
@@ -321,5 +356,39 @@ mod tests {
         }
         assert_eq!(expectations.get_expectations(KEY).map(|e| e.add), Some(0));
         assert!(expectations.satisfied_expectations(KEY));
+    }
+
+    /// A creation observed after the sync's read began counts against the creates it then
+    /// decides; one observed before (in the read) does not; a sync that decides nothing leaves a
+    /// fulfilled record.
+    #[test]
+    fn creations_observed_after_the_read_count_against_the_creates_decided() {
+        let cases: [(&str, i64, i64, i64, bool); 4] = [
+            ("nothing arrived: all three awaited", 0, 3, 3, false),
+            ("one arrived after the read: two awaited", 1, 3, 2, false),
+            ("three arrived after the read: none awaited", 3, 3, 0, true),
+            ("no create decided", 1, 0, -1, true),
+        ];
+        for (name, arrived, decided, awaited, satisfied) in cases {
+            let expectations = ControllerExpectations::with_clock(ManualClock::new());
+            expectations.creation_observed(KEY);
+            expectations.begin_read(KEY);
+            for _ in 0..arrived {
+                expectations.creation_observed(KEY);
+            }
+            if decided > 0 {
+                expectations.expect_creations_after_read(KEY, decided);
+            }
+            assert_eq!(
+                expectations.get_expectations(KEY).map(|e| e.add),
+                Some(awaited),
+                "{name}"
+            );
+            assert_eq!(
+                expectations.satisfied_expectations(KEY),
+                satisfied,
+                "{name}"
+            );
+        }
     }
 }

@@ -90,6 +90,16 @@ impl<C: Clock> UidTrackingExpectations<C> {
         self.inner.expect_creations(key, adds);
     }
 
+    /// See [`ControllerExpectations::begin_read`].
+    pub fn begin_read(&self, key: &str) {
+        self.inner.begin_read(key);
+    }
+
+    /// See [`ControllerExpectations::expect_creations_after_read`].
+    pub fn expect_creations_after_read(&self, key: &str, adds: i64) {
+        self.inner.expect_creations_after_read(key, adds);
+    }
+
     /// See [`ControllerExpectations::creation_observed`].
     pub fn creation_observed(&self, key: &str) {
         self.inner.creation_observed(key);

@@ -208,6 +208,12 @@ impl Reconciler for ReplicaSetSync {
         };
 
         // 5. Candidates: pods controlled by this ReplicaSet plus the namespace's orphans.
+        // kcm-rs: a sync that may create counts the creations observed from just before its
+        // read, so a pod another writer made while it claimed and decided lowers the creates
+        // it then awaits (the expectations observe pods inline with the cache).
+        if needs_sync {
+            self.expectations.begin_read(key);
+        }
         let uid = replica_set.uid().unwrap_or_default();
         let candidates = self.pods.controlled_by_or_orphaned(replica_set.as_ref());
 

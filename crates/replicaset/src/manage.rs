@@ -82,7 +82,7 @@ impl ReplicaSetSync {
         let controller_ref =
             new_controller_ref(replica_set.as_ref(), &gvk_of::<CachedReplicaSet>());
         self.expectations
-            .expect_creations(key, i64::try_from(count).unwrap_or(i64::MAX));
+            .expect_creations_after_read(key, i64::try_from(count).unwrap_or(i64::MAX));
         let outcome = slow_start(count, |_| async {
             match self
                 .pod_control
