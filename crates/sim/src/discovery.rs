@@ -106,6 +106,9 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
         .filter(|r| r.group == group && r.version == version)
     {
         resources.push(resource_entry(r));
+        if r.plural == "pods" {
+            resources.push(json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]}));
+        }
         if r.status {
             resources.push(json!({"name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced, "kind": r.kind, "verbs": SUB_VERBS}));
         }
@@ -145,6 +148,7 @@ mod tests {
                 "namespaces",
                 "namespaces/status",
                 "pods",
+                "pods/eviction",
                 "pods/status",
                 "persistentvolumeclaims",
                 "events",

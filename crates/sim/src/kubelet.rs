@@ -2,8 +2,21 @@
 //! leaves a pod already bound to a node there), starts it (phase Running, podIP, hostIP,
 //! startTime, containerStatuses) and makes it Ready after a delay; a pod no node fits stays
 //! Pending with `PodScheduled=False` (reason `Unschedulable`) and is retried when nodes change.
-//! Graceful deletions finish after a delay. Pod annotations steer it per pod for tests:
-//! `sim.kcm-rs.io/never-ready`, `ready-after-ms`, `fail-after-ms`, `succeed-after-ms`.
+//! Graceful deletions finish after a delay.
+//!
+//! A container ends as its command says ([`crate::container_exit`]: `sh -c 'sleep S; exit N'`
+//! and the like; any other command keeps running), `S` seconds after it started, and the pod's
+//! `restartPolicy` decides what follows ([`crate::container_status`] shapes the statuses):
+//! `Never` leaves it terminated; `OnFailure` restarts it in place after a non-zero exit and
+//! `Always` after any exit, each after [`RESTART_DELAY`] (upstream's kubelet backs off 10 s,
+//! doubling to 5 min; the sim waits the same short time before every restart), with
+//! `restartCount` one higher, and it ends again by the same command. Once every container has
+//! ended for good the pod is `Succeeded` (all exit codes 0) or `Failed`. Each container keeps
+//! its own schedule; a pod being deleted stops changing.
+//!
+//! Pod annotations steer it per pod for tests: `sim.kcm-rs.io/never-ready`, `ready-after-ms`,
+//! and `fail-after-ms` / `succeed-after-ms`, which end the whole pod (exit code 1 / 0) and,
+//! when set, take precedence over the containers' commands.
 //!
 //! It also plays each node's kubelet: registers nodes created through the API, renews every
 //! node's Lease and status heartbeat from one ticking task (spread over the period, so 5,000
@@ -12,8 +25,8 @@
 //! pods of a deleted node after the pod GC delay, as upstream's pod garbage collector does.
 //!
 //! It writes through the store like any client would, so every transition is a watch event.
+//! Its timers end at the cluster's shutdown.
 
-use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +35,10 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::config::{KubeletConfig, NodesConfig};
+use crate::container_exit::{self, Exit};
+use crate::container_status::{self, RestartPolicy};
 use crate::fit::PodNeeds;
+use crate::heartbeats::Heartbeats;
 use crate::nodes::{self, terminating};
 use crate::object::{meta, now_timestamp};
 use crate::ops::DeleteOptions;
@@ -39,11 +55,18 @@ pub const FAIL_AFTER_MS: &str = "sim.kcm-rs.io/fail-after-ms";
 /// Annotation: the pod goes to phase Succeeded this many milliseconds after starting.
 pub const SUCCEED_AFTER_MS: &str = "sim.kcm-rs.io/succeed-after-ms";
 
-/// What the kubelet does to a pod, decided from its annotations and the configuration.
+/// How long a container that its pod's `restartPolicy` restarts waits before it runs again.
+pub(crate) const RESTART_DELAY: Duration = Duration::from_millis(100);
+
+/// What the kubelet does to a pod, decided from its annotations, its containers' commands and
+/// the configuration.
 #[derive(Debug, Clone, PartialEq)]
 struct PodPlan {
     ready_after: Option<Duration>,
+    /// The whole pod's end, from an annotation.
     finish: Option<(Duration, Outcome)>,
+    /// Each container that ends by its command (by name), unless an annotation ends the pod.
+    exits: Vec<(String, Exit)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,10 +97,32 @@ fn plan(pod: &Value, config: &KubeletConfig) -> PodPlan {
     let finish = annotation_ms(pod, FAIL_AFTER_MS)
         .map(|d| (d, Outcome::Failed))
         .or_else(|| annotation_ms(pod, SUCCEED_AFTER_MS).map(|d| (d, Outcome::Succeeded)));
+    let exits = if finish.is_some() {
+        Vec::new()
+    } else {
+        container_exits(pod)
+    };
     PodPlan {
         ready_after,
         finish,
+        exits,
     }
+}
+
+/// The containers of `pod` whose commands end them, by name.
+fn container_exits(pod: &Value) -> Vec<(String, Exit)> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|containers| {
+            containers
+                .iter()
+                .filter_map(|c| {
+                    let name = c.get("name")?.as_str()?;
+                    Some((name.to_string(), container_exit::exit_of(c)?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Runs the kubelets and the scheduler until the cluster shuts down.
@@ -108,81 +153,6 @@ pub(crate) async fn run(
             _ = tick.tick() => kubelet.heartbeat(),
             _ = stop.wait_for(|stopped| *stopped) => return,
         }
-    }
-}
-
-/// The heartbeat rotation: nodes queue up, and each tick renews as many from the front as
-/// keeps every node on its period (`nodes × elapsed / period`, carrying the fraction), so
-/// the writes are spread evenly over the period however many nodes there are.
-#[derive(Debug)]
-struct Heartbeats {
-    period: Duration,
-    queue: VecDeque<String>,
-    /// Every node registered (whether or not heartbeats are on).
-    known: HashSet<String>,
-    credit: f64,
-    last: Instant,
-}
-
-impl Heartbeats {
-    fn new(period: Duration) -> Self {
-        Self {
-            period,
-            queue: VecDeque::new(),
-            known: HashSet::new(),
-            credit: 0.0,
-            last: Instant::now(),
-        }
-    }
-
-    /// How often the rotation is looked at: a tenth of the period, between 1 ms and 100 ms
-    /// (an hour when heartbeats are off).
-    fn tick(&self) -> Duration {
-        if self.period.is_zero() {
-            return Duration::from_secs(3600);
-        }
-        (self.period / 10).clamp(Duration::from_millis(1), Duration::from_millis(100))
-    }
-
-    /// Registers node `name`; false when it was known already.
-    fn add(&mut self, name: &str) -> bool {
-        if !self.known.insert(name.to_string()) {
-            return false;
-        }
-        if !self.period.is_zero() {
-            self.queue.push_back(name.to_string());
-        }
-        true
-    }
-
-    /// Forgets a node that is gone.
-    fn forget(&mut self, name: &str) {
-        if self.known.remove(name) {
-            self.queue.retain(|n| n != name);
-        }
-    }
-
-    /// The nodes whose heartbeat is due at `now`, taken off the queue.
-    fn due(&mut self, now: Instant) -> Vec<String> {
-        let elapsed = now.saturating_duration_since(self.last);
-        self.last = now;
-        if self.period.is_zero() || self.queue.is_empty() {
-            self.credit = 0.0;
-            return Vec::new();
-        }
-        let queued = self.queue.len() as f64;
-        self.credit =
-            (self.credit + queued * elapsed.as_secs_f64() / self.period.as_secs_f64()).min(queued);
-        let count = self.credit.floor();
-        self.credit -= count;
-        (0..count as usize)
-            .filter_map(|_| self.queue.pop_front())
-            .collect()
-    }
-
-    /// Puts a node that was renewed back at the end of the queue.
-    fn requeue(&mut self, name: String) {
-        self.queue.push_back(name);
     }
 }
 
@@ -304,6 +274,21 @@ impl Kubelet {
                 Step::Finish(outcome),
             );
         }
+        for (container, exit) in plan.exits {
+            let run = ContainerRun {
+                container,
+                restarts: 0,
+                exit,
+                ready_after: plan.ready_after,
+            };
+            later(
+                &self.shared,
+                exit.after,
+                key.clone(),
+                uid.to_string(),
+                Step::ContainerExit(run),
+            );
+        }
         Placement::Started
     }
 
@@ -331,7 +316,7 @@ impl Kubelet {
             if self.heartbeats.add(name) {
                 nodes::register(&mut state, name, &nodes::node_ip(self.registered));
                 self.registered += 1;
-                if !self.heartbeats.period.is_zero() {
+                if self.heartbeats.enabled() {
                     nodes::ensure_lease(&mut state, name);
                 }
             }
@@ -373,31 +358,69 @@ impl Kubelet {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+/// Something the kubelet does to a pod later.
+#[derive(Debug, Clone)]
 enum Step {
     Ready,
     Finish(Outcome),
     Remove,
+    /// A container's command ends.
+    ContainerExit(ContainerRun),
+    /// A container runs again after its restart delay.
+    ContainerRestart(ContainerRun),
 }
 
+/// One run of a container: which one, after how many restarts, how its command ends, and
+/// how soon it is Ready once (re)started.
+#[derive(Debug, Clone)]
+struct ContainerRun {
+    container: String,
+    restarts: i64,
+    exit: Exit,
+    ready_after: Option<Duration>,
+}
+
+/// Does `step` to the pod `key` with `uid` after `delay` (at once when zero), unless the
+/// cluster shuts down first.
 fn later(shared: &Arc<Shared>, delay: Duration, key: ObjectKey, uid: String, step: Step) {
-    let act = move |shared: &Arc<Shared>| {
-        let mut state = shared.state.write();
-        match step {
-            Step::Ready => become_ready(&mut state, &key, &uid),
-            Step::Finish(outcome) => finish(&mut state, &key, &uid, outcome),
-            Step::Remove => remove(&mut state, &key, &uid),
-        }
-    };
     if delay.is_zero() {
-        act(shared);
+        act(shared, key, uid, step);
         return;
     }
     let shared = shared.clone();
+    let mut stop = shared.shutdown.subscribe();
     tokio::spawn(async move {
-        tokio::time::sleep(delay).await;
-        act(&shared);
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => act(&shared, key, uid, step),
+            _ = stop.wait_for(|stopped| *stopped) => {}
+        }
     });
+}
+
+/// Does `step` under the state lock, then schedules what it leads to once the lock is free.
+fn act(shared: &Arc<Shared>, key: ObjectKey, uid: String, step: Step) {
+    let next = {
+        let mut state = shared.state.write();
+        match step {
+            Step::Ready => {
+                become_ready(&mut state, &key, &uid);
+                Vec::new()
+            }
+            Step::Finish(outcome) => {
+                finish(&mut state, &key, &uid, outcome);
+                Vec::new()
+            }
+            Step::Remove => {
+                remove(&mut state, &key, &uid);
+                Vec::new()
+            }
+            Step::ContainerExit(run) => container_exited(&mut state, &key, &uid, run),
+            Step::ContainerRestart(run) => container_restarted(&mut state, &key, &uid, run),
+        }
+    };
+    for (delay, step) in next {
+        later(shared, delay, key.clone(), uid.clone(), step);
+    }
 }
 
 fn condition(kind: &str, status: bool, now: &str) -> Value {
@@ -529,35 +552,6 @@ fn mark_unschedulable(state: &mut State, key: &ObjectKey, mut pod: Value, messag
     state.put(PODS, key.clone(), pod);
 }
 
-/// Sets the Ready and ContainersReady conditions and the containers' `ready`; false when
-/// nothing changed.
-fn set_ready(pod: &mut Value, ready: bool, now: &str) -> bool {
-    let before = pod.clone();
-    if let Some(conditions) = pod
-        .pointer_mut("/status/conditions")
-        .and_then(Value::as_array_mut)
-    {
-        for c in conditions.iter_mut() {
-            let kind = c.get("type").and_then(Value::as_str).unwrap_or("");
-            if (kind == "Ready" || kind == "ContainersReady")
-                && c.get("status").and_then(Value::as_str)
-                    != Some(if ready { "True" } else { "False" })
-            {
-                *c = condition(kind, ready, now);
-            }
-        }
-    }
-    if let Some(statuses) = pod
-        .pointer_mut("/status/containerStatuses")
-        .and_then(Value::as_array_mut)
-    {
-        for s in statuses.iter_mut().filter_map(Value::as_object_mut) {
-            s.insert("ready".into(), json!(ready));
-        }
-    }
-    *pod != before
-}
-
 /// Makes a running pod Ready, unless its node is NotReady: then it waits for the node.
 fn become_ready(state: &mut State, key: &ObjectKey, uid: &str) {
     let Some(mut pod) = live_pod(state, key, uid) else {
@@ -573,7 +567,7 @@ fn become_ready(state: &mut State, key: &ObjectKey, uid: &str) {
         state.nodes.hold(&node, key, uid);
         return;
     }
-    if set_ready(&mut pod, true, &now_timestamp()) {
+    if container_status::set_containers_ready(&mut pod, true, &now_timestamp()) {
         tracing::debug!(namespace = %key.0, name = %key.1, "kubelet made pod ready");
         state.put(PODS, key.clone(), pod);
     }
@@ -609,30 +603,130 @@ fn mark_pods_not_ready(state: &mut State, node: &str) {
     }
 }
 
+/// Ends the whole pod as its annotation says: every container terminated with exit code 1
+/// (Failed) or 0 (Succeeded).
 fn finish(state: &mut State, key: &ObjectKey, uid: &str, outcome: Outcome) {
     let Some(mut pod) = live_pod(state, key, uid) else {
         return;
     };
     let now = now_timestamp();
-    let (phase, code, reason) = match outcome {
-        Outcome::Failed => ("Failed", 1, "Error"),
-        Outcome::Succeeded => ("Succeeded", 0, "Completed"),
+    let (phase, code) = match outcome {
+        Outcome::Failed => ("Failed", 1),
+        Outcome::Succeeded => ("Succeeded", 0),
     };
-    set_ready(&mut pod, false, &now);
-    if let Some(status) = pod.get_mut("status").and_then(Value::as_object_mut) {
-        status.insert("phase".into(), json!(phase));
-        if let Some(Value::Array(statuses)) = status.get_mut("containerStatuses") {
-            for s in statuses.iter_mut().filter_map(Value::as_object_mut) {
-                s.insert(
-                    "state".into(),
-                    json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": now, "finishedAt": now}}),
-                );
-                s.insert("started".into(), json!(false));
-            }
-        }
+    for name in container_names(&pod) {
+        container_status::terminate(&mut pod, &name, code, &now);
     }
+    set_phase(&mut pod, phase);
+    container_status::sync_ready_conditions(&mut pod, &now);
     tracing::debug!(namespace = %key.0, name = %key.1, phase, "kubelet finished pod");
     state.put(PODS, key.clone(), pod);
+}
+
+/// The names in a pod's `containerStatuses`.
+fn container_names(pod: &Value) -> Vec<String> {
+    pod.pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map(|statuses| {
+            statuses
+                .iter()
+                .filter_map(|s| s.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn set_phase(pod: &mut Value, phase: &str) {
+    if let Some(status) = pod.get_mut("status").and_then(Value::as_object_mut) {
+        status.insert("phase".into(), json!(phase));
+    }
+}
+
+/// A container's command ended: under its pod's `restartPolicy` it waits for a restart, or
+/// it stays terminated and the pod finishes once every container has. Returns the restart
+/// to schedule, if any. Nothing happens unless the pod runs, is not being deleted, and the
+/// container is still in this run.
+fn container_exited(
+    state: &mut State,
+    key: &ObjectKey,
+    uid: &str,
+    run: ContainerRun,
+) -> Vec<(Duration, Step)> {
+    let Some(mut pod) = live_pod(state, key, uid) else {
+        return Vec::new();
+    };
+    if phase(&pod) != "Running" || !container_status::is_running(&pod, &run.container, run.restarts)
+    {
+        return Vec::new();
+    }
+    let now = now_timestamp();
+    let code = run.exit.code;
+    if RestartPolicy::of(&pod).restarts_after(code) {
+        container_status::back_off(&mut pod, &run.container, code, &now, RESTART_DELAY);
+        container_status::sync_ready_conditions(&mut pod, &now);
+        tracing::debug!(namespace = %key.0, name = %key.1, container = %run.container, code, restarts = run.restarts, "container exited; restarting it");
+        state.put(PODS, key.clone(), pod);
+        return vec![(RESTART_DELAY, Step::ContainerRestart(run))];
+    }
+    container_status::terminate(&mut pod, &run.container, code, &now);
+    let finished = container_status::finished_phase(&pod);
+    if let Some(phase) = finished {
+        set_phase(&mut pod, phase);
+    }
+    container_status::sync_ready_conditions(&mut pod, &now);
+    tracing::debug!(namespace = %key.0, name = %key.1, container = %run.container, code, phase = finished.unwrap_or("Running"), "container exited");
+    state.put(PODS, key.clone(), pod);
+    Vec::new()
+}
+
+/// A container runs again after its restart delay, and is Ready at once or later as its pod's
+/// plan says (not while its node is NotReady). Returns its next exit and readiness to
+/// schedule.
+fn container_restarted(
+    state: &mut State,
+    key: &ObjectKey,
+    uid: &str,
+    run: ContainerRun,
+) -> Vec<(Duration, Step)> {
+    let Some(mut pod) = live_pod(state, key, uid) else {
+        return Vec::new();
+    };
+    if phase(&pod) != "Running" || !container_status::is_waiting(&pod, &run.container, run.restarts)
+    {
+        return Vec::new();
+    }
+    let now = now_timestamp();
+    let Some(restarts) = container_status::restart(&mut pod, &run.container, &now) else {
+        return Vec::new();
+    };
+    container_status::sync_ready_conditions(&mut pod, &now);
+    let mut next = Vec::new();
+    let mut held_on = None;
+    match run.ready_after {
+        Some(delay) if delay.is_zero() => {
+            let node = state.get(PODS, key).and_then(|s| s.node.clone());
+            match node {
+                Some(node) if !state.nodes.is_ready(&node) => held_on = Some(node),
+                _ => {
+                    container_status::set_containers_ready(&mut pod, true, &now);
+                }
+            }
+        }
+        Some(delay) => next.push((delay, Step::Ready)),
+        None => {}
+    }
+    tracing::debug!(namespace = %key.0, name = %key.1, container = %run.container, restarts, "container restarted");
+    state.put(PODS, key.clone(), pod);
+    if let Some(node) = held_on {
+        state.nodes.hold(&node, key, uid);
+    }
+    let exit_after = run.exit.after;
+    next.push((
+        exit_after,
+        Step::ContainerExit(ContainerRun { restarts, ..run }),
+    ));
+    next
 }
 
 /// Completes a graceful deletion: the pod is gone (unless finalizers still hold it).
@@ -670,64 +764,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn heartbeats_spread_over_the_period() {
-        let mut beats = Heartbeats::new(Duration::from_secs(10));
-        assert_eq!(beats.tick(), Duration::from_millis(100));
-        let t0 = beats.last;
-        for i in 0..1000 {
-            assert!(beats.add(&format!("n{i}")));
-        }
-        assert!(!beats.add("n0"));
-        let mut per_tick = Vec::new();
-        let mut first = None;
-        for k in 1..=100u64 {
-            let due = beats.due(t0 + Duration::from_millis(100 * k));
-            per_tick.push(due.len());
-            first = first.or(due.first().cloned());
-            for name in due {
-                beats.requeue(name);
-            }
-        }
-        assert_eq!(first.as_deref(), Some("n0"));
-        assert!(
-            per_tick.iter().all(|n| (9..=11).contains(n)),
-            "{per_tick:?}"
-        );
-        let total: usize = per_tick.iter().sum();
-        assert!(
-            (999..=1001).contains(&total),
-            "{total} renewals in one period"
-        );
-        beats.forget("n5");
-        assert_eq!(beats.queue.len(), 999);
-        assert!(beats.add("n5"), "a recreated node is new again");
-
-        let mut single = Heartbeats::new(Duration::from_millis(200));
-        assert_eq!(single.tick(), Duration::from_millis(20));
-        let t0 = single.last;
-        single.add("only");
-        assert!(single.due(t0 + Duration::from_millis(100)).is_empty());
-        assert_eq!(single.due(t0 + Duration::from_millis(200)), vec!["only"]);
-
-        let mut off = Heartbeats::new(Duration::ZERO);
-        assert!(off.add("n"));
-        assert!(off.due(Instant::now() + Duration::from_secs(60)).is_empty());
-        assert_eq!(off.tick(), Duration::from_secs(3600));
-    }
-
-    #[test]
-    fn plans_from_annotations() {
+    fn plans_from_annotations_and_commands() {
         let config = KubeletConfig {
             ready_delay: Duration::from_millis(5),
             ..KubeletConfig::default()
         };
-        let pod = |annotations: Value| json!({"metadata": {"annotations": annotations}});
+        let pod = |annotations: Value| {
+            json!({"metadata": {"annotations": annotations}, "spec": {"containers": [
+                {"name": "plain", "image": "nginx"},
+                {"name": "job", "image": "busybox", "command": ["sh", "-c", "sleep 0.5; exit 3"]},
+            ]}})
+        };
+        let job = (
+            "job".to_string(),
+            Exit {
+                after: Duration::from_millis(500),
+                code: 3,
+            },
+        );
         let cases = [
             (
                 json!({}),
                 PodPlan {
                     ready_after: Some(Duration::from_millis(5)),
                     finish: None,
+                    exits: vec![job.clone()],
                 },
             ),
             (
@@ -735,6 +796,7 @@ mod tests {
                 PodPlan {
                     ready_after: None,
                     finish: None,
+                    exits: vec![job.clone()],
                 },
             ),
             (
@@ -742,6 +804,7 @@ mod tests {
                 PodPlan {
                     ready_after: Some(Duration::from_millis(70)),
                     finish: None,
+                    exits: vec![job.clone()],
                 },
             ),
             (
@@ -749,6 +812,7 @@ mod tests {
                 PodPlan {
                     ready_after: Some(Duration::from_millis(5)),
                     finish: Some((Duration::from_millis(10), Outcome::Failed)),
+                    exits: Vec::new(),
                 },
             ),
             (
@@ -756,13 +820,15 @@ mod tests {
                 PodPlan {
                     ready_after: None,
                     finish: Some((Duration::ZERO, Outcome::Succeeded)),
+                    exits: Vec::new(),
                 },
             ),
             (
-                json!({READY_AFTER_MS: "soon"}),
+                json!({READY_AFTER_MS: "soon", SUCCEED_AFTER_MS: "later"}),
                 PodPlan {
                     ready_after: Some(Duration::from_millis(5)),
                     finish: None,
+                    exits: vec![job.clone()],
                 },
             ),
         ];
@@ -773,5 +839,7 @@ mod tests {
                 "{annotations}"
             );
         }
+        let odd = json!({"spec": {"containers": [{"command": ["sh", "-c", "exit 0"]}, 7]}});
+        assert_eq!(plan(&odd, &config).exits, Vec::new(), "no name, no exit");
     }
 }

@@ -3,14 +3,18 @@
 mod accounting;
 mod cluster;
 mod config;
+mod container_exit;
+mod container_status;
 mod defaults;
 mod discovery;
 mod error;
+mod eviction;
 mod faults;
 mod fit;
 #[cfg(test)]
 mod fixtures;
 mod gc;
+mod heartbeats;
 mod kubelet;
 mod memory;
 mod nodes;

@@ -5,6 +5,8 @@
 //! Every operation runs under the one state lock, so the cascade is applied at once and is
 //! observable through watches exactly as upstream's collector's writes would be.
 
+use std::collections::HashMap;
+
 use bytes::Bytes;
 use rand::Rng;
 use serde_json::Value;
@@ -13,9 +15,9 @@ use crate::object::{
     canonicalize, finalizers_of, meta, meta_mut, meta_str, now_timestamp, set_finalizers,
     timestamp_in,
 };
-use crate::resources::{DAEMONSETS, NAMESPACES, PODS, RESOURCES};
+use crate::resources::{DAEMONSETS, NAMESPACES, PODS, RESOURCES, ResourceInfo};
 use crate::status::{ApiError, Cause};
-use crate::store::{KubeletEvent, ObjectKey, ObjectRef, State};
+use crate::store::{KubeletEvent, ObjectKey, ObjectRef, State, Stored};
 use crate::{defaults, validation};
 
 /// The alphabet upstream draws generated-name suffixes from (no vowels, no look-alikes).
@@ -55,6 +57,81 @@ pub(crate) struct DeleteOptions {
     pub propagation: Option<Propagation>,
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
+}
+
+impl DeleteOptions {
+    /// The options of a request: a `DeleteOptions` body (`Null` when none was sent) and the
+    /// query; a field set in the body wins over the same query parameter.
+    pub fn from_request(body: &Value, query: &HashMap<String, String>) -> Result<Self, ApiError> {
+        let mut opts = DeleteOptions::default();
+        let grace = query
+            .get("gracePeriodSeconds")
+            .map(|g| {
+                g.parse::<i64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}")))
+            })
+            .transpose()?;
+        opts.grace_period_seconds = body
+            .get("gracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .or(grace);
+        let policy = body
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| query.get("propagationPolicy").cloned());
+        opts.propagation = policy.map(|p| Propagation::parse(&p)).transpose()?;
+        let orphan = body
+            .get("orphanDependents")
+            .and_then(Value::as_bool)
+            .or_else(|| query.get("orphanDependents").map(|v| v == "true"));
+        if opts.propagation.is_none() && orphan == Some(true) {
+            opts.propagation = Some(Propagation::Orphan);
+        }
+        opts.precondition_uid = body
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        opts.precondition_rv = body
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        Ok(opts)
+    }
+
+    /// 409 Conflict, worded as upstream's, unless the preconditions hold for `stored`.
+    pub fn check_preconditions(
+        &self,
+        info: &ResourceInfo,
+        name: &str,
+        stored: &Stored,
+    ) -> Result<(), ApiError> {
+        if let Some(uid) = &self.precondition_uid
+            && uid.as_str() != &*stored.uid
+        {
+            return Err(ApiError::conflict_because(
+                info,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    stored.uid
+                ),
+            ));
+        }
+        if let Some(rv) = &self.precondition_rv
+            && *rv != stored.rv.to_string()
+        {
+            return Err(ApiError::conflict_because(
+                info,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    stored.rv
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Which part of an object an update may change.
@@ -351,30 +428,7 @@ impl State {
         let stored = self
             .get(res, key)
             .ok_or_else(|| ApiError::not_found(info, &key.1))?;
-        if let Some(uid) = &opts.precondition_uid
-            && uid.as_str() != &*stored.uid
-        {
-            return Err(ApiError::conflict_because(
-                info,
-                &key.1,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    stored.uid
-                ),
-            ));
-        }
-        if let Some(rv) = &opts.precondition_rv
-            && *rv != stored.rv.to_string()
-        {
-            return Err(ApiError::conflict_because(
-                info,
-                &key.1,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    stored.rv
-                ),
-            ));
-        }
+        opts.check_preconditions(info, &key.1, stored)?;
         let uid = stored.uid.to_string();
         let mut value = stored.value();
         if res == NAMESPACES {

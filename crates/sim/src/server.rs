@@ -19,7 +19,7 @@ use crate::accounting::Accounting;
 use crate::config::AuthConfig;
 use crate::faults::FaultInjector;
 use crate::object::meta_mut;
-use crate::ops::{DeleteOptions, Propagation, UpdateMode};
+use crate::ops::{DeleteOptions, UpdateMode};
 use crate::patch::{self, PatchType};
 use crate::resources::{self, RESOURCES};
 use crate::reviews::Review;
@@ -29,7 +29,7 @@ use crate::status::ApiError;
 use crate::store::{ObjectKey, State};
 use crate::table::{self, IncludeObject};
 use crate::watch::{self, WatchFaults, WatchParams};
-use crate::{discovery, openapi};
+use crate::{discovery, eviction, openapi};
 
 /// Everything the request handlers, the watch tasks and the kubelet share.
 #[derive(Debug)]
@@ -98,6 +98,7 @@ fn subresource(res: usize, sub: &str) -> Option<&'static str> {
     match sub {
         "status" if info.status => Some("status"),
         "scale" if info.scale => Some("scale"),
+        "eviction" if res == resources::PODS => Some("eviction"),
         _ => None,
     }
 }
@@ -313,6 +314,9 @@ fn verb_of(
     req: &ResourceRequest,
     query: &HashMap<String, String>,
 ) -> Option<&'static str> {
+    if req.sub == Some("eviction") {
+        return (method == Method::POST).then_some("create");
+    }
     let named = req.name.is_some();
     match (method.as_str(), named) {
         ("GET", false) if flag(query, "watch") => Some("watch"),
@@ -521,6 +525,9 @@ impl Call<'_> {
     }
 
     fn create(&self) -> Result<Response, ApiError> {
+        if self.req.sub == Some("eviction") {
+            return self.evict();
+        }
         let info = self.info();
         if info.namespaced && self.req.namespace.is_none() {
             return Err(ApiError::method_not_allowed());
@@ -529,6 +536,12 @@ impl Call<'_> {
         let ns = self.req.namespace.clone().unwrap_or_default();
         let bytes = self.shared.state.write().create(self.req.res, &ns, obj)?;
         Ok(json_response(StatusCode::CREATED, bytes))
+    }
+
+    /// `POST pods/{name}/eviction`: see [`crate::eviction`].
+    fn evict(&self) -> Result<Response, ApiError> {
+        let status = eviction::evict(&mut self.shared.state.write(), &self.key(), self.body)?;
+        Ok(json_response(StatusCode::CREATED, status.to_string()))
     }
 
     fn update(&self) -> Result<Response, ApiError> {
@@ -597,41 +610,7 @@ impl Call<'_> {
         } else {
             self.body_json()?
         };
-        let mut opts = DeleteOptions::default();
-        let grace = self
-            .query
-            .get("gracePeriodSeconds")
-            .map(|g| {
-                g.parse::<i64>()
-                    .map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}")))
-            })
-            .transpose()?;
-        opts.grace_period_seconds = body
-            .get("gracePeriodSeconds")
-            .and_then(Value::as_i64)
-            .or(grace);
-        let policy = body
-            .get("propagationPolicy")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .or_else(|| self.query.get("propagationPolicy").cloned());
-        opts.propagation = policy.map(|p| Propagation::parse(&p)).transpose()?;
-        let orphan = body
-            .get("orphanDependents")
-            .and_then(Value::as_bool)
-            .or_else(|| self.query.get("orphanDependents").map(|v| v == "true"));
-        if opts.propagation.is_none() && orphan == Some(true) {
-            opts.propagation = Some(Propagation::Orphan);
-        }
-        opts.precondition_uid = body
-            .pointer("/preconditions/uid")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        opts.precondition_rv = body
-            .pointer("/preconditions/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        Ok(opts)
+        DeleteOptions::from_request(&body, self.query)
     }
 
     fn delete(&self) -> Result<Response, ApiError> {
@@ -795,6 +774,15 @@ mod tests {
                 None,
             ),
             ("/api/v1/namespaces/default/pods/p/scale", None),
+            (
+                "/api/v1/namespaces/default/pods/p/eviction",
+                Some("pods default p eviction"),
+            ),
+            (
+                "/api/v1/namespaces/default/pods/eviction",
+                Some("pods default eviction -"),
+            ),
+            ("/apis/apps/v1/namespaces/ns/deployments/d/eviction", None),
             ("/api/v1/pods/p", None),
             ("/apis/batch/v1/jobs", None),
         ];

@@ -131,6 +131,52 @@ fn or_none(s: &str) -> String {
     }
 }
 
+/// A pod's STATUS as upstream's printer words it: the pod's reason or phase, overridden by
+/// the first container (in status order) that waits or has terminated with a reason
+/// (`CrashLoopBackOff`, `Completed`, `Error`), or `ExitCode:N` without one; `Completed` with a
+/// container still running and ready reads `Running` (`NotReady` when the pod is not Ready).
+fn pod_status(pod: &Value) -> String {
+    let mut reason = match str_at(pod, "/status/reason") {
+        "" => str_at(pod, "/status/phase").to_string(),
+        reason => reason.to_string(),
+    };
+    let statuses = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut has_running = false;
+    for container in statuses.iter().rev() {
+        let waiting = str_at(container, "/state/waiting/reason");
+        let terminated = container.pointer("/state/terminated");
+        if !waiting.is_empty() {
+            reason = waiting.to_string();
+        } else if let Some(terminated) = terminated {
+            reason = match str_at(terminated, "/reason") {
+                "" => format!("ExitCode:{}", int_at(terminated, "/exitCode")),
+                why => why.to_string(),
+            };
+        } else if container.get("ready") == Some(&json!(true))
+            && container.pointer("/state/running").is_some()
+        {
+            has_running = true;
+        }
+    }
+    if reason == "Completed" && has_running {
+        let ready = pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c.get("type") == Some(&json!("Ready"))
+                        && c.get("status") == Some(&json!("True"))
+                })
+            });
+        reason = if ready { "Running" } else { "NotReady" }.to_string();
+    }
+    reason
+}
+
 /// The cells of one object, matching [`columns`].
 fn cells(plural: &str, obj: &Value) -> Vec<Value> {
     let name = json!(str_at(obj, "/metadata/name"));
@@ -156,10 +202,8 @@ fn cells(plural: &str, obj: &Value) -> Vec<Value> {
                 statuses.map_or(0, |s| s.iter().map(|c| int_at(c, "/restartCount")).sum());
             let status = if obj.pointer("/metadata/deletionTimestamp").is_some() {
                 "Terminating".to_string()
-            } else if !str_at(obj, "/status/reason").is_empty() {
-                str_at(obj, "/status/reason").to_string()
             } else {
-                str_at(obj, "/status/phase").to_string()
+                pod_status(obj)
             };
             vec![
                 name,
@@ -459,6 +503,39 @@ mod tests {
             [json!("p"), json!("1/2"), json!("Terminating"), json!("3")]
         );
         assert_eq!(pod_cells[5..], [json!("10.0.0.1"), json!("n")]);
+        let running = json!({"name": "a", "ready": true, "state": {"running": {}}});
+        let completed = json!({"name": "b", "ready": false, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}});
+        let statuses = [
+            (json!({"phase": "Running"}), "Running"),
+            (json!({"phase": "Failed", "reason": "Evicted"}), "Evicted"),
+            (
+                json!({"phase": "Succeeded", "containerStatuses": [completed]}),
+                "Completed",
+            ),
+            (
+                json!({"phase": "Failed", "containerStatuses": [{"state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]}),
+                "Error",
+            ),
+            (
+                json!({"phase": "Failed", "containerStatuses": [{"state": {"terminated": {"exitCode": 3}}}]}),
+                "ExitCode:3",
+            ),
+            (
+                json!({"phase": "Running", "containerStatuses": [{"state": {"waiting": {"reason": "CrashLoopBackOff"}}}, running]}),
+                "CrashLoopBackOff",
+            ),
+            (
+                json!({"phase": "Running", "containerStatuses": [running, completed], "conditions": [{"type": "Ready", "status": "False"}]}),
+                "NotReady",
+            ),
+            (
+                json!({"phase": "Running", "containerStatuses": [running, completed], "conditions": [{"type": "Ready", "status": "True"}]}),
+                "Running",
+            ),
+        ];
+        for (status, expected) in statuses {
+            assert_eq!(pod_status(&json!({"status": status})), expected, "{status}");
+        }
         let deploy = json!({"metadata": {"name": "web"}, "spec": {"replicas": 3}, "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
         assert_eq!(
             cells("deployments", &deploy)[..4],

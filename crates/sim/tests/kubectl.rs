@@ -1,6 +1,7 @@
 //! The real kubectl (/usr/bin/kubectl) against the sim's kubeconfig: create -f, get -o json,
 //! scale, patch --type=merge, patch --type=json, get --watch and delete all succeed with the
-//! default client-side settings (no `--validate=false`).
+//! default client-side settings (no `--validate=false`); a Pod applied with `sh -c 'exit 0'`
+//! runs to Succeeded; `kubectl drain` evicts through the `pods/eviction` subresource.
 
 mod common;
 
@@ -177,5 +178,94 @@ async fn kubectl_drives_a_deployment() {
         agents.total_for_agent("kubectl") >= 7,
         "{:?}",
         agents.entries()
+    );
+}
+
+const BATCH_POD: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: once
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [\"sh\", \"-c\", \"exit 0\"]
+";
+
+/// Polls `kubectl get pod name -o jsonpath=...` until it prints `wanted`.
+async fn kubectl_waits_for(kubectl: &Kubectl, name: &str, jsonpath: &str, wanted: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
+    while last != wanted {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pod {name}: {jsonpath} still {last:?}, not {wanted:?}"
+        );
+        last = kubectl
+            .run(&["get", "pod", name, "-o", &format!("jsonpath={jsonpath}")])
+            .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn kubectl_applies_a_pod_that_runs_to_completion() {
+    let cluster = common::cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubectl = Kubectl::for_cluster(&cluster, dir.path());
+    let manifest = dir.path().join("once.yaml");
+    std::fs::write(&manifest, BATCH_POD).unwrap();
+
+    let out = kubectl
+        .run(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    assert!(out.contains("pod/once created"), "{out}");
+    kubectl_waits_for(&kubectl, "once", "{.status.phase}", "Succeeded").await;
+    let exit = kubectl
+        .run(&[
+            "get",
+            "pod",
+            "once",
+            "-o",
+            "jsonpath={.status.containerStatuses[0].state.terminated.exitCode} {.status.containerStatuses[0].state.terminated.reason}",
+        ])
+        .await;
+    assert_eq!(exit, "0 Completed");
+}
+
+#[tokio::test]
+async fn kubectl_drain_evicts_through_the_eviction_subresource() {
+    let cluster = common::cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubectl = Kubectl::for_cluster(&cluster, dir.path());
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(cluster.client(), "default");
+    common::create(&pods, &common::pod("lonely", json!({}))).await;
+    common::eventually("lonely scheduled", || async {
+        pods.get("lonely")
+            .await
+            .ok()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+    })
+    .await;
+
+    let out = kubectl
+        .run(&[
+            "drain",
+            "sim-node",
+            "--force",
+            "--ignore-daemonsets",
+            "--timeout=30s",
+        ])
+        .await;
+    assert!(out.contains("pod/lonely evicted"), "{out}");
+    assert!(!common::exists(&pods, "lonely").await);
+    assert_eq!(
+        cluster
+            .accounting()
+            .count_for_agent("kubectl", "create", "pods/eviction"),
+        1,
+        "evicted, not deleted: {:?}",
+        cluster.accounting().entries()
     );
 }
