@@ -114,7 +114,15 @@ impl<C: Clock> ControllerExpectations<C> {
     /// kcm-rs: upstream sets the record only when it creates, so such a pod, which another
     /// writer made (a previous leader just before a handover), is never counted and the owner
     /// waits for the record to expire (5 minutes) before it scales again.
+    ///
+    /// Runs at every such sync, so an existing record is zeroed in place (its stamp is renewed
+    /// by the creates, if any); only a key's first sync allocates one.
     pub fn begin_read(&self, key: &str) {
+        if let Some(record) = self.records.read().get(key) {
+            record.add.store(0, Ordering::SeqCst);
+            record.del.store(0, Ordering::SeqCst);
+            return;
+        }
         self.set_expectations(key, 0, 0);
     }
 
@@ -369,8 +377,15 @@ mod tests {
             ("three arrived after the read: none awaited", 3, 3, 0, true),
             ("no create decided", 1, 0, -1, true),
         ];
-        for (name, arrived, decided, awaited, satisfied) in cases {
+        // Each case without a record before the read, and with a stale one (zeroed in place).
+        for ((name, arrived, decided, awaited, satisfied), stale) in cases
+            .into_iter()
+            .flat_map(|case| [(case, false), (case, true)])
+        {
             let expectations = ControllerExpectations::with_clock(ManualClock::new());
+            if stale {
+                expectations.set_expectations(KEY, 2, 1);
+            }
             expectations.creation_observed(KEY);
             expectations.begin_read(KEY);
             for _ in 0..arrived {
@@ -382,12 +397,12 @@ mod tests {
             assert_eq!(
                 expectations.get_expectations(KEY).map(|e| e.add),
                 Some(awaited),
-                "{name}"
+                "{name}, stale record {stale}"
             );
             assert_eq!(
                 expectations.satisfied_expectations(KEY),
                 satisfied,
-                "{name}"
+                "{name}, stale record {stale}"
             );
         }
     }

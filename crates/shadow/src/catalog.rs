@@ -11,9 +11,8 @@
 //! controller declares with their [`Dependents`] (Deployments, ReplicaSets, StatefulSets,
 //! DaemonSets), which say how each kind of object created for such an owner is recognized.
 //! Kinds declared without (pods, claims, revisions) are compared but not followed as owners: a
-//! claim whose
-//! controller is its pod (a scale-down's retention policy) is judged by itself, not by what
-//! became of the pod.
+//! claim whose controller is its pod (a scale-down's retention policy) is judged by itself, not
+//! by what became of the pod.
 
 use std::{collections::BTreeMap, sync::Arc};
 

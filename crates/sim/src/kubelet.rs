@@ -643,6 +643,17 @@ fn set_phase(pod: &mut Value, phase: &str) {
     }
 }
 
+/// The live pod `key` (that UID, not being deleted) if it is Running and its container is in
+/// the state a scheduled step expects (`in_step`): a step of an earlier run does nothing.
+fn running_pod(
+    state: &State,
+    key: &ObjectKey,
+    uid: &str,
+    in_step: impl Fn(&Value) -> bool,
+) -> Option<Value> {
+    live_pod(state, key, uid).filter(|pod| phase(pod) == "Running" && in_step(pod))
+}
+
 /// A container's command ended: under its pod's `restartPolicy` it waits for a restart, or
 /// it stays terminated and the pod finishes once every container has. Returns the restart
 /// to schedule, if any. Nothing happens unless the pod runs, is not being deleted, and the
@@ -653,13 +664,11 @@ fn container_exited(
     uid: &str,
     run: ContainerRun,
 ) -> Vec<(Duration, Step)> {
-    let Some(mut pod) = live_pod(state, key, uid) else {
+    let Some(mut pod) = running_pod(state, key, uid, |pod| {
+        container_status::is_running(pod, &run.container, run.restarts)
+    }) else {
         return Vec::new();
     };
-    if phase(&pod) != "Running" || !container_status::is_running(&pod, &run.container, run.restarts)
-    {
-        return Vec::new();
-    }
     let now = now_timestamp();
     let code = run.exit.code;
     if RestartPolicy::of(&pod).restarts_after(code) {
@@ -689,13 +698,11 @@ fn container_restarted(
     uid: &str,
     run: ContainerRun,
 ) -> Vec<(Duration, Step)> {
-    let Some(mut pod) = live_pod(state, key, uid) else {
+    let Some(mut pod) = running_pod(state, key, uid, |pod| {
+        container_status::is_waiting(pod, &run.container, run.restarts)
+    }) else {
         return Vec::new();
     };
-    if phase(&pod) != "Running" || !container_status::is_waiting(&pod, &run.container, run.restarts)
-    {
-        return Vec::new();
-    }
     let now = now_timestamp();
     let Some(restarts) = container_status::restart(&mut pod, &run.container, &now) else {
         return Vec::new();

@@ -7,10 +7,10 @@
 //! and UID in the cache); one without enqueues every owner of its namespace whose selector
 //! matches its labels, so an orphan is adopted. The creations and deletions a controller's
 //! expectations count are observed apart from that, inline with the cache
-//! ([`DependentObserver`]), so that whatever a sync reads from the cache has been observed. One selector rule for every controller
-//! ([`owner_selector`]): an empty or unparsable selector selects nothing here. The owner kinds
-//! are implemented here ([`Owner`]), the typed ones also when cached with their raw JSON
-//! ([`RawObject`]).
+//! ([`DependentObserver`]), so that whatever a sync reads from the cache has been observed.
+//! One selector rule for every controller ([`owner_selector`]): an empty or unparsable
+//! selector selects nothing here. The owner kinds are implemented here ([`Owner`]), the typed
+//! ones also when cached with their raw JSON ([`RawObject`]).
 
 use std::{marker::PhantomData, sync::Arc, time::Duration};
 
@@ -233,6 +233,15 @@ enum GracefulDelete {
     DeleteNew,
 }
 
+/// The owner in `owners` a dependent's controller reference names, if it is cached with that
+/// UID (upstream `resolveControllerRef`).
+fn resolve_owner<O: Owner, D: Dependent>(owners: &Lister<O>, dependent: &D) -> Option<Arc<O>> {
+    owners.resolve_controller_ref(
+        &dependent.namespace().unwrap_or_default(),
+        controller_of(dependent.meta())?,
+    )
+}
+
 /// Routes a dependent kind's events to its owners' keys.
 pub struct OwnerRouting<O, E = ()> {
     owners: Lister<O>,
@@ -324,12 +333,8 @@ impl<O: Owner, E> OwnerRouting<O, E> {
         self.queue.add(object_key(owner));
     }
 
-    /// The owner a dependent's controller reference names, if it is cached with that UID.
     fn resolve<D: Dependent>(&self, dependent: &D) -> Option<Arc<O>> {
-        self.owners.resolve_controller_ref(
-            &dependent.namespace().unwrap_or_default(),
-            controller_of(dependent.meta())?,
-        )
+        resolve_owner(&self.owners, dependent)
     }
 
     /// The owners of the dependent's namespace whose selector matches its labels.
@@ -459,10 +464,7 @@ pub struct DependentObserver<O, E> {
 
 impl<O: Owner, E> DependentObserver<O, E> {
     fn resolve<D: Dependent>(&self, dependent: &D) -> Option<Arc<O>> {
-        self.owners.resolve_controller_ref(
-            &dependent.namespace().unwrap_or_default(),
-            controller_of(dependent.meta())?,
-        )
+        resolve_owner(&self.owners, dependent)
     }
 
     fn deleted<D: Dependent>(&self, dependent: &D)
