@@ -165,6 +165,52 @@ pub(crate) fn restart(pod: &mut Value, name: &str, now: &str) -> Option<i64> {
     Some(restarts)
 }
 
+/// The exit code of a container killed at the end of its pod's grace period (SIGKILL).
+pub(crate) const KILLED_EXIT_CODE: i32 = 137;
+
+/// Stops every container of a pod being deleted, as the kubelet does once its grace period
+/// is over: a running container is killed (`state.terminated`, exit code 137, reason
+/// `Error`); one waiting for a restart stays as its last run ended (its `lastState` becomes
+/// its state); one that has exited keeps its exit. Returns the pod's terminal phase:
+/// `Succeeded` when every container exited 0, else `Failed` (also for a pod with no
+/// container status).
+pub(crate) fn stop_all(pod: &mut Value, now: &str) -> &'static str {
+    let names: Vec<String> = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map(|statuses| {
+            statuses
+                .iter()
+                .filter_map(|s| s.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    for name in &names {
+        let Some((_, status)) = status_mut(pod, name) else {
+            continue;
+        };
+        if has_state(status, "waiting") {
+            let last = status
+                .get("lastState")
+                .and_then(|s| s.get("terminated"))
+                .cloned();
+            let ended = last.unwrap_or_else(|| {
+                json!({"exitCode": KILLED_EXIT_CODE, "reason": "ContainerStatusUnknown",
+                       "message": "The container could not be located when the pod was terminated",
+                       "startedAt": null, "finishedAt": now})
+            });
+            status.insert("state".into(), json!({"terminated": ended}));
+            status.remove("lastState");
+            status.insert("ready".into(), json!(false));
+            status.insert("started".into(), json!(false));
+        } else if !has_state(status, "terminated") {
+            terminate(pod, name, KILLED_EXIT_CODE, now);
+        }
+    }
+    finished_phase(pod).unwrap_or("Failed")
+}
+
 /// The phase of a pod whose containers have all ended for good: `Succeeded` when every exit
 /// code is 0, else `Failed`; None while any container runs or waits for a restart.
 pub(crate) fn finished_phase(pod: &Value) -> Option<&'static str> {

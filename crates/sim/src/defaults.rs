@@ -1,11 +1,11 @@
-//! Defaulting as upstream applies it on create and update: apps/v1 workload defaults,
-//! pod-template and pod defaults (including what admission plugins add to pods), and the
-//! initial status of new objects.
+//! Defaulting as upstream applies it on create and update: apps/v1 workload and batch/v1 Job
+//! defaults (the Job's own in [`crate::jobs`]), pod-template and pod defaults (including what
+//! admission plugins add to pods), and the initial status of new objects.
 
 use serde_json::{Map, Value, json};
 
 /// Inserts `value` under `key` when the key is absent or null.
-fn default_field(map: &mut Map<String, Value>, key: &str, value: Value) {
+pub(crate) fn default_field(map: &mut Map<String, Value>, key: &str, value: Value) {
     match map.get(key) {
         Some(v) if !v.is_null() => {}
         _ => {
@@ -15,7 +15,10 @@ fn default_field(map: &mut Map<String, Value>, key: &str, value: Value) {
 }
 
 /// The object at `key`, created (or replaced if not an object).
-fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+pub(crate) fn object_at<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> &'a mut Map<String, Value> {
     let entry = map.entry(key).or_insert_with(|| Value::Object(Map::new()));
     if !entry.is_object() {
         *entry = Value::Object(Map::new());
@@ -81,7 +84,7 @@ pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
 }
 
 /// Defaults of a pod template: spec defaults, and the `creationTimestamp: null` Go writes.
-fn pod_template(spec: &mut Map<String, Value>) {
+pub(crate) fn pod_template(spec: &mut Map<String, Value>) {
     let template = object_at(spec, "template");
     let metadata = object_at(template, "metadata");
     if !metadata.contains_key("creationTimestamp") {
@@ -93,7 +96,7 @@ fn pod_template(spec: &mut Map<String, Value>) {
     pod_spec(object_at(template, "spec"));
 }
 
-/// Defaults for an object of resource `plural` (apps/v1 workloads and pods).
+/// Defaults for an object of resource `plural` (apps/v1 workloads, Jobs and pods).
 pub(crate) fn apply(plural: &str, obj: &mut Value) {
     let Some(map) = obj.as_object_mut() else {
         return;
@@ -150,6 +153,12 @@ pub(crate) fn apply(plural: &str, obj: &mut Value) {
         "persistentvolumeclaims" => {
             let spec = object_at(map, "spec");
             default_field(spec, "volumeMode", json!("Filesystem"));
+        }
+        "jobs" => {
+            let spec = object_at(map, "spec");
+            crate::jobs::default_spec(spec);
+            pod_template(spec);
+            crate::jobs::default_labels(map);
         }
         _ => {}
     }
@@ -253,7 +262,7 @@ fn qos_class(spec: &Value) -> &'static str {
 /// The status a new object starts with (upstream resets client-sent status on create).
 pub(crate) fn initial_status(plural: &str, obj: &Value) -> Option<Value> {
     match plural {
-        "deployments" | "replicasets" | "statefulsets" => Some(json!({})),
+        "deployments" | "replicasets" | "statefulsets" | "jobs" => Some(json!({})),
         // The four counters are not omitempty in apps/v1.
         "daemonsets" => Some(json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
                                     "desiredNumberScheduled": 0, "numberReady": 0})),

@@ -87,7 +87,7 @@ fn resource_entry(r: &ResourceInfo) -> Value {
         }
         if matches!(
             r.plural,
-            "pods" | "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+            "pods" | "deployments" | "replicasets" | "statefulsets" | "daemonsets" | "jobs"
         ) {
             map.insert("categories".into(), json!(["all"]));
         }
@@ -165,7 +165,7 @@ mod tests {
             .unwrap();
         assert_eq!(scale["group"], "autoscaling");
         assert!(resource_list("apps", "v2").is_none());
-        assert_eq!(api_groups()["groups"].as_array().unwrap().len(), 5);
+        assert_eq!(api_groups()["groups"].as_array().unwrap().len(), 6);
         let reviews = resource_list("authorization.k8s.io", "v1").unwrap();
         assert_eq!(reviews["resources"][0]["name"], "subjectaccessreviews");
         assert_eq!(reviews["resources"][0]["verbs"], json!(["create"]));
@@ -174,6 +174,21 @@ mod tests {
             api_group("apps").unwrap()["preferredVersion"]["groupVersion"],
             "apps/v1"
         );
-        assert!(api_group("batch").is_none());
+        assert_eq!(
+            api_group("batch").unwrap()["preferredVersion"]["groupVersion"],
+            "batch/v1"
+        );
+        let batch = resource_list("batch", "v1").unwrap();
+        let names: Vec<&str> = batch["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, vec!["jobs", "jobs/status"]);
+        assert_eq!(batch["resources"][0]["singularName"], "job");
+        assert_eq!(batch["resources"][0]["categories"], json!(["all"]));
+        assert!(batch["resources"][0].get("shortNames").is_none());
+        assert!(api_group("extensions").is_none());
     }
 }

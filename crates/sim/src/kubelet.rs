@@ -2,7 +2,9 @@
 //! leaves a pod already bound to a node there), starts it (phase Running, podIP, hostIP,
 //! startTime, containerStatuses) and makes it Ready after a delay; a pod no node fits stays
 //! Pending with `PodScheduled=False` (reason `Unschedulable`) and is retried when nodes change.
-//! Graceful deletions finish after a delay.
+//! Graceful deletions finish after a delay: the containers are stopped (exit code 137 unless
+//! they had already exited), the pod's terminal phase is written, and the pod is deleted
+//! (finalizers may still hold it, terminal).
 //!
 //! A container ends as its command says ([`crate::container_exit`]: `sh -c 'sleep S; exit N'`
 //! and the like; any other command keeps running), `S` seconds after it started, and the pod's
@@ -12,7 +14,7 @@
 //! doubling to 5 min; the sim waits the same short time before every restart), with
 //! `restartCount` one higher, and it ends again by the same command. Once every container has
 //! ended for good the pod is `Succeeded` (all exit codes 0) or `Failed`. Each container keeps
-//! its own schedule; a pod being deleted stops changing.
+//! its own schedule; a pod being deleted stops changing until its deletion finishes.
 //!
 //! Pod annotations steer it per pod for tests: `sim.kcm-rs.io/never-ready`, `ready-after-ms`,
 //! and `fail-after-ms` / `succeed-after-ms`, which end the whole pod (exit code 1 / 0) and,
@@ -736,17 +738,30 @@ fn container_restarted(
     next
 }
 
-/// Completes a graceful deletion: the pod is gone (unless finalizers still hold it).
+/// Completes a graceful deletion as upstream's kubelet does: its containers are stopped and
+/// the pod's terminal phase written ([`container_status::stop_all`]: Failed unless every
+/// container had already exited 0), then it is deleted with no grace period: gone, unless
+/// finalizers still hold it (it then waits, terminal, for them to be removed).
 fn remove(state: &mut State, key: &ObjectKey, uid: &str) {
+    let Some(stored) = state.get(PODS, key).filter(|s| &*s.uid == uid) else {
+        return;
+    };
+    let mut pod = stored.value();
+    if !matches!(phase(&pod), "Succeeded" | "Failed") {
+        let now = now_timestamp();
+        let ended = container_status::stop_all(&mut pod, &now);
+        set_phase(&mut pod, ended);
+        container_status::sync_ready_conditions(&mut pod, &now);
+        tracing::debug!(namespace = %key.0, name = %key.1, phase = ended, "kubelet stopped the containers of a deleted pod");
+        state.put(PODS, key.clone(), pod);
+    }
     let opts = DeleteOptions {
         grace_period_seconds: Some(0),
         precondition_uid: Some(uid.to_string()),
         ..DeleteOptions::default()
     };
-    if state.get(PODS, key).is_some_and(|s| &*s.uid == uid) {
-        tracing::debug!(namespace = %key.0, name = %key.1, "kubelet finished pod deletion");
-        let _ = state.delete(PODS, key, &opts);
-    }
+    tracing::debug!(namespace = %key.0, name = %key.1, "kubelet finished pod deletion");
+    let _ = state.delete(PODS, key, &opts);
 }
 
 /// The pod garbage collector: force-deletes the pods bound to `node` unless such a node

@@ -15,6 +15,7 @@ mod fit;
 mod fixtures;
 mod gc;
 mod heartbeats;
+mod jobs;
 mod kubelet;
 mod memory;
 mod nodes;

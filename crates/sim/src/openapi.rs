@@ -138,7 +138,13 @@ mod tests {
         assert_eq!(patch["parameters"][0]["name"], "fieldValidation");
         let core = group_version("api/v1").unwrap();
         assert!(core["paths"].get("/api/v1/namespaces/{name}").is_some());
-        assert!(group_version("apis/batch/v1").is_none());
+        let batch = group_version("apis/batch/v1").unwrap();
+        assert_eq!(
+            batch["paths"]["/apis/batch/v1/namespaces/{namespace}/jobs/{name}"]["patch"]["x-kubernetes-group-version-kind"]
+                ["kind"],
+            "Job"
+        );
+        assert!(group_version("apis/extensions/v1").is_none());
         assert!(group_version("nonsense").is_none());
     }
 }

@@ -15,10 +15,10 @@ use crate::object::{
     canonicalize, finalizers_of, meta, meta_mut, meta_str, now_timestamp, set_finalizers,
     timestamp_in,
 };
-use crate::resources::{DAEMONSETS, NAMESPACES, PODS, RESOURCES, ResourceInfo};
+use crate::resources::{DAEMONSETS, JOBS, NAMESPACES, PODS, RESOURCES, ResourceInfo};
 use crate::status::{ApiError, Cause};
 use crate::store::{KubeletEvent, ObjectKey, ObjectRef, State, Stored};
-use crate::{defaults, validation};
+use crate::{defaults, jobs, validation};
 
 /// The alphabet upstream draws generated-name suffixes from (no vowels, no look-alikes).
 const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -85,8 +85,16 @@ impl DeleteOptions {
             .get("orphanDependents")
             .and_then(Value::as_bool)
             .or_else(|| query.get("orphanDependents").map(|v| v == "true"));
-        if opts.propagation.is_none() && orphan == Some(true) {
-            opts.propagation = Some(Propagation::Orphan);
+        // `orphanDependents` given either way overrides a resource's default (upstream's
+        // `shouldOrphanDependents`).
+        if opts.propagation.is_none() {
+            opts.propagation = orphan.map(|orphan| {
+                if orphan {
+                    Propagation::Orphan
+                } else {
+                    Propagation::Background
+                }
+            });
         }
         opts.precondition_uid = body
             .pointer("/preconditions/uid")
@@ -240,6 +248,11 @@ impl State {
                 meta.remove("generation");
             }
         }
+        if res == JOBS {
+            // The Job strategy's PrepareForCreate, before the defaults so that a Job without
+            // labels takes the generated ones from its template (see `jobs::default_labels`).
+            jobs::generate_selector(&mut obj);
+        }
         defaults::apply(info.plural, &mut obj);
         if res == DAEMONSETS {
             defaults::daemon_set_template_generation(&mut obj, None);
@@ -341,6 +354,10 @@ impl State {
                         None => meta.remove("annotations"),
                     };
                 }
+                let causes = validation::validate_status(info.plural, &new, &old);
+                if !causes.is_empty() {
+                    return Err(ApiError::invalid(info, &key.1, causes));
+                }
                 new
             }
             UpdateMode::Main => self.prepare_main_update(res, key, obj, &old)?,
@@ -350,8 +367,12 @@ impl State {
         if new == old {
             return Ok(bytes_of(self, res, key).unwrap_or_default());
         }
+        // Upstream's `ShouldDeleteDuringUpdate`: the last finalizer gone removes an object
+        // being deleted, unless it is a pod still in its grace period (the kubelet's final
+        // delete removes that one).
         if meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"))
             && finalizers_of(&new).is_empty()
+            && deletion_grace(&new) == 0
         {
             self.put(res, key.clone(), new);
             return self.finish(res, key);
@@ -436,10 +457,7 @@ impl State {
         }
         let mut finalizers = finalizers_of(&value);
         if meta(&value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
-            if res == PODS && opts.grace_period_seconds == Some(0) && finalizers.is_empty() {
-                return self.finish(res, key);
-            }
-            return Ok(stored.object.clone());
+            return self.delete_again(res, key, value, opts);
         }
         let policy = opts.propagation.unwrap_or(Propagation::Background);
         if policy == Propagation::Orphan {
@@ -485,6 +503,49 @@ impl State {
             self.release_foreground_owner(&uid);
         }
         Ok(bytes_of(self, res, key).unwrap_or(terminating))
+    }
+
+    /// A delete of an object already being deleted (upstream's `BeforeDelete` on a pending
+    /// graceful deletion): a pod's grace period may only be shortened, which moves its
+    /// deletionTimestamp back by the difference (a grace of 0 sets it to when the first
+    /// delete was asked for); once the grace is 0 the object goes, unless finalizers hold it.
+    fn delete_again(
+        &mut self,
+        res: usize,
+        key: &ObjectKey,
+        mut value: Value,
+        opts: &DeleteOptions,
+    ) -> Result<Bytes, ApiError> {
+        let info = &RESOURCES[res];
+        let current = deletion_grace(&value);
+        let shorter = opts
+            .grace_period_seconds
+            .map(|g| g.max(0))
+            .filter(|g| res == PODS && *g < current);
+        let grace = shorter.unwrap_or(current);
+        let held = !finalizers_of(&value).is_empty();
+        if grace == 0 && !held {
+            return self.finish(res, key);
+        }
+        if let Some(grace) = shorter {
+            let meta = meta_mut(&mut value);
+            let moved = meta
+                .get("deletionTimestamp")
+                .and_then(Value::as_str)
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| {
+                    (t.with_timezone(&chrono::Utc) - chrono::Duration::seconds(current - grace))
+                        .format("%Y-%m-%dT%H:%M:%SZ")
+                        .to_string()
+                });
+            if let Some(moved) = moved {
+                meta.insert("deletionTimestamp".into(), Value::from(moved));
+            }
+            meta.insert("deletionGracePeriodSeconds".into(), Value::from(grace));
+            let value = canonicalize(value, info.kind, &info.api_version());
+            return Ok(self.put(res, key.clone(), value));
+        }
+        bytes_of(self, res, key).ok_or_else(|| ApiError::not_found(info, &key.1))
     }
 
     /// Removes the object now and lets the garbage collector react.
@@ -663,6 +724,13 @@ impl State {
         self.remove(NAMESPACES, key);
         Ok(bytes)
     }
+}
+
+/// `metadata.deletionGracePeriodSeconds` of an object being deleted (0 when unset).
+fn deletion_grace(obj: &Value) -> i64 {
+    obj.pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
 }
 
 /// The grace period of a pod deletion: the request's, else the pod's own; zero for

@@ -17,6 +17,9 @@ pub(crate) struct ResourceInfo {
     pub scale: bool,
     /// `metadata.generation` is maintained (bumped on spec changes).
     pub generation: bool,
+    /// A delete naming no propagation policy orphans the dependents (batch/v1 Jobs, for
+    /// backward compatibility) instead of collecting them in the background.
+    pub orphans_by_default: bool,
 }
 
 impl ResourceInfo {
@@ -73,6 +76,7 @@ const fn resource(
         status: false,
         scale: false,
         generation: false,
+        orphans_by_default: false,
     }
 }
 
@@ -100,6 +104,8 @@ pub(crate) const LEASES: usize = 9;
 pub(crate) const NODES: usize = 10;
 /// Index of apps/v1 daemonsets in [`RESOURCES`].
 pub(crate) const DAEMONSETS: usize = 11;
+/// Index of batch/v1 jobs in [`RESOURCES`].
+pub(crate) const JOBS: usize = 12;
 
 /// Every resource served, in discovery order. Indexes are stable and used as table ids.
 pub(crate) static RESOURCES: &[ResourceInfo] = &[
@@ -141,6 +147,14 @@ pub(crate) static RESOURCES: &[ResourceInfo] = &[
     ResourceInfo {
         scale: false,
         ..workload("daemonsets", "daemonset", "DaemonSet", &["ds"])
+    },
+    // batch/v1 Jobs: status and generation, no scale, no short name; deleting one without a
+    // propagation policy orphans its pods (upstream keeps batch/v1's old default).
+    ResourceInfo {
+        status: true,
+        generation: true,
+        orphans_by_default: true,
+        ..resource("batch", "jobs", "job", "Job", true, &[])
     },
 ];
 
@@ -188,6 +202,8 @@ mod tests {
         assert_eq!(RESOURCES[LEASES].plural, "leases");
         assert_eq!(RESOURCES[NODES].plural, "nodes");
         assert!(!RESOURCES[NODES].namespaced);
+        assert_eq!(RESOURCES[JOBS].qualified_kind(), "Job.batch");
+        assert_eq!(find("batch", "v1", "jobs"), Some(JOBS));
     }
 
     #[test]
@@ -200,7 +216,7 @@ mod tests {
         assert_eq!(RESOURCES[PODS].api_version(), "v1");
         assert_eq!(
             groups(),
-            vec!["apps", "events.k8s.io", "coordination.k8s.io"]
+            vec!["apps", "events.k8s.io", "coordination.k8s.io", "batch"]
         );
     }
 }

@@ -20,6 +20,17 @@ enum Requirement {
 }
 
 impl Requirement {
+    fn key(&self) -> &str {
+        match self {
+            Requirement::Equals(k, _)
+            | Requirement::NotEquals(k, _)
+            | Requirement::In(k, _)
+            | Requirement::NotIn(k, _)
+            | Requirement::Exists(k)
+            | Requirement::DoesNotExist(k) => k,
+        }
+    }
+
     fn matches(&self, labels: &Labels) -> bool {
         match self {
             Requirement::Equals(k, v) => labels.get(k) == Some(v),
@@ -197,6 +208,19 @@ impl LabelSelector {
         parts.join(",")
     }
 
+    /// The selector as upstream's `metav1.FormatLabelSelector` prints it: requirements sorted
+    /// by key, set values sorted (`a=1,tier in (x,y)`).
+    pub fn to_sorted_query(&self) -> String {
+        let mut sorted = self.clone();
+        sorted.0.sort_by(|a, b| a.key().cmp(b.key()));
+        for requirement in &mut sorted.0 {
+            if let Requirement::In(_, values) | Requirement::NotIn(_, values) = requirement {
+                values.sort();
+            }
+        }
+        sorted.to_query()
+    }
+
     /// Whether `labels` satisfy every requirement.
     pub fn matches(&self, labels: &Labels) -> bool {
         self.0.iter().all(|r| r.matches(labels))
@@ -247,6 +271,7 @@ fn extra_fields(plural: &str) -> &'static [&'static str] {
         ],
         "namespaces" => &["status.phase"],
         "nodes" => &["spec.unschedulable"],
+        "jobs" => &["status.successful"],
         _ => &[],
     }
 }
@@ -295,6 +320,10 @@ impl FieldSelector {
                 "metadata.name" => name.to_string(),
                 "metadata.namespace" => namespace.to_string(),
                 "source" => field_value(object, "source.component"),
+                // A Job's `status.succeeded` (an int32: unset reads as "0").
+                "status.successful" => Some(field_value(object, "status.succeeded"))
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| "0".to_string()),
                 // A Go bool: unset reads as "false".
                 "spec.unschedulable" => Some(field_value(object, "spec.unschedulable"))
                     .filter(|v| !v.is_empty())
@@ -431,6 +460,16 @@ pub(crate) mod tests {
         ));
         assert!(FieldSelector::parse("spec.replicas=1", "deployments").is_err());
         assert!(FieldSelector::parse("metadata.name", "pods").is_err());
+        let successful = FieldSelector::parse("status.successful=0", "jobs").unwrap();
+        assert!(successful.matches("ns", "j", Some(&serde_json::json!({"status": {}}))));
+        assert!(!successful.matches(
+            "ns",
+            "j",
+            Some(&serde_json::json!({"status": {"succeeded": 2}}))
+        ));
+        assert!(FieldSelector::parse("status.successful=0", "pods").is_err());
+        let sorted = LabelSelector::parse("tier in (b,a),app=web,!gone").unwrap();
+        assert_eq!(sorted.to_sorted_query(), "app=web,!gone,tier in (a,b)");
         assert!(
             !FieldSelector::parse("metadata.name=a", "pods")
                 .unwrap()

@@ -19,7 +19,7 @@ use crate::accounting::Accounting;
 use crate::config::AuthConfig;
 use crate::faults::FaultInjector;
 use crate::object::meta_mut;
-use crate::ops::{DeleteOptions, UpdateMode};
+use crate::ops::{DeleteOptions, Propagation, UpdateMode};
 use crate::patch::{self, PatchType};
 use crate::resources::{self, RESOURCES};
 use crate::reviews::Review;
@@ -29,7 +29,7 @@ use crate::status::ApiError;
 use crate::store::{ObjectKey, State};
 use crate::table::{self, IncludeObject};
 use crate::watch::{self, WatchFaults, WatchParams};
-use crate::{discovery, eviction, openapi};
+use crate::{discovery, eviction, jobs, openapi};
 
 /// Everything the request handlers, the watch tasks and the kubelet share.
 #[derive(Debug)]
@@ -604,28 +604,39 @@ impl Call<'_> {
         self.object_response(StatusCode::OK, bytes)
     }
 
-    fn delete_options(&self) -> Result<DeleteOptions, ApiError> {
+    /// The request's delete options, and whether to warn that the dependents are orphaned by
+    /// default: a resource that orphans by default (batch/v1 Jobs) does so when the request
+    /// names neither a propagation policy nor `orphanDependents`, with upstream's warning.
+    fn delete_options(&self) -> Result<(DeleteOptions, bool), ApiError> {
         let body: Value = if self.body.is_empty() {
             Value::Null
         } else {
             self.body_json()?
         };
-        DeleteOptions::from_request(&body, self.query)
+        let mut opts = DeleteOptions::from_request(&body, self.query)?;
+        let orphaned = self.info().orphans_by_default && opts.propagation.is_none();
+        if orphaned {
+            opts.propagation = Some(Propagation::Orphan);
+        }
+        Ok((opts, orphaned))
     }
 
     fn delete(&self) -> Result<Response, ApiError> {
-        let opts = self.delete_options()?;
+        let (opts, orphaned) = self.delete_options()?;
         let key = self.key();
         let bytes = self
             .shared
             .state
             .write()
             .delete(self.req.res, &key, &opts)?;
-        Ok(json_response(StatusCode::OK, bytes))
+        Ok(with_orphan_warning(
+            json_response(StatusCode::OK, bytes),
+            orphaned,
+        ))
     }
 
     fn delete_collection(&self) -> Result<Response, ApiError> {
-        let opts = self.delete_options()?;
+        let (opts, orphaned) = self.delete_options()?;
         let (labels, fields) = self.selectors()?;
         let mut state = self.shared.state.write();
         let keys: Vec<ObjectKey> = state.tables[self.req.res]
@@ -651,11 +662,21 @@ impl Call<'_> {
         }
         let rv = state.rv;
         drop(state);
-        Ok(json_response(
-            StatusCode::OK,
-            list_body(self.info(), rv, None, 0, &items),
+        Ok(with_orphan_warning(
+            json_response(StatusCode::OK, list_body(self.info(), rv, None, 0, &items)),
+            orphaned,
         ))
     }
+}
+
+/// Adds upstream's `Warning` header about orphaned Job pods when `orphaned`.
+fn with_orphan_warning(mut response: Response, orphaned: bool) -> Response {
+    if orphaned
+        && let Ok(value) = HeaderValue::from_str(&format!("299 - \"{}\"", jobs::ORPHAN_WARNING))
+    {
+        response.headers_mut().insert(header::WARNING, value);
+    }
+    response
 }
 
 /// `{"kind":"XList","apiVersion":...,"metadata":{...},"items":[...]}` around stored bytes.
@@ -784,7 +805,13 @@ mod tests {
             ),
             ("/apis/apps/v1/namespaces/ns/deployments/d/eviction", None),
             ("/api/v1/pods/p", None),
-            ("/apis/batch/v1/jobs", None),
+            ("/apis/batch/v1/jobs", Some("jobs - - -")),
+            (
+                "/apis/batch/v1/namespaces/ns/jobs/pi/status",
+                Some("jobs ns pi status"),
+            ),
+            ("/apis/batch/v1/namespaces/ns/jobs/pi/scale", None),
+            ("/apis/batch/v2/jobs", None),
         ];
         for (path, expected) in cases {
             assert_eq!(resource(path).as_deref(), expected, "{path}");

@@ -32,6 +32,64 @@ impl Cause {
             field: field.to_string(),
         }
     }
+
+    /// `FieldValueRequired` with upstream's detail (`Required value: <detail>`).
+    pub fn required_because(field: &str, detail: &str) -> Self {
+        Self {
+            reason: "FieldValueRequired",
+            message: format!("Required value: {detail}"),
+            field: field.to_string(),
+        }
+    }
+
+    /// `FieldValueInvalid` without the value, as upstream's `field.OmitValueType`.
+    pub fn invalid_omitted(field: &str, detail: &str) -> Self {
+        Self {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {detail}"),
+            field: field.to_string(),
+        }
+    }
+
+    /// `FieldValueNotSupported`: `value` (already rendered) is not one of `supported`.
+    pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
+        let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        Self {
+            reason: "FieldValueNotSupported",
+            message: format!(
+                "Unsupported value: {value}: supported values: {}",
+                quoted.join(", ")
+            ),
+            field: field.to_string(),
+        }
+    }
+
+    /// `FieldValueDuplicate`: `value` (already rendered) appears twice.
+    pub fn duplicate(field: &str, value: &str) -> Self {
+        Self {
+            reason: "FieldValueDuplicate",
+            message: format!("Duplicate value: {value}"),
+            field: field.to_string(),
+        }
+    }
+
+    /// `FieldValueTooMany`: a list longer than `max`.
+    pub fn too_many(field: &str, actual: usize, max: usize) -> Self {
+        Self {
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {actual}: must have at most {max} items"),
+            field: field.to_string(),
+        }
+    }
+
+    /// `FieldValueTooLong`: a string longer than `max` bytes.
+    pub fn too_long(field: &str, max: usize) -> Self {
+        Self {
+            reason: "FieldValueTooLong",
+            message: format!("Too long: may not be more than {max} bytes"),
+            field: field.to_string(),
+        }
+    }
 }
 
 /// The `details` of a `Status`: which object, and for 422 which fields.

@@ -4,7 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::jobs;
 use crate::object::meta;
+use crate::selector::LabelSelector;
 
 /// Whether the Accept header asks for a Table.
 pub(crate) fn wants_table(accept: &str) -> bool {
@@ -110,6 +112,7 @@ fn columns(plural: &str) -> Vec<Value> {
         "leases" => &[("Name", S, 0), ("Holder", S, 0), ("Age", S, 0)],
         "nodes" => &[("Name", S, 0), ("Status", S, 0), ("Roles", S, 0), ("Age", S, 0), ("Version", S, 0), ("Internal-IP", S, 1), ("External-IP", S, 1), ("OS-Image", S, 1), ("Kernel-Version", S, 1), ("Container-Runtime", S, 1)],
         "events" => &[("Last Seen", S, 0), ("Type", S, 0), ("Reason", S, 0), ("Object", S, 0), ("Message", S, 0)],
+        "jobs" => &[("Name", S, 0), ("Status", S, 0), ("Completions", S, 0), ("Duration", S, 0), ("Age", S, 0), ("Containers", S, 1), ("Images", S, 1), ("Selector", S, 1)],
         _ => &[("Name", S, 0), ("Age", S, 0)],
     };
     spec.iter().map(|(n, k, p)| column(n, k, *p)).collect()
@@ -361,8 +364,46 @@ fn cells(plural: &str, obj: &Value) -> Vec<Value> {
                 json!(message),
             ]
         }
+        "jobs" => {
+            let template = obj.pointer("/spec/template/spec");
+            let (containers, images) = container_cells(template);
+            let duration = jobs::duration_seconds(obj).map_or_else(String::new, human_duration);
+            let selector = obj
+                .pointer("/spec/selector")
+                .and_then(|s| LabelSelector::from_json(s).ok())
+                .map(|s| s.to_sorted_query())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "<none>".into());
+            vec![
+                name,
+                json!(jobs::printed_status(obj)),
+                json!(jobs::printed_completions(obj)),
+                json!(duration),
+                age,
+                json!(containers),
+                json!(images),
+                json!(selector),
+            ]
+        }
         _ => vec![name, age],
     }
+}
+
+/// Upstream's `layoutContainerCells`: the containers' names and images, comma-separated.
+fn container_cells(pod_spec: Option<&Value>) -> (String, String) {
+    let containers = pod_spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let join = |field: &str| {
+        containers
+            .iter()
+            .map(|c| str_at(c, field))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    (join("/name"), join("/image"))
 }
 
 /// A node's STATUS as upstream prints it: `Ready`, `NotReady` or `Unknown` (no Ready
@@ -568,6 +609,7 @@ mod tests {
             "leases",
             "events",
             "nodes",
+            "jobs",
         ] {
             assert_eq!(
                 columns(plural).len(),
@@ -601,6 +643,28 @@ mod tests {
         assert_eq!(
             cells("nodes", &json!({}))[1..3],
             [json!("Unknown"), json!("<none>")]
+        );
+        let job = json!({"metadata": {"name": "pi", "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "spec": {"completions": 3, "selector": {"matchLabels": {"b": "2", "a": "1"}},
+                "template": {"spec": {"containers": [{"name": "main", "image": "perl:5"}, {"name": "side", "image": "busybox"}]}}},
+            "status": {"succeeded": 1, "startTime": "2020-01-01T00:00:00Z", "completionTime": "2020-01-01T00:00:42Z",
+                "conditions": [{"type": "Complete", "status": "True"}]}});
+        let job_cells = cells("jobs", &job);
+        assert_eq!(
+            job_cells[..4],
+            [json!("pi"), json!("Complete"), json!("1/3"), json!("42s")]
+        );
+        assert_eq!(
+            job_cells[5..],
+            [
+                json!("main,side"),
+                json!("perl:5,busybox"),
+                json!("a=1,b=2")
+            ]
+        );
+        assert_eq!(
+            cells("jobs", &json!({"metadata": {"name": "new"}}))[1..4],
+            [json!("Running"), json!("0/1"), json!("")]
         );
         let t = table(
             "deployments",

@@ -1,6 +1,7 @@
 //! Validation that upstream performs and controllers rely on: object names (DNS-1123),
 //! workload selectors that are non-empty and match the template labels, non-negative
-//! replicas, required containers, and immutable selectors.
+//! replicas, required containers, and immutable selectors; a Job's rules, spec and status, are
+//! upstream's Job validation in [`crate::jobs`].
 
 use serde_json::Value;
 
@@ -39,12 +40,12 @@ pub(crate) fn name(plural: &str, name: &str) -> Vec<Cause> {
 }
 
 /// Go's `%#v` of a `map[string]string`, as upstream prints labels in messages.
-fn go_map(labels: &Labels) -> String {
+pub(crate) fn go_map(labels: &Labels) -> String {
     let parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k:?}:{v:?}")).collect();
     format!("map[string]string{{{}}}", parts.join(", "))
 }
 
-fn pod_spec(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
+pub(crate) fn pod_spec(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
     let containers = spec
         .and_then(|s| s.get("containers"))
         .and_then(Value::as_array);
@@ -190,9 +191,19 @@ pub(crate) fn validate(plural: &str, obj: &Value, old: Option<&Value>) -> Vec<Ca
             }
         }
         "pods" => pod_spec(obj.get("spec"), "spec", &mut causes),
+        "jobs" => causes.extend(crate::jobs::validate(obj, old)),
         _ => {}
     }
     causes
+}
+
+/// Validates a status update of an object of resource `plural` (`obj` is the object as it
+/// would be stored, `old` as it is).
+pub(crate) fn validate_status(plural: &str, obj: &Value, old: &Value) -> Vec<Cause> {
+    match plural {
+        "jobs" => crate::jobs::validate_status(obj, old),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]
