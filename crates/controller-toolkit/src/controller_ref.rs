@@ -117,32 +117,42 @@ pub fn claim_decision(owner: &ClaimOwner, dependent: &ObjectMeta, matches: bool)
 }
 
 /// The strategic-merge patch that adopts a dependent, with upstream's field order
-/// (`ownerReferences` then `uid`).
-pub fn adopt_patch(controller_ref: &OwnerReference, dependent_uid: &str) -> Value {
-    json!({
-        "metadata": {
-            "ownerReferences": [{
-                "apiVersion": controller_ref.api_version,
-                "kind": controller_ref.kind,
-                "name": controller_ref.name,
-                "uid": controller_ref.uid,
-                "controller": true,
-                "blockOwnerDeletion": true,
-            }],
-            "uid": dependent_uid,
-        }
-    })
+/// (`ownerReferences`, `uid`, then the owner's `finalizers`, which the merge appends to the
+/// dependent's own: the Job controller's tracking finalizer).
+pub fn adopt_patch(
+    controller_ref: &OwnerReference,
+    dependent_uid: &str,
+    finalizers: &[&str],
+) -> Value {
+    let mut metadata = json!({
+        "ownerReferences": [{
+            "apiVersion": controller_ref.api_version,
+            "kind": controller_ref.kind,
+            "name": controller_ref.name,
+            "uid": controller_ref.uid,
+            "controller": true,
+            "blockOwnerDeletion": true,
+        }],
+        "uid": dependent_uid,
+    });
+    if !finalizers.is_empty() {
+        metadata["finalizers"] = json!(finalizers);
+    }
+    json!({ "metadata": metadata })
 }
 
 /// The strategic-merge patch that releases a dependent: deletes our entry from
-/// `ownerReferences` by UID, keeping every other owner reference.
-pub fn release_patch(owner_uid: &str, dependent_uid: &str) -> Value {
-    json!({
-        "metadata": {
-            "uid": dependent_uid,
-            "ownerReferences": [{"$patch": "delete", "uid": owner_uid}],
-        }
-    })
+/// `ownerReferences` by UID, keeping every other owner reference, and removes the owner's
+/// `finalizers` from the dependent (upstream's `$deleteFromPrimitiveList/finalizers`).
+pub fn release_patch(owner_uid: &str, dependent_uid: &str, finalizers: &[&str]) -> Value {
+    let mut metadata = json!({
+        "uid": dependent_uid,
+        "ownerReferences": [{"$patch": "delete", "uid": owner_uid}],
+    });
+    if !finalizers.is_empty() {
+        metadata["$deleteFromPrimitiveList/finalizers"] = json!(finalizers);
+    }
+    json!({ "metadata": metadata })
 }
 
 /// The pre-adoption check (upstream `canAdopt`): an error message if adoption must not happen.
@@ -322,6 +332,7 @@ pub struct ControllerRefManager {
     selector: LabelMatcher,
     can_adopt: CanAdoptFn,
     can_adopt_result: tokio::sync::OnceCell<Result<(), String>>,
+    finalizers: &'static [&'static str],
 }
 
 impl ControllerRefManager {
@@ -366,7 +377,16 @@ impl ControllerRefManager {
             selector,
             can_adopt,
             can_adopt_result: tokio::sync::OnceCell::new(),
+            finalizers: &[],
         }
+    }
+
+    /// Adds `finalizers` to every dependent it adopts and removes them from every dependent it
+    /// releases (upstream's `NewPodControllerRefManager(..., finalizers...)`): the Job
+    /// controller's tracking finalizer, so an adopted pod is counted before it can vanish.
+    pub fn with_finalizers(mut self, finalizers: &'static [&'static str]) -> Self {
+        self.finalizers = finalizers;
+        self
     }
 
     /// Claims the dependents matching the selector (upstream `ClaimPods`, `ClaimReplicaSets`,
@@ -456,7 +476,7 @@ impl ControllerRefManager {
         self.patch::<D>(
             &namespace,
             &name,
-            adopt_patch(&self.controller_ref, &uid),
+            adopt_patch(&self.controller_ref, &uid, self.finalizers),
             "adopt",
         )
         .await
@@ -479,7 +499,7 @@ impl ControllerRefManager {
             .patch::<D>(
                 &namespace,
                 &name,
-                release_patch(&self.owner.uid, &uid),
+                release_patch(&self.owner.uid, &uid, self.finalizers),
                 "release",
             )
             .await
@@ -621,18 +641,29 @@ mod tests {
 
     #[test]
     fn adopt_patch_bytes_match_upstream() {
-        let body = adopt_patch(&owner_ref("o-uid", Some(true)), "d-uid");
+        let body = adopt_patch(&owner_ref("o-uid", Some(true)), "d-uid", &[]);
         assert_eq!(
             serde_json::to_string(&body).expect("serializes"),
             r#"{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"o-uid","controller":true,"blockOwnerDeletion":true}],"uid":"d-uid"}}"#
+        );
+        let body = adopt_patch(&owner_ref("o-uid", Some(true)), "d-uid", &["f/x"]);
+        assert_eq!(
+            serde_json::to_string(&body).expect("serializes"),
+            r#"{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"o-uid","controller":true,"blockOwnerDeletion":true}],"uid":"d-uid","finalizers":["f/x"]}}"#,
+            "upstream's ownerRefControllerPatch with finalizers"
         );
     }
 
     #[test]
     fn release_patch_bytes_match_upstream() {
         assert_eq!(
-            serde_json::to_string(&release_patch("o-uid", "d-uid")).expect("serializes"),
+            serde_json::to_string(&release_patch("o-uid", "d-uid", &[])).expect("serializes"),
             r#"{"metadata":{"uid":"d-uid","ownerReferences":[{"$patch":"delete","uid":"o-uid"}]}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&release_patch("o-uid", "d-uid", &["f/x"])).expect("serializes"),
+            r#"{"metadata":{"uid":"d-uid","ownerReferences":[{"$patch":"delete","uid":"o-uid"}],"$deleteFromPrimitiveList/finalizers":["f/x"]}}"#,
+            "upstream's GenerateDeleteOwnerRefStrategicMergeBytes with finalizers"
         );
     }
 

@@ -143,6 +143,15 @@ impl PolicyRule {
             verbs,
         }
     }
+
+    /// A rule on `batch` resources.
+    pub const fn batch(resources: &'static [&'static str], verbs: &'static [&'static str]) -> Self {
+        Self {
+            api_group: "batch",
+            resources,
+            verbs,
+        }
+    }
 }
 
 /// Events, as every controller records them (core/v1 Events, aggregated by patch).

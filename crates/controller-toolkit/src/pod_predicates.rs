@@ -14,7 +14,9 @@ const PHASE_SUCCEEDED: &str = "Succeeded";
 const PHASE_FAILED: &str = "Failed";
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
 
-fn is_pod_terminal(pod: &CachedPod) -> bool {
+/// A pod whose containers will not run again: phase `Succeeded` or `Failed` (upstream
+/// `podutil.IsPodTerminal`).
+pub fn is_pod_terminal(pod: &CachedPod) -> bool {
     matches!(pod.phase(), Some(PHASE_SUCCEEDED | PHASE_FAILED))
 }
 
@@ -49,8 +51,8 @@ pub fn is_pod_terminating(pod: &CachedPod) -> bool {
     !is_pod_terminal(pod) && pod.metadata.deletion_timestamp.is_some()
 }
 
-/// The first condition of type `Ready`, as upstream's `GetPodReadyCondition` (the cache keeps
-/// only that one).
+/// The first condition of type `Ready`, as upstream's `GetPodReadyCondition` (the cache's
+/// ready slot, kept whatever other conditions it keeps).
 pub fn pod_ready_condition(pod: &CachedPod) -> Option<ReadyCondition> {
     pod.ready_condition()
 }

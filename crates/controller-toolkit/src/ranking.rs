@@ -1,16 +1,21 @@
-//! Upstream's pod deletion ranking for scale-down (`ActivePodsWithRanks`).
+//! Upstream's orders of pods to delete first: the ReplicaSet's scale-down ranking
+//! (`ActivePodsWithRanks`) and the plain `controller.ActivePods` order (the Job controller's).
 //!
 //! When a ReplicaSet has too many pods, the pods that sort first are deleted first. The order
 //! prefers pods that cost least to lose: unscheduled, not running, not ready, cheap (by the
 //! `controller.kubernetes.io/pod-deletion-cost` annotation), doubled up on a node, ready for the
 //! shortest time, crash-looping, and youngest. `LogarithmicScaleDown` and `PodDeletionCost` are
 //! on (their upstream defaults). The comparison is a pure function of the pods, their ranks and
-//! `now`, so the scale-down choice is table-testable.
+//! `now`, so the scale-down choice is table-testable. [`active_pods_less`] is the older order
+//! without cost, rank or age buckets; both read the node, phase, readiness, restart counts and
+//! creation time alike (one helper each here).
 //!
-//! The comparison is not a strict total order in corner cases (equal ready times fall through
-//! to later rules while nearby times compare by UID), so the sort is a merge sort that never
-//! panics on such input, unlike `slice::sort_by`.
+//! The comparisons are not strict total orders in corner cases (equal ready times fall through
+//! to later rules while nearby times compare by UID; hostile timestamps), so the sorts are a
+//! merge sort that never panics on such input, unlike `slice::sort_by`
+//! ([`stable_sort_by_less`]).
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -18,6 +23,10 @@ use informer::CachedPod;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::pod_predicates::{is_pod_active, is_pod_ready, pod_ready_time};
+
+/// Go's zero `time.Time` (0001-01-01T00:00:00Z): an unset `metav1.Time` reads as it, and
+/// upstream's `IsZero` checks take a time set to it for an unset one.
+const GO_ZERO_TIME: Timestamp = Timestamp::constant(-62_135_596_800, 0);
 
 /// The annotation whose int32 value lowers (or raises) a pod's priority for deletion.
 pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
@@ -61,21 +70,11 @@ pub fn sort_for_deletion(pods: Vec<RankedPod>, now: Timestamp) -> Vec<RankedPod>
 /// rule that tells them apart decides.
 pub fn deletes_before(a: &RankedPod, b: &RankedPod, now: Timestamp) -> bool {
     let (pa, pb) = (&*a.pod, &*b.pod);
-    // 1. Unscheduled before scheduled.
-    let (node_a, node_b) = (node_name(pa), node_name(pb));
-    if node_a != node_b && (node_a.is_empty() || node_b.is_empty()) {
-        return node_a.is_empty();
+    // 1-3. Unscheduled, then not running, then not ready first.
+    if let Some(decision) = unscheduled_pending_unready_first(pa, pb) {
+        return decision;
     }
-    // 2. Pending < Unknown < Running.
-    let (phase_a, phase_b) = (phase_ordinal(pa), phase_ordinal(pb));
-    if phase_a != phase_b {
-        return phase_a < phase_b;
-    }
-    // 3. Not ready before ready.
     let (ready_a, ready_b) = (is_pod_ready(pa), is_pod_ready(pb));
-    if ready_a != ready_b {
-        return !ready_a;
-    }
     // 4. Lower deletion cost first.
     let (cost_a, cost_b) = (deletion_cost(pa), deletion_cost(pb));
     if cost_a != cost_b {
@@ -102,6 +101,82 @@ pub fn deletes_before(a: &RankedPod, b: &RankedPod, now: Timestamp) -> bool {
         return newer_first(created_a, created_b, pa, pb, now);
     }
     false
+}
+
+/// Upstream's `controller.ActivePods.Less`: whether `a` sorts before `b`, the pod sorting
+/// first being the cheapest to lose (the Job controller deletes its active pods in this
+/// order). The first rule that tells them apart decides:
+/// 1. unscheduled before scheduled;
+/// 2. `Pending` < `Unknown` < `Running`;
+/// 3. not ready before ready;
+/// 4. both ready: ready more recently first (no ready time first);
+/// 5. more restarts first (regular containers, then sidecars: `compareMaxContainerRestarts`,
+///    as in [`deletes_before`]);
+/// 6. created more recently first (no creation time first).
+///
+/// A time set to Go's zero time counts as unset, as upstream's `IsZero` and `Equal` read it.
+pub fn active_pods_less(a: &CachedPod, b: &CachedPod) -> bool {
+    if let Some(decision) = unscheduled_pending_unready_first(a, b) {
+        return decision;
+    }
+    if is_pod_ready(a) && is_pod_ready(b) {
+        let (since_a, since_b) = (non_zero(pod_ready_time(a)), non_zero(pod_ready_time(b)));
+        if since_a != since_b {
+            return after_or_zero(since_a, since_b);
+        }
+    }
+    if let Some(decision) = restarts_first(a, b) {
+        return decision;
+    }
+    let (created_a, created_b) = (non_zero(creation_time(a)), non_zero(creation_time(b)));
+    if created_a != created_b {
+        return after_or_zero(created_a, created_b);
+    }
+    false
+}
+
+/// The first three rules of both orders, if one tells `a` and `b` apart: unscheduled before
+/// scheduled, then `Pending` < `Unknown` < `Running`, then not ready before ready.
+fn unscheduled_pending_unready_first(a: &CachedPod, b: &CachedPod) -> Option<bool> {
+    let (node_a, node_b) = (node_name(a), node_name(b));
+    if node_a != node_b && (node_a.is_empty() || node_b.is_empty()) {
+        return Some(node_a.is_empty());
+    }
+    let (phase_a, phase_b) = (phase_ordinal(a), phase_ordinal(b));
+    if phase_a != phase_b {
+        return Some(phase_a < phase_b);
+    }
+    let (ready_a, ready_b) = (is_pod_ready(a), is_pod_ready(b));
+    (ready_a != ready_b).then_some(!ready_a)
+}
+
+/// Sorts `pods` by [`active_pods_less`] (`sort.Sort(controller.ActivePods(pods))`), stably:
+/// upstream's sort is not stable, so pods equal under the order may come out in another order
+/// there; here they keep their input order. Takes `&CachedPod`s or `Arc<CachedPod>`s.
+pub fn sort_active_pods<P: Borrow<CachedPod> + Clone>(pods: &mut [P]) {
+    stable_sort_by_less(pods, |a, b| active_pods_less(a.borrow(), b.borrow()));
+}
+
+/// Sorts `items` by a "less" predicate, stably (equal items keep their order). Unlike
+/// `slice::sort_by`, it never panics when the predicate is not a strict weak order (hostile
+/// timestamps can make upstream's orders inconsistent); a merge sort, O(n log n).
+pub fn stable_sort_by_less<T: Clone>(items: &mut [T], less: impl Fn(&T, &T) -> bool) {
+    let sorted = merge_sort(items.to_vec(), &less);
+    items.clone_from_slice(&sorted);
+}
+
+/// A time, `None` when unset or set to Go's zero time.
+fn non_zero(time: Option<Timestamp>) -> Option<Timestamp> {
+    time.filter(|time| *time != GO_ZERO_TIME)
+}
+
+/// Upstream's `afterOrZero`: `a` is after `b`, an unset (zero) time counting as after any
+/// other.
+fn after_or_zero(a: Option<Timestamp>, b: Option<Timestamp>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a > b,
+        _ => a.is_none(),
+    }
 }
 
 /// The pod's node, `""` when it is not scheduled (upstream compares the empty string).
@@ -193,6 +268,9 @@ fn restarts_first(pa: &CachedPod, pb: &CachedPod) -> Option<bool> {
     None
 }
 
+/// Upstream's `maxContainerRestarts` (v1.36): the highest restart count of the regular
+/// containers, and that of the restartable (sidecar: `restartPolicy: Always`) init containers;
+/// a plain init container's restarts count in neither.
 fn max_container_restarts(pod: &CachedPod) -> (i32, i32) {
     let Some(status) = pod.status.as_ref() else {
         return (0, 0);
@@ -689,5 +767,272 @@ mod tests {
             order,
             ["unscheduled", "pending", "not-ready", "cheap", "old-ready"]
         );
+    }
+
+    /// A pod of the `ActivePods` rows, built step by step as the Job controller's tables build
+    /// theirs (upstream's `buildPod()`), then cached.
+    #[derive(Default)]
+    struct ActivePod(Pod);
+
+    impl ActivePod {
+        fn status(&mut self) -> &mut PodStatus {
+            self.0.status.get_or_insert_with(PodStatus::default)
+        }
+
+        fn uid(mut self, uid: &str) -> Self {
+            self.0.metadata.uid = Some(uid.to_owned());
+            self.0.metadata.name = Some(uid.to_owned());
+            self
+        }
+
+        fn phase(mut self, phase: &str) -> Self {
+            self.status().phase = Some(phase.to_owned());
+            self
+        }
+
+        fn node(mut self, node: &str) -> Self {
+            self.0.spec.get_or_insert_with(PodSpec::default).node_name = Some(node.to_owned());
+            self
+        }
+
+        fn condition_at(mut self, type_: &str, status: &str, at: Option<Timestamp>) -> Self {
+            self.status()
+                .conditions
+                .get_or_insert_with(Vec::new)
+                .push(PodCondition {
+                    type_: type_.to_owned(),
+                    status: status.to_owned(),
+                    last_transition_time: at.map(Time),
+                    ..PodCondition::default()
+                });
+            self
+        }
+
+        fn ready_since(self, at: Timestamp) -> Self {
+            self.condition_at("Ready", "True", Some(at))
+        }
+
+        fn restarts(mut self, name: &str, count: i32) -> Self {
+            self.status()
+                .container_statuses
+                .get_or_insert_with(Vec::new)
+                .push(ContainerStatus {
+                    name: name.to_owned(),
+                    restart_count: count,
+                    ..ContainerStatus::default()
+                });
+            self
+        }
+
+        fn init_restarts(mut self, name: &str, count: i32) -> Self {
+            self.status()
+                .init_container_statuses
+                .get_or_insert_with(Vec::new)
+                .push(ContainerStatus {
+                    name: name.to_owned(),
+                    restart_count: count,
+                    ..ContainerStatus::default()
+                });
+            self
+        }
+
+        fn sidecar(mut self, name: &str) -> Self {
+            self.0
+                .spec
+                .get_or_insert_with(PodSpec::default)
+                .init_containers
+                .get_or_insert_with(Vec::new)
+                .push(Container {
+                    name: name.to_owned(),
+                    restart_policy: Some("Always".to_owned()),
+                    ..Container::default()
+                });
+            self
+        }
+
+        fn created(mut self, at: Timestamp) -> Self {
+            self.0.metadata.creation_timestamp = Some(Time(at));
+            self
+        }
+
+        fn build(self) -> CachedPod {
+            CachedPod::from(&self.0)
+        }
+    }
+
+    fn active_pod() -> ActivePod {
+        ActivePod::default()
+    }
+
+    /// The Job controller's test clock (upstream's `defaultTestTime`) shifted by `seconds`.
+    fn test_time(seconds: i64) -> Timestamp {
+        let now: Timestamp = "2009-11-10T23:00:00Z".parse().expect("a valid time");
+        ts(now.as_second() + seconds)
+    }
+
+    fn active_uids<P: Borrow<CachedPod>>(pods: &[P]) -> Vec<String> {
+        pods.iter()
+            .map(|p| p.borrow().metadata.uid.clone().unwrap_or_default())
+            .collect()
+    }
+
+    /// `controller.ActivePods`: rows in the spirit of upstream's `TestSortingActivePods`, plus
+    /// the v1.36 sidecar restart rule, from first to delete to last; every rotation sorts back
+    /// into it and every pair compares as its positions do.
+    #[test]
+    fn active_pods_order() {
+        let ordered: Vec<CachedPod> = [
+            active_pod().uid("unscheduled").phase("Pending"),
+            active_pod().uid("pending").phase("Pending").node("n"),
+            active_pod().uid("unknown").phase("Unknown").node("n"),
+            active_pod()
+                .uid("running-not-ready")
+                .phase("Running")
+                .node("n"),
+            active_pod()
+                .uid("ready-zero-time")
+                .phase("Running")
+                .node("n")
+                .condition_at("Ready", "True", None),
+            active_pod()
+                .uid("ready-recently")
+                .phase("Running")
+                .node("n")
+                .ready_since(test_time(-10)),
+            active_pod()
+                .uid("ready-long-restarted")
+                .phase("Running")
+                .node("n")
+                .ready_since(test_time(-100))
+                .restarts("c", 3),
+            active_pod()
+                .uid("ready-long-sidecar-restarted")
+                .phase("Running")
+                .node("n")
+                .ready_since(test_time(-100))
+                .sidecar("s")
+                .init_restarts("s", 2),
+            active_pod()
+                .uid("ready-long-no-creation")
+                .phase("Running")
+                .node("n")
+                .ready_since(test_time(-100)),
+            active_pod()
+                .uid("ready-long-new")
+                .phase("Running")
+                .node("n")
+                .ready_since(test_time(-100))
+                .created(test_time(-200)),
+            active_pod()
+                .uid("ready-long-old")
+                .phase("Running")
+                .node("n")
+                .ready_since(test_time(-100))
+                .created(test_time(-300)),
+        ]
+        .into_iter()
+        .map(ActivePod::build)
+        .collect();
+        let want = active_uids(&ordered);
+        for rotation in 0..ordered.len() {
+            let mut shuffled: Vec<&CachedPod> = ordered.iter().collect();
+            shuffled.rotate_left(rotation);
+            shuffled.reverse();
+            sort_active_pods(&mut shuffled);
+            assert_eq!(active_uids(&shuffled), want, "rotation {rotation}");
+            let mut shared: Vec<Arc<CachedPod>> = ordered.iter().cloned().map(Arc::new).collect();
+            shared.rotate_left(rotation);
+            sort_active_pods(&mut shared);
+            assert_eq!(active_uids(&shared), want, "rotation {rotation}, shared");
+        }
+        for (i, a) in ordered.iter().enumerate() {
+            for (j, b) in ordered.iter().enumerate() {
+                assert_eq!(active_pods_less(a, b), i < j, "{i} < {j}");
+            }
+        }
+    }
+
+    /// A time set to Go's zero time reads as unset, as upstream's `IsZero` and `Equal` read
+    /// it: equal to none, and before any other.
+    #[test]
+    fn active_pods_take_a_zero_time_for_none() {
+        let zero = GO_ZERO_TIME;
+        let ready = |uid: &str, at: Option<Timestamp>| {
+            active_pod()
+                .uid(uid)
+                .phase("Running")
+                .node("n")
+                .condition_at("Ready", "True", at)
+        };
+        let pairs = [
+            (
+                "ready at the zero time before ready recently",
+                ready("a", Some(zero)),
+                ready("b", Some(test_time(-10))),
+                true,
+                false,
+            ),
+            (
+                "ready at the zero time ties with no ready time",
+                ready("a", Some(zero)),
+                ready("b", None),
+                false,
+                false,
+            ),
+            (
+                "created at the zero time before created recently",
+                ready("a", None).created(zero),
+                ready("b", None).created(test_time(-10)),
+                true,
+                false,
+            ),
+            (
+                "created at the zero time ties with no creation time",
+                ready("a", None).created(zero),
+                ready("b", None),
+                false,
+                false,
+            ),
+        ];
+        for (name, a, b, a_first, b_first) in pairs {
+            let (a, b) = (a.build(), b.build());
+            assert_eq!(active_pods_less(&a, &b), a_first, "{name}");
+            assert_eq!(active_pods_less(&b, &a), b_first, "{name}: reversed");
+        }
+    }
+
+    /// `maxContainerRestarts` (v1.36), shared by both orders: the regular containers' highest
+    /// count, then the sidecars'; a plain init container's restarts count in neither.
+    #[test]
+    fn sidecar_restarts_only_count_for_sidecars() {
+        let pod = active_pod()
+            .restarts("a", 2)
+            .restarts("b", 5)
+            .sidecar("s")
+            .init_restarts("s", 7)
+            .init_restarts("plain-init", 9)
+            .build();
+        assert_eq!(max_container_restarts(&pod), (5, 7));
+        assert_eq!(max_container_restarts(&active_pod().build()), (0, 0));
+        let negative = active_pod().restarts("a", -3).build();
+        assert_eq!(
+            max_container_restarts(&negative),
+            (0, 0),
+            "from 0, as Go's max"
+        );
+    }
+
+    #[test]
+    fn sorting_with_an_inconsistent_order_does_not_panic() {
+        let mut items: Vec<u32> = (0..200).rev().collect();
+        // Not a strict weak order: everything is less than everything.
+        stable_sort_by_less(&mut items, |_, _| true);
+        assert_eq!(items.len(), 200);
+        let mut items: Vec<u32> = (0..200).rev().collect();
+        stable_sort_by_less(&mut items, |a, b| a < b);
+        assert_eq!(items, (0..200).collect::<Vec<_>>());
+        let mut pairs = vec![(1, 'a'), (0, 'b'), (1, 'c'), (0, 'd')];
+        stable_sort_by_less(&mut pairs, |a, b| a.0 < b.0);
+        assert_eq!(pairs, [(0, 'b'), (0, 'd'), (1, 'a'), (1, 'c')], "stable");
     }
 }

@@ -11,7 +11,7 @@ use controller_toolkit::events::{EventRecorder, EventType, RecorderConfig, Retry
 use controller_toolkit::new_controller_ref;
 use controller_toolkit::pod_control::{PodControl, PodControlError};
 use controller_toolkit::runtime::{
-    ControllerIdentity, ControllerRuntime, OwnerRouting, RuntimeOptions,
+    ControllerIdentity, ControllerRuntime, OwnerRouting, RetryBackoff, RuntimeOptions,
 };
 use controller_toolkit::writes::Writer;
 use expectations::UidTrackingExpectations;
@@ -957,6 +957,7 @@ async fn a_pod_the_cache_shows_has_been_observed_by_its_owners_expectations() {
         name: "test-controller",
         queue: "test",
         max_retries: None,
+        retry_backoff: RetryBackoff::ControllerDefault,
     };
     let mut runtime =
         ControllerRuntime::new(&client, identity, &RuntimeOptions::default()).expect("runtime");

@@ -17,7 +17,7 @@ use controller_toolkit::{
     pod_key,
     runtime::{
         BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync,
-        OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
+        OwnerRouting, PrimaryHandler, Reconciler, RetryBackoff, RuntimeOptions,
     },
     stale_reads::{DependentWrites, PendingCreates, StaleRead, StaleSyncSkips, WrittenVersions},
     writes::{RetryOn, StatusRetry, Writer},
@@ -62,6 +62,7 @@ const IDENTITY: ControllerIdentity = ControllerIdentity {
     name: CONTROLLER_NAME,
     queue: QUEUE_NAME,
     max_retries: None,
+    retry_backoff: RetryBackoff::ControllerDefault,
 };
 /// upstream `storeDaemonSetStatus`: `StatusUpdateRetries = 1`, so two PUTs at most, any
 /// failure re-reading the DaemonSet.

@@ -11,7 +11,7 @@ use controller_toolkit::{
     events::{EventRecorder, EventType},
     runtime::{
         BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync,
-        OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
+        OwnerRouting, PrimaryHandler, Reconciler, RetryBackoff, RuntimeOptions,
     },
     write_holds::WriteHolds,
 };
@@ -41,6 +41,7 @@ const IDENTITY: ControllerIdentity = ControllerIdentity {
     name: CONTROLLER_NAME,
     queue: QUEUE_NAME,
     max_retries: Some(MAX_RETRIES as usize),
+    retry_backoff: RetryBackoff::ControllerDefault,
 };
 
 /// Construction failed (the queue or an informer index could not be set up).

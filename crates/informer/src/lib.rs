@@ -36,10 +36,10 @@ pub use barrier::{
 };
 pub use cached::{
     CachedContainer, CachedContainerStatus, CachedDeployment, CachedDeploymentSpec, CachedNode,
-    CachedNodeSpec, CachedPod, CachedPodSpec, CachedPodStatus, CachedReplicaSet,
-    CachedReplicaSetSpec, ClaimVolume, CompactJson, CompactLabelSelector, CompactLabels,
-    CompactPodTemplate, LabelEntries, PodMetadata, PodNode, RawObject, ReadyCondition,
-    WorkloadMetadata,
+    CachedNodeSpec, CachedPod, CachedPodCondition, CachedPodConditions, CachedPodSpec,
+    CachedPodStatus, CachedReplicaSet, CachedReplicaSetSpec, ClaimVolume, CompactJson,
+    CompactLabelSelector, CompactLabels, CompactPodTemplate, KUBELET_CONDITION_TYPES, LabelEntries,
+    PodMetadata, PodNode, RawObject, ReadyCondition, TerminatedState, WorkloadMetadata,
 };
 pub use error::InformerError;
 pub use factory::{FactoryConfig, SharedInformerFactory};

@@ -13,7 +13,7 @@ use controller_toolkit::{
     pod_predicates::{filter_active_pods, is_pod_terminating},
     runtime::{
         BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync,
-        OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
+        OwnerRouting, PrimaryHandler, Reconciler, RetryBackoff, RuntimeOptions,
     },
     stale_reads::{StaleRead, WrittenVersions},
     write_holds::WriteHolds,
@@ -49,6 +49,7 @@ const IDENTITY: ControllerIdentity = ControllerIdentity {
     name: CONTROLLER_NAME,
     queue: QUEUE_NAME,
     max_retries: None,
+    retry_backoff: RetryBackoff::ControllerDefault,
 };
 /// Warning event for a ReplicaSet whose selector cannot be parsed.
 pub const INVALID_SELECTOR_REASON: &str = "InvalidSelector";

@@ -7,7 +7,7 @@ use controller_toolkit::{
     controller_ref::{ControllerRefManager, controller_of},
     runtime::{
         BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync,
-        OwnerRouting, PrimaryHandler, Reconciler, RuntimeOptions,
+        OwnerRouting, PrimaryHandler, Reconciler, RetryBackoff, RuntimeOptions,
     },
     stale_reads::{DependentWrites, PendingCreates, StaleRead, StaleSyncSkips, WrittenVersions},
     writes::Writer,
@@ -42,6 +42,7 @@ const IDENTITY: ControllerIdentity = ControllerIdentity {
     name: CONTROLLER_NAME,
     queue: QUEUE_NAME,
     max_retries: None,
+    retry_backoff: RetryBackoff::ControllerDefault,
 };
 
 /// Construction failed (the queue or an informer index could not be set up).

@@ -16,7 +16,7 @@
 
 mod routing;
 
-use std::{future::Future, sync::Arc};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use informer::{
     EventHandler, FactoryConfig, HasSynced, SharedInformer, SharedInformerFactory,
@@ -25,8 +25,8 @@ use informer::{
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 use workqueue::{
-    ControllerMetrics, QueueConfig, QueueError, RateLimitingQueue, SyncFailure, SyncMetrics,
-    WorkerPool, WorkqueueMetrics,
+    ControllerMetrics, ItemExponentialFailureRateLimiter, QueueConfig, QueueError,
+    RateLimitingQueue, SyncFailure, SyncMetrics, WorkerPool, WorkqueueMetrics,
 };
 
 use crate::{
@@ -152,6 +152,24 @@ pub struct ControllerIdentity {
     /// Requeues after which a failing key is dropped until its next event (upstream: 15 for
     /// Deployments, none for ReplicaSets and StatefulSets).
     pub max_retries: Option<usize>,
+    /// How long a failing key waits before its retry, on every queue of the controller.
+    pub retry_backoff: RetryBackoff,
+}
+
+/// How a controller's queues space the retries of a failing key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryBackoff {
+    /// client-go's `DefaultTypedControllerRateLimiter`: per key 5 ms doubling to 1,000 s, and
+    /// 10 retries a second with a burst of 100 over all keys (the apps/v1 controllers).
+    ControllerDefault,
+    /// Per key only, `base` doubling up to `max`, with no overall bucket (upstream's Job
+    /// controller: 1 s to 1 min, `NewTypedItemExponentialFailureRateLimiter`).
+    PerKey {
+        /// The first retry's delay.
+        base: Duration,
+        /// The longest delay.
+        max: Duration,
+    },
 }
 
 /// What the manager chooses for every controller alike, besides its client and caches.
@@ -197,12 +215,17 @@ pub struct ControllerRuntime {
     sync_metrics: Option<SyncMetrics>,
 }
 
-/// A rate-limited queue named `name`, with the workqueue metrics if given.
+/// A rate-limited queue named `name`, retrying by `backoff`, with the workqueue metrics if
+/// given.
 fn new_queue(
     name: &'static str,
+    backoff: RetryBackoff,
     metrics: Option<&WorkqueueMetrics>,
 ) -> Result<RateLimitingQueue<String>, QueueError> {
     let mut config = QueueConfig::new(name);
+    if let RetryBackoff::PerKey { base, max } = backoff {
+        config = config.with_rate_limiter(ItemExponentialFailureRateLimiter::new(base, max));
+    }
     if let Some(metrics) = metrics {
         config = config.with_metrics(metrics.clone());
     }
@@ -225,7 +248,11 @@ impl ControllerRuntime {
         };
         Ok(Self {
             identity,
-            queue: new_queue(identity.queue, workqueue_metrics.as_ref())?,
+            queue: new_queue(
+                identity.queue,
+                identity.retry_backoff,
+                workqueue_metrics.as_ref(),
+            )?,
             other_queues: Vec::new(),
             workqueue_metrics,
             recorder: EventRecorder::start_with_writer(
@@ -250,7 +277,11 @@ impl ControllerRuntime {
         &mut self,
         name: &'static str,
     ) -> Result<RateLimitingQueue<String>, QueueError> {
-        let queue = new_queue(name, self.workqueue_metrics.as_ref())?;
+        let queue = new_queue(
+            name,
+            self.identity.retry_backoff,
+            self.workqueue_metrics.as_ref(),
+        )?;
         self.other_queues.push((name, queue.clone()));
         Ok(queue)
     }
@@ -414,6 +445,7 @@ mod tests {
             name: "test-controller",
             queue: "test",
             max_retries: None,
+            retry_backoff: RetryBackoff::ControllerDefault,
         };
         let mut runtime =
             ControllerRuntime::new(&offline_client(), identity, &options).expect("runtime");

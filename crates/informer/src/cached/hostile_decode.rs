@@ -1,7 +1,9 @@
 //! Property tests: whatever JSON the API server sends for a Deployment, ReplicaSet, pod or node —
 //! wrong types, missing fields, huge and negative numbers, odd timestamps and intstrs, 1 MiB
 //! annotations, 10,000 owner references — decoding it into the cached types never panics, and
-//! an object that k8s-openapi's type accepts, the cached type accepts too.
+//! an object that k8s-openapi's type accepts, the cached type accepts too. For a pod, the
+//! cached pod is also what converting the decoded `Pod` gives (`From<&Pod>` keeps exactly
+//! what decoding keeps).
 //!
 //! Why the second property matters more than the first: the informers list and watch through
 //! kube's watcher, which decodes a whole list page at once, so one object the cache cannot
@@ -224,6 +226,57 @@ fn check_decodes<Api: DeserializeOwned, Cached: DeserializeOwned>(
     Ok(())
 }
 
+/// A pod, as the API type and as the cached type: the cached type accepts all the API type
+/// accepts, and keeps what converting the API object keeps.
+fn check_pod(object: &Value) -> Result<(), TestCaseError> {
+    check_decodes::<Pod, CachedPod>(object)?;
+    if let (Ok(api), Ok(cached)) = (
+        serde_json::from_value::<Pod>(object.clone()),
+        serde_json::from_value::<CachedPod>(object.clone()),
+    ) {
+        prop_assert_eq!(CachedPod::from(&api), cached);
+    }
+    Ok(())
+}
+
+/// The captured pod as a Job's pod in `phase`, its status as the kubelet writes it: conditions
+/// (the kubelet's, and a `DisruptionTarget`), a terminated app container, a sidecar.
+fn job_pod(phase: &str) -> Value {
+    let mut pod = first_item("pod-list.json");
+    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert(
+            "initContainers".to_owned(),
+            json!([{"name": "proxy", "image": "envoy", "restartPolicy": "Always"}]),
+        );
+    }
+    pod["status"] = json!({
+        "phase": phase,
+        "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+             "lastTransitionTime": "2026-11-23T10:00:00Z"},
+            {"type": "PodReadyToStartContainers", "status": "True",
+             "lastTransitionTime": "2026-11-23T09:59:00Z"},
+            {"type": "Initialized", "status": "True", "lastProbeTime": null,
+             "lastTransitionTime": "2026-11-23T09:59:00Z"},
+            {"type": "Ready", "status": "False", "reason": "PodFailed",
+             "lastTransitionTime": "2026-11-23T10:00:01Z"},
+            {"type": "ContainersReady", "status": "True",
+             "lastTransitionTime": "2026-11-23T09:59:01Z"},
+            {"type": "PodScheduled", "status": "True",
+             "lastTransitionTime": "2026-11-23T09:58:59Z"}
+        ],
+        "containerStatuses": [{"name": "main", "restartCount": 2, "ready": false,
+            "image": "busybox", "imageID": "sha", "started": false,
+            "state": {"terminated": {"exitCode": 137, "reason": "Error", "signal": 9,
+                "startedAt": "2026-11-23T09:59:01Z", "finishedAt": "2026-11-23T10:00:00Z"}},
+            "lastState": {"terminated": {"exitCode": 1}}}],
+        "initContainerStatuses": [{"name": "proxy", "restartCount": 1, "ready": true,
+            "image": "envoy", "imageID": "sha",
+            "state": {"running": {"startedAt": "2026-11-23T09:59:00Z"}}}]
+    });
+    pod
+}
+
 /// The captured pod as a DaemonSet's pod not bound yet: pinned by its node affinity.
 fn daemon_pod() -> Value {
     let mut pod = first_item("pod-list.json");
@@ -275,12 +328,24 @@ proptest! {
 
     #[test]
     fn hostile_pods_decode_as_the_api_type_does(object in mutated(first_item("pod-list.json"))) {
-        check_decodes::<Pod, CachedPod>(&object)?;
+        check_pod(&object)?;
     }
 
     #[test]
     fn hostile_daemon_pods_decode_as_the_api_type_does(object in mutated(daemon_pod())) {
-        check_decodes::<Pod, CachedPod>(&object)?;
+        check_pod(&object)?;
+    }
+
+    #[test]
+    fn hostile_failed_job_pods_decode_as_the_api_type_does(object in mutated(job_pod("Failed"))) {
+        check_pod(&object)?;
+    }
+
+    #[test]
+    fn hostile_running_job_pods_decode_as_the_api_type_does(
+        object in mutated(job_pod("Running")),
+    ) {
+        check_pod(&object)?;
     }
 
     #[test]
@@ -308,5 +373,17 @@ fn the_captured_objects_decode_and_mutate() {
     );
     let pinned: CachedPod = serde_json::from_value(daemon_pod()).expect("decodes");
     assert_eq!(pinned.target_node_name(), Some("node-1"));
+    for (phase, kept) in [("Failed", 6), ("Running", 2)] {
+        let job_pod: CachedPod = serde_json::from_value(job_pod(phase)).expect("decodes");
+        let status = job_pod.status.as_ref().expect("a status");
+        assert_eq!(status.conditions.len(), kept, "{phase}");
+        assert_eq!(status.condition_statuses().count(), 6, "{phase}");
+        let exit_code = status
+            .container_statuses
+            .as_deref()
+            .and_then(|s| s[0].terminated.as_ref())
+            .map(|t| t.exit_code);
+        assert_eq!(exit_code, Some(137), "{phase}");
+    }
     assert!(serde_json::from_value::<CachedNode>(node()).is_ok());
 }

@@ -34,8 +34,9 @@ pub use deployment::{CachedDeployment, CachedDeploymentSpec};
 pub use metadata::{PodMetadata, WorkloadMetadata};
 pub use node::{CachedNode, CachedNodeSpec};
 pub use pod::{
-    CachedContainer, CachedContainerStatus, CachedPod, CachedPodSpec, CachedPodStatus, ClaimVolume,
-    PodNode, ReadyCondition,
+    CachedContainer, CachedContainerStatus, CachedPod, CachedPodCondition, CachedPodConditions,
+    CachedPodSpec, CachedPodStatus, ClaimVolume, KUBELET_CONDITION_TYPES, PodNode, ReadyCondition,
+    TerminatedState,
 };
 pub use raw::RawObject;
 pub use replica_set::{CachedReplicaSet, CachedReplicaSetSpec};

@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use controller_toolkit::ranking::stable_sort_by_less;
+use informer::{CachedContainerStatus, CachedPod};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::failure_policy::match_pod_failure_policy;
@@ -23,10 +24,11 @@ use super::indexes::{
 };
 use super::pods::{
     POD_READY, container_statuses, creation_time, init_container_statuses, is_pod_failed,
-    is_zero_time, len_i32, sidecar_names, stable_sort_by_less,
+    is_zero_time, len_i32, sidecar_names,
 };
 use super::spec::{
-    JOB_INDEX_FAILURE_COUNT_ANNOTATION, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, JobView,
+    CONDITION_FALSE, JOB_INDEX_FAILURE_COUNT_ANNOTATION,
+    JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION, JobView,
 };
 use super::types::UidSet;
 
@@ -50,7 +52,7 @@ impl BackoffRecord {
     /// last sync. No new pod: unchanged. Only failures: they are added and the latest one's
     /// finish time is the last failure. Any success: the count restarts from the failures that
     /// finished strictly after the latest success.
-    pub fn next(&self, new_succeeded: &[&Pod], new_failed: &[&Pod]) -> Self {
+    pub fn next(&self, new_succeeded: &[&CachedPod], new_failed: &[&CachedPod]) -> Self {
         let new_succeeded = sorted_by_finished_time(new_succeeded);
         let new_failed = sorted_by_finished_time(new_failed);
         let Some(last_success) = new_succeeded.last() else {
@@ -88,7 +90,7 @@ impl BackoffRecord {
 }
 
 /// The finish times of `pods`, in increasing order (`sortByFinishedTime`).
-fn sorted_by_finished_time(pods: &[&Pod]) -> Vec<Timestamp> {
+fn sorted_by_finished_time(pods: &[&CachedPod]) -> Vec<Timestamp> {
     let mut times: Vec<Timestamp> = pods.iter().map(|p| finished_time(p)).collect();
     stable_sort_by_less(&mut times, |a, b| a < b);
     times
@@ -117,8 +119,8 @@ impl BackoffStore {
     pub fn new_backoff_record(
         &self,
         key: &str,
-        new_succeeded: &[&Pod],
-        new_failed: &[&Pod],
+        new_succeeded: &[&CachedPod],
+        new_failed: &[&CachedPod],
     ) -> BackoffRecord {
         self.get(key)
             .copied()
@@ -155,7 +157,7 @@ impl BackoffStore {
 ///    a terminal phase);
 /// 3. `deletionTimestamp − deletionGracePeriodSeconds` (pods deleted by the pod GC);
 /// 4. the creation time (Go's zero time when unset).
-pub fn finished_time(pod: &Pod) -> Timestamp {
+pub fn finished_time(pod: &CachedPod) -> Timestamp {
     if let Some(time) = finish_time_from_containers(pod) {
         return time;
     }
@@ -171,7 +173,7 @@ pub fn finished_time(pod: &Pod) -> Timestamp {
 /// `getFinishTimeFromContainers` (v1.31+, with sidecars): the latest `finishedAt` over the app
 /// containers and then the restartable init containers; `None` as soon as one of them is not
 /// terminated or has no time, and when there is no status at all.
-fn finish_time_from_containers(pod: &Pod) -> Option<Timestamp> {
+fn finish_time_from_containers(pod: &CachedPod) -> Option<Timestamp> {
     let finish = latest_finish_time(None, container_statuses(pod).iter());
     let sidecars = sidecar_names(pod);
     latest_finish_time(
@@ -185,14 +187,13 @@ fn finish_time_from_containers(pod: &Pod) -> Option<Timestamp> {
 /// `latestFinishTimeFromContainers`.
 fn latest_finish_time<'p>(
     previous: Option<Timestamp>,
-    statuses: impl Iterator<Item = &'p ContainerStatus>,
+    statuses: impl Iterator<Item = &'p CachedContainerStatus>,
 ) -> Option<Timestamp> {
     let mut finish = previous;
     for status in statuses {
         let finished_at = status
-            .state
+            .terminated
             .as_ref()
-            .and_then(|s| s.terminated.as_ref())
             .and_then(|t| t.finished_at.as_ref())
             .map(|t| t.0)
             .filter(|t| !is_zero_time(*t))?;
@@ -204,16 +205,15 @@ fn latest_finish_time<'p>(
 }
 
 /// `getFinishTimeFromPodReadyFalseCondition`: the first `Ready` condition, if `False` with a
-/// time.
-fn finish_time_from_ready_false(pod: &Pod) -> Option<Timestamp> {
-    let condition = pod
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == POD_READY)?;
-    if condition.status != "False" {
+/// time. A cached pod that has not finished keeps no `True` kubelet condition: its ready slot
+/// says whether the first `Ready` condition is `True`; if not, that one is the first kept.
+fn finish_time_from_ready_false(pod: &CachedPod) -> Option<Timestamp> {
+    let status = pod.status.as_ref()?;
+    if status.ready()?.is_true {
+        return None;
+    }
+    let condition = status.conditions.iter().find(|c| &*c.type_ == POD_READY)?;
+    if &*condition.status != CONDITION_FALSE {
         return None;
     }
     condition
@@ -224,7 +224,7 @@ fn finish_time_from_ready_false(pod: &Pod) -> Option<Timestamp> {
 }
 
 /// `getFinishTimeFromDeletionTimestamp`: the deletion time minus the grace period.
-fn finish_time_from_deletion(pod: &Pod) -> Option<Timestamp> {
+fn finish_time_from_deletion(pod: &CachedPod) -> Option<Timestamp> {
     let deleted = pod.metadata.deletion_timestamp.as_ref()?.0;
     let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
     Some(
@@ -279,7 +279,7 @@ pub fn remaining_time_per_index(
     now: Timestamp,
     default: Duration,
     max: Duration,
-    last_failed_pod: Option<&Pod>,
+    last_failed_pod: Option<&CachedPod>,
 ) -> Duration {
     let Some(pod) = last_failed_pod else {
         return Duration::ZERO;
@@ -292,7 +292,10 @@ pub fn remaining_time_per_index(
 /// pod replacing `pod_being_replaced` in its index: the replaced pod's counts plus one, in the
 /// ignored count if its failure matched an `Ignore` rule, else in the failure count. A first
 /// pod of an index gets `(0, 0)`. Sums wrap as Go's `int32` does.
-pub fn new_index_failure_counts(job: &JobView<'_>, pod_being_replaced: Option<&Pod>) -> (i32, i32) {
+pub fn new_index_failure_counts(
+    job: &JobView<'_>,
+    pod_being_replaced: Option<&CachedPod>,
+) -> (i32, i32) {
     let Some(pod) = pod_being_replaced else {
         return (0, 0);
     };
@@ -312,7 +315,7 @@ pub fn new_index_failure_counts(job: &JobView<'_>, pod_being_replaced: Option<&P
 /// failure count only when positive.
 pub fn index_failure_count_annotations(
     job: &JobView<'_>,
-    pod_being_replaced: Option<&Pod>,
+    pod_being_replaced: Option<&CachedPod>,
 ) -> Vec<(&'static str, String)> {
     let (failures, ignored) = new_index_failure_counts(job, pod_being_replaced);
     let mut annotations = vec![(JOB_INDEX_FAILURE_COUNT_ANNOTATION, failures.to_string())];
@@ -331,9 +334,9 @@ pub struct DelayedDeletionInput<'a, 'p> {
     /// The Job.
     pub job: JobView<'a>,
     /// All its pods.
-    pub pods: &'a [&'p Pod],
+    pub pods: &'a [&'p CachedPod],
     /// Its active pods.
-    pub active_pods: &'a [&'p Pod],
+    pub active_pods: &'a [&'p CachedPod],
     /// The pods whose finalizer removal is already expected.
     pub expected_rm_finalizers: &'a UidSet,
     /// The succeeded indexes.
@@ -350,7 +353,7 @@ pub struct DelayedDeletionInput<'a, 'p> {
 /// least the current one's and it did not finish earlier.
 pub fn pods_with_delayed_deletion_per_index<'p>(
     input: &DelayedDeletionInput<'_, 'p>,
-) -> BTreeMap<i64, &'p Pod> {
+) -> BTreeMap<i64, &'p CachedPod> {
     let job = &input.job;
     let completions = job.indexed_completions();
     let active = indexes_of(input.active_pods);
@@ -358,7 +361,7 @@ pub fn pods_with_delayed_deletion_per_index<'p>(
         valid_pods_with_filter(job, input.pods, None, input.expected_rm_finalizers, |p| {
             is_pod_failed(p, job)
         });
-    let mut delayed: BTreeMap<i64, &'p Pod> = BTreeMap::new();
+    let mut delayed: BTreeMap<i64, &'p CachedPod> = BTreeMap::new();
     for pod in candidates {
         let Some(ix) = valid_completion_index(pod, completions) else {
             continue;
@@ -384,7 +387,7 @@ pub fn pods_with_delayed_deletion_per_index<'p>(
 /// remaining backoff (to requeue after).
 pub fn pod_creation_info_for_independent_indexes(
     indexes_to_add: &[i64],
-    pods_with_delayed_deletion_per_index: &BTreeMap<i64, &Pod>,
+    pods_with_delayed_deletion_per_index: &BTreeMap<i64, &CachedPod>,
     now: Timestamp,
 ) -> (Vec<i64>, Duration) {
     let mut ready = Vec::new();

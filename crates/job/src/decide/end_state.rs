@@ -15,8 +15,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use informer::CachedPod;
 use k8s_openapi::api::batch::v1::JobCondition;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::backoff::{DelayedDeletionInput, pods_with_delayed_deletion_per_index};
@@ -41,9 +41,9 @@ pub struct EndStateInput<'a, 'p> {
     /// The Job.
     pub job: JobView<'a>,
     /// All its pods (claimed, counted or not).
-    pub pods: &'a [&'p Pod],
+    pub pods: &'a [&'p CachedPod],
     /// Its active pods.
-    pub active_pods: &'a [&'p Pod],
+    pub active_pods: &'a [&'p CachedPod],
     /// The pods whose finalizer removal is expected.
     pub expected_rm_finalizers: &'a UidSet,
     /// `jobCtx.succeeded`: stored, uncounted and newly succeeded pods.
@@ -67,7 +67,7 @@ pub struct IndexedState<'p> {
     pub failed_indexes: Option<OrderedIntervals>,
     /// With `backoffLimitPerIndex`, the failed pod of each index whose removal waits for a
     /// replacement (`podsWithDelayedDeletionPerIndex`).
-    pub pods_with_delayed_deletion_per_index: BTreeMap<i64, &'p Pod>,
+    pub pods_with_delayed_deletion_per_index: BTreeMap<i64, &'p CachedPod>,
 }
 
 /// The outcome of the end-state evaluation.
@@ -111,7 +111,7 @@ pub fn new_success_condition(now: Timestamp) -> FinishedCondition {
 /// containers restart in place, so pods do not fail), whether the container restarts of the
 /// running and pending pods (init and app containers, summed as Go's `int32`) reach
 /// `backoffLimit`; with a limit of 0, any restart does.
-pub fn past_backoff_limit_on_failure(job: &JobView<'_>, pods: &[&Pod]) -> bool {
+pub fn past_backoff_limit_on_failure(job: &JobView<'_>, pods: &[&CachedPod]) -> bool {
     if job.template_restart_policy() != RESTART_POLICY_ON_FAILURE {
         return false;
     }

@@ -9,11 +9,11 @@
 //! annotations and the `pod_failures_handled_by_failure_policy_total` metric, so it is computed
 //! in this one place.
 
+use informer::{CachedContainerStatus, CachedPod};
 use k8s_openapi::api::batch::v1::{
     PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyOnPodConditionsPattern,
 };
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition};
 
 use super::pods::{container_statuses, init_container_statuses, is_pod_failed, name, namespace};
 use super::spec::JobView;
@@ -61,7 +61,12 @@ impl PolicyMatch {
 /// status equal a pattern's (`matchOnPodConditions`). A matching rule with an action the
 /// controller does not know is skipped and the next rule is tried. Without a policy, or when
 /// no rule matches, the failure counts.
-pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) -> PolicyMatch {
+///
+/// Exact for any cached pod but in one part of one case: a pod that has not finished (which
+/// only a failing Job matches, for the action and whether the failure counts) whose matching
+/// `onPodConditions` rule matches both a kubelet `True` condition (the cache keeps those by
+/// type only) and another condition: the `FailJob` message may name the other one first.
+pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &CachedPod) -> PolicyMatch {
     let Some(policy) = policy else {
         return PolicyMatch::no_match();
     };
@@ -93,11 +98,11 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) ->
                 action,
                 index
             ),
-            Matched::Condition(condition) => format!(
+            Matched::Condition(condition_type) => format!(
                 "Pod {}/{} has condition {} matching {} rule at index {}",
                 namespace(pod),
                 name(pod),
-                condition.type_,
+                condition_type,
                 action,
                 index
             ),
@@ -112,25 +117,22 @@ pub fn match_pod_failure_policy(policy: Option<&PodFailurePolicy>, pod: &Pod) ->
     PolicyMatch::no_match()
 }
 
+/// What a rule matched: the terminated container, or the type of the pod condition.
 enum Matched<'p> {
-    Container(&'p ContainerStatus),
-    Condition(&'p PodCondition),
+    Container(&'p CachedContainerStatus),
+    Condition(&'p str),
 }
 
-fn exit_code(status: &ContainerStatus) -> i32 {
-    status
-        .state
-        .as_ref()
-        .and_then(|s| s.terminated.as_ref())
-        .map_or(0, |t| t.exit_code)
+fn exit_code(status: &CachedContainerStatus) -> i32 {
+    status.terminated.as_ref().map_or(0, |t| t.exit_code)
 }
 
 /// `matchOnExitCodes`: the first matching terminated container among the app containers,
 /// else among the init containers.
 fn match_on_exit_codes<'p>(
-    pod: &'p Pod,
+    pod: &'p CachedPod,
     requirement: &PodFailurePolicyOnExitCodesRequirement,
-) -> Option<&'p ContainerStatus> {
+) -> Option<&'p CachedContainerStatus> {
     matching_container(container_statuses(pod), requirement)
         .or_else(|| matching_container(init_container_statuses(pod), requirement))
 }
@@ -139,11 +141,11 @@ fn match_on_exit_codes<'p>(
 /// code, has the required name (if one is required) and matches the operator. A container
 /// that exited 0 never matches, not even `NotIn [1]`.
 fn matching_container<'p>(
-    statuses: &'p [ContainerStatus],
+    statuses: &'p [CachedContainerStatus],
     requirement: &PodFailurePolicyOnExitCodesRequirement,
-) -> Option<&'p ContainerStatus> {
+) -> Option<&'p CachedContainerStatus> {
     statuses.iter().find(|status| {
-        let Some(terminated) = status.state.as_ref().and_then(|s| s.terminated.as_ref()) else {
+        let Some(terminated) = status.terminated.as_ref() else {
             // Still running or waiting: there is no exit code to match.
             return false;
         };
@@ -170,30 +172,36 @@ fn is_on_exit_codes_operator_matching(
     }
 }
 
-/// `matchOnPodConditions`: the first pod condition (in the pod's order) whose type and
-/// status equal one of the patterns'. A pattern without a status reads as `True`, the value
-/// the API server defaults it to.
+/// `matchOnPodConditions`: the type of the first pod condition (in the pod's order) whose type
+/// and status equal one of the patterns'. A pattern without a status reads as `True`, the
+/// value the API server defaults it to.
+///
+/// The cached pod has every condition by type and status
+/// (`CachedPodStatus::condition_statuses`), so whether a rule matches is exact for any pod. The
+/// order is the pod's for a pod in a terminal phase; a pod that has not finished lists the
+/// kubelet's `True` conditions (not kept) after the others, so when a rule matches both kinds
+/// the type named may not be upstream's. Only the `FailJob` message names it, and it is read
+/// for failed pods only ([`fail_job_message`]: with a policy, `Failed` ones).
 fn match_on_pod_conditions<'p>(
-    pod: &'p Pod,
+    pod: &'p CachedPod,
     patterns: &[PodFailurePolicyOnPodConditionsPattern],
-) -> Option<&'p PodCondition> {
+) -> Option<&'p str> {
     pod.status
         .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|condition| {
+        .condition_statuses()
+        .find(|(type_, status)| {
             patterns.iter().any(|p| {
-                p.type_ == condition.type_
-                    && p.status.as_deref().unwrap_or(PATTERN_STATUS_DEFAULT) == condition.status
+                p.type_ == *type_
+                    && p.status.as_deref().unwrap_or(PATTERN_STATUS_DEFAULT) == *status
             })
         })
+        .map(|(type_, _)| type_)
 }
 
 /// `getFailJobMessage`: the `FailJob` message of the first pod that is failed
 /// ([`is_pod_failed`]) and matches a `FailJob` rule, among all of the Job's pods (counted ones
 /// still present included); `None` without a policy.
-pub fn fail_job_message(job: &JobView<'_>, pods: &[&Pod]) -> Option<String> {
+pub fn fail_job_message(job: &JobView<'_>, pods: &[&CachedPod]) -> Option<String> {
     let policy = job.pod_failure_policy()?;
     pods.iter()
         .filter(|pod| is_pod_failed(pod, job))
@@ -202,7 +210,7 @@ pub fn fail_job_message(job: &JobView<'_>, pods: &[&Pod]) -> Option<String> {
 
 /// `nonIgnoredFailedPodsCount`: how many of the newly failed pods count, i.e. did not match an
 /// `Ignore` rule.
-pub fn non_ignored_failed_pods_count(job: &JobView<'_>, failed_pods: &[&Pod]) -> usize {
+pub fn non_ignored_failed_pods_count(job: &JobView<'_>, failed_pods: &[&CachedPod]) -> usize {
     match job.pod_failure_policy() {
         None => failed_pods.len(),
         Some(policy) => failed_pods

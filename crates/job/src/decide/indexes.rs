@@ -13,14 +13,16 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use controller_toolkit::ranking::{sort_active_pods, stable_sort_by_less};
+use informer::CachedPod;
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodTemplateSpec,
+    Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodTemplateSpec,
 };
 
 use super::failure_policy::match_pod_failure_policy;
 use super::pods::{
     POD_SUCCEEDED, annotation, has_tracking_finalizer, is_pod_failed, is_pod_terminating, phase,
-    sort_active_pods, stable_sort_by_less, uid,
+    uid,
 };
 use super::spec::{
     COMPLETION_INDEX_ENV_NAME, JOB_COMPLETION_INDEX_ANNOTATION, JOB_INDEX_FAILURE_COUNT_ANNOTATION,
@@ -210,25 +212,25 @@ pub fn indexes_count(indexes: Option<&str>, completions: i32) -> i64 {
 
 /// `getCompletionIndex`: the pod's completion index annotation as a decimal integer; `None`
 /// when missing, unparsable or negative (upstream's `unknownCompletionIndex`).
-pub fn completion_index(pod: &Pod) -> Option<i64> {
+pub fn completion_index(pod: &CachedPod) -> Option<i64> {
     annotation(pod, JOB_COMPLETION_INDEX_ANNOTATION)
         .and_then(atoi)
         .filter(|ix| *ix >= 0)
 }
 
 /// The pod's completion index if it is valid for `completions` (known and below it).
-pub fn valid_completion_index(pod: &Pod, completions: i32) -> Option<i64> {
+pub fn valid_completion_index(pod: &CachedPod, completions: i32) -> Option<i64> {
     completion_index(pod).filter(|ix| *ix < i64::from(completions))
 }
 
-fn index_or_unknown(pod: &Pod) -> i64 {
+fn index_or_unknown(pod: &CachedPod) -> i64 {
     completion_index(pod).unwrap_or(UNKNOWN)
 }
 
 /// Sorts pods by completion index, unknown first (`sort.Sort(byCompletionIndex(pods))`),
 /// stably (upstream's sort is not stable; pods with equal indexes may come out in another
 /// order there).
-pub fn sort_by_completion_index(pods: &mut [&Pod]) {
+pub fn sort_by_completion_index(pods: &mut [&CachedPod]) {
     stable_sort_by_less(pods, |a, b| index_or_unknown(a) < index_or_unknown(b));
 }
 
@@ -237,7 +239,7 @@ pub fn sort_by_completion_index(pods: &mut [&Pod]) {
 /// carry the tracking finalizer (not counted yet) with a valid index.
 pub fn calculate_succeeded_indexes(
     job: &JobView<'_>,
-    pods: &[&Pod],
+    pods: &[&CachedPod],
 ) -> (OrderedIntervals, OrderedIntervals) {
     let completions = job.indexed_completions();
     let previous = OrderedIntervals::parse(job.completed_indexes(), completions);
@@ -253,7 +255,7 @@ pub fn calculate_succeeded_indexes(
 /// `calculateFailedIndexes` (with `backoffLimitPerIndex`): the indexes recorded in
 /// `status.failedIndexes` plus those of pods with the tracking finalizer and a valid index
 /// that [`is_index_failed`].
-pub fn calculate_failed_indexes(job: &JobView<'_>, pods: &[&Pod]) -> OrderedIntervals {
+pub fn calculate_failed_indexes(job: &JobView<'_>, pods: &[&CachedPod]) -> OrderedIntervals {
     let completions = job.indexed_completions();
     let previous = job
         .failed_indexes()
@@ -271,7 +273,7 @@ pub fn calculate_failed_indexes(job: &JobView<'_>, pods: &[&Pod]) -> OrderedInte
 /// counts (no policy, or the policy says so) and its index had already failed
 /// `backoffLimitPerIndex` times before it (its failure-count annotation). So an index gets
 /// `backoffLimitPerIndex + 1` counted attempts. `false` without `backoffLimitPerIndex`.
-pub fn is_index_failed(job: &JobView<'_>, pod: &Pod) -> bool {
+pub fn is_index_failed(job: &JobView<'_>, pod: &CachedPod) -> bool {
     let Some(limit) = job.backoff_limit_per_index() else {
         return false;
     };
@@ -292,7 +294,7 @@ pub fn is_index_failed(job: &JobView<'_>, pod: &Pod) -> bool {
 }
 
 /// `getIndexes`: the known completion indexes of `pods`.
-pub fn indexes_of(pods: &[&Pod]) -> BTreeSet<i64> {
+pub fn indexes_of(pods: &[&CachedPod]) -> BTreeSet<i64> {
     pods.iter().filter_map(|p| completion_index(p)).collect()
 }
 
@@ -302,9 +304,9 @@ pub struct PendingIndexesInput<'a, 'p> {
     /// The Job.
     pub job: JobView<'a>,
     /// Its active pods (their indexes are taken).
-    pub active_pods: &'a [&'p Pod],
+    pub active_pods: &'a [&'p CachedPod],
     /// All its pods (with `onlyReplaceFailedPods`, the indexes of terminating ones are taken).
-    pub pods: &'a [&'p Pod],
+    pub pods: &'a [&'p CachedPod],
     /// The succeeded indexes.
     pub succeeded_indexes: &'a OrderedIntervals,
     /// The failed indexes, with `backoffLimitPerIndex`.
@@ -326,7 +328,7 @@ pub fn first_pending_indexes(
     let active: Vec<i64> = indexes_of(input.active_pods).into_iter().collect();
     let mut non_pending = input.succeeded_indexes.with_ordered_indexes(&active);
     if input.job.only_replace_failed_pods() {
-        let terminating: Vec<&Pod> = input
+        let terminating: Vec<&CachedPod> = input
             .pods
             .iter()
             .copied()
@@ -362,9 +364,9 @@ pub fn first_pending_indexes(
 /// `ActivePods` order (the most valuable) is kept and the others removed. Returns
 /// `(remove, keep)`, both in completion-index order.
 pub fn duplicated_index_pods_for_removal<'a>(
-    pods: &[&'a Pod],
+    pods: &[&'a CachedPod],
     completions: i32,
-) -> (Vec<&'a Pod>, Vec<&'a Pod>) {
+) -> (Vec<&'a CachedPod>, Vec<&'a CachedPod>) {
     let completions = i64::from(completions);
     let mut pods = pods.to_vec();
     sort_by_completion_index(&mut pods);
@@ -390,7 +392,12 @@ pub fn duplicated_index_pods_for_removal<'a>(
 }
 
 /// `appendPodsWithSameIndexForRemovalAndRemaining`.
-fn split_same_index<'a>(rm: &mut Vec<&'a Pod>, left: &mut Vec<&'a Pod>, pods: &[&'a Pod], ix: i64) {
+fn split_same_index<'a>(
+    rm: &mut Vec<&'a CachedPod>,
+    left: &mut Vec<&'a CachedPod>,
+    pods: &[&'a CachedPod],
+    ix: i64,
+) {
     if ix == UNKNOWN {
         rm.extend_from_slice(pods);
         return;
@@ -408,11 +415,11 @@ fn split_same_index<'a>(rm: &mut Vec<&'a Pod>, left: &mut Vec<&'a Pod>, pods: &[
 /// and pass `filter`. These are the finished pods not accounted for yet.
 pub fn valid_pods_with_filter<'a>(
     job: &JobView<'_>,
-    pods: &[&'a Pod],
+    pods: &[&'a CachedPod],
     uncounted: Option<&UidSet>,
     expected_rm_finalizers: &UidSet,
-    filter: impl Fn(&Pod) -> bool,
-) -> Vec<&'a Pod> {
+    filter: impl Fn(&CachedPod) -> bool,
+) -> Vec<&'a CachedPod> {
     let completions = job.indexed_completions();
     pods.iter()
         .copied()
@@ -437,19 +444,19 @@ pub fn parse_int32(value: &str) -> i32 {
 
 /// `getIndexFailureCount`: the pod's `job-index-failure-count` annotation, 0 when missing or
 /// invalid.
-pub fn index_failure_count(pod: &Pod) -> i32 {
+pub fn index_failure_count(pod: &CachedPod) -> i32 {
     annotation(pod, JOB_INDEX_FAILURE_COUNT_ANNOTATION).map_or(0, parse_int32)
 }
 
 /// The pod's `job-index-ignored-failure-count` annotation, 0 when missing or invalid
 /// (`parseIndexFailureIgnoreCountAnnotation`).
-pub fn index_ignored_failure_count(pod: &Pod) -> i32 {
+pub fn index_ignored_failure_count(pod: &CachedPod) -> i32 {
     annotation(pod, JOB_INDEX_IGNORED_FAILURE_COUNT_ANNOTATION).map_or(0, parse_int32)
 }
 
 /// `getIndexAbsoluteFailureCount`: counted plus ignored failures of the index before this pod
 /// (an `int32` sum, wrapping as Go's does).
-pub fn index_absolute_failure_count(pod: &Pod) -> i32 {
+pub fn index_absolute_failure_count(pod: &CachedPod) -> i32 {
     index_failure_count(pod).wrapping_add(index_ignored_failure_count(pod))
 }
 

@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use controller_toolkit::ranking::sort_active_pods;
+use informer::CachedPod;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::jiff::Timestamp;
 
 use super::backoff::{
@@ -23,10 +25,9 @@ use super::indexes::{
     add_completion_index_env_variables, duplicated_index_pods_for_removal, first_pending_indexes,
     pod_generate_name_with_index, pod_hostname,
 };
-use super::pods::{len_i32, sort_active_pods};
+use super::pods::len_i32;
 use super::spec::{
     JOB_TRACKING_FINALIZER, JobView, MAX_POD_CREATE_DELETE_PER_SYNC, POD_REPLACEMENT_POLICY_FAILED,
-    SLOW_START_INITIAL_BATCH_SIZE,
 };
 
 /// Sync action label: expectations pending, or the Job finishing (`JobSyncActionReconciling`).
@@ -51,9 +52,9 @@ pub struct ManageInput<'a, 'p> {
     /// The Job.
     pub job: JobView<'a>,
     /// All its pods (their terminating indexes are not pending under `onlyReplaceFailedPods`).
-    pub pods: &'a [&'p Pod],
+    pub pods: &'a [&'p CachedPod],
     /// Its active pods.
-    pub active_pods: &'a [&'p Pod],
+    pub active_pods: &'a [&'p CachedPod],
     /// `jobCtx.succeeded` (succeeded indexes for an Indexed Job).
     pub succeeded: i32,
     /// `jobCtx.terminating`: the terminating pods.
@@ -64,7 +65,7 @@ pub struct ManageInput<'a, 'p> {
     pub failed_indexes: Option<&'a OrderedIntervals>,
     /// With `backoffLimitPerIndex`, the last failed pod of each index waiting for a
     /// replacement.
-    pub pods_with_delayed_deletion_per_index: &'a BTreeMap<i64, &'p Pod>,
+    pub pods_with_delayed_deletion_per_index: &'a BTreeMap<i64, &'p CachedPod>,
     /// The Job's backoff record after this sync's finished pods (`newBackoffRecord`).
     pub backoff: BackoffRecord,
     /// The clock.
@@ -80,12 +81,13 @@ pub enum ManagePlan<'p> {
     /// 500.
     Delete {
         /// The pods, in deletion order.
-        pods: Vec<&'p Pod>,
+        pods: Vec<&'p CachedPod>,
         /// Whether the Job is suspended.
         suspended: bool,
     },
     /// Create `count` pods (expect them first), in slow-start batches
-    /// ([`slow_start_batches`]); for an Indexed Job one per index of `indexes`.
+    /// (`controller_toolkit::writes::slow_start`); for an Indexed Job one per index of
+    /// `indexes`.
     Create {
         /// How many pods (at most 500; may be 0 for an Indexed Job without pending index).
         count: usize,
@@ -134,9 +136,9 @@ pub fn want_active(job: &JobView<'_>, active: i32, succeeded: i32) -> i32 {
 /// newest first) gives the remainder.
 pub fn active_pods_for_removal<'a>(
     job: &JobView<'_>,
-    active_pods: &[&'a Pod],
+    active_pods: &[&'a CachedPod],
     rm_at_least: usize,
-) -> Vec<&'a Pod> {
+) -> Vec<&'a CachedPod> {
     let (mut rm, mut left) = if job.is_indexed() {
         duplicated_index_pods_for_removal(active_pods, job.indexed_completions())
     } else {
@@ -236,21 +238,6 @@ pub fn plan_manage<'p>(input: &ManageInput<'_, 'p>) -> ManagePlan<'p> {
     }
 }
 
-/// The slow-start batches of `count` creations: 1, 2, 4, … (each the double of the previous,
-/// the last cut to what remains). Upstream stops after a batch with a failed create, skipping
-/// (and un-expecting) the rest.
-pub fn slow_start_batches(count: usize) -> Vec<usize> {
-    let mut batches = Vec::new();
-    let mut remaining = count;
-    let mut batch = remaining.min(SLOW_START_INITIAL_BATCH_SIZE);
-    while remaining > 0 {
-        batches.push(batch);
-        remaining -= batch;
-        batch = batch.saturating_mul(2).min(remaining);
-    }
-    batches
-}
-
 /// `recordJobPodsCreationTotal`'s `reason` label: `recreate_failed` when
 /// `podReplacementPolicy` is `Failed` and pods failed; else `recreate_terminating_or_failed`
 /// when pods failed or are terminating; else `new`.
@@ -305,7 +292,7 @@ pub fn indexed_pod(
     base: &PodTemplateSpec,
     job: &JobView<'_>,
     index: i64,
-    pod_being_replaced: Option<&Pod>,
+    pod_being_replaced: Option<&CachedPod>,
 ) -> IndexedPod {
     let mut template = base.clone();
     add_completion_index(&mut template, index);

@@ -2,9 +2,15 @@
 //! expected-removal UID sets and an explicit `now`, which condition finishes the Job, which
 //! pods to delete or create (with which indexes), which finished pods to record and whose
 //! tracking finalizer to remove, and the status that results. Nothing here does I/O; every
-//! function takes plain data (k8s-openapi `batch/v1` Jobs and `core/v1` pods, slices, small
-//! value types) and returns plain data, so the controller built on top only carries the plans
-//! out, and every rule is table-tested against upstream's own test tables.
+//! function takes plain data (k8s-openapi `batch/v1` Jobs, pods as the shared pod informer
+//! caches them, `informer::CachedPod`, slices, small value types) and returns plain data, so
+//! the controller built on top only carries the plans out, and every rule is table-tested
+//! against upstream's own test tables (their pods built as `core/v1` pods, then cached).
+//!
+//! Pods come in as `&[&CachedPod]` (the controller holds the lister's `Arc<CachedPod>`s and
+//! lends them), and the pods a function picks go out as `&CachedPod`s borrowed from its input
+//! (`Vec<&'p CachedPod>`, `BTreeMap<i64, &'p CachedPod>`): no pod is copied, and no full `Pod`
+//! is ever needed.
 //!
 //! The modules follow upstream's files and functions, one job each:
 //! * [`indexes`] (`indexed_job_utils.go`): the interval strings of `completedIndexes` and
@@ -21,11 +27,15 @@
 //!   remove, the counters, the terminal condition.
 //!
 //! Under them, so that no module imports one that imports it: [`spec`] (the Job's fields with
-//! upstream's defaults and the `batch/v1` names), [`pods`] (the pod predicates, `ActivePods`
-//! order) and [`types`] (the values several modules share: [`types::FinishedCondition`], the
-//! uncounted UID sets, [`types::PolicyAction`], `ensureJobConditionStatus`). The import order
-//! is `spec` ← `types`, `pods` ← `failure_policy` ← `indexes` ← `success_policy`, `backoff` ←
-//! `end_state`, `manage`, `tracking`.
+//! upstream's defaults and the `batch/v1` names), [`pods`] (the pod predicates: the Job's own,
+//! and those every workload controller shares, re-exported from
+//! `controller_toolkit::pod_predicates`) and [`types`] (the values several modules share:
+//! [`types::FinishedCondition`], the uncounted UID sets, [`types::PolicyAction`],
+//! `ensureJobConditionStatus`). The import order is `spec` ← `types`, `pods` ←
+//! `failure_policy` ← `indexes` ← `success_policy`, `backoff` ← `end_state`, `manage`,
+//! `tracking`. Upstream's `ActivePods` order and the stable sort every module sorts with are
+//! `controller_toolkit::ranking`'s (`sort_active_pods`, `stable_sort_by_less`), shared with
+//! the ReplicaSet's deletion ranking.
 //!
 //! v1.36 behaviour throughout: every feature gate the Job controller checks is GA and on
 //! (pod failure policy, `backoffLimitPerIndex`, success policy, pod replacement policy,

@@ -55,8 +55,6 @@ pub const DEFAULT_PARALLELISM: i32 = 1;
 pub const MAX_UNCOUNTED_PODS: usize = 500;
 /// The cap on pod creations or deletions in one `manageJob` call (`MaxPodCreateDeletePerSync`).
 pub const MAX_POD_CREATE_DELETE_PER_SYNC: usize = 500;
-/// The first slow-start batch of pod creations (`controller.SlowStartInitialBatchSize`).
-pub const SLOW_START_INITIAL_BATCH_SIZE: usize = 1;
 
 /// Job condition type `Complete`.
 pub const CONDITION_COMPLETE: &str = "Complete";

@@ -13,8 +13,8 @@
 
 use std::collections::BTreeMap;
 
+use informer::CachedPod;
 use k8s_openapi::api::batch::v1::{JobStatus, UncountedTerminatedPods};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -35,10 +35,10 @@ use super::types::{
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NewFinishedPods<'a> {
     /// `Succeeded` pods with the finalizer, not in `uncountedTerminatedPods.succeeded`.
-    pub succeeded: Vec<&'a Pod>,
+    pub succeeded: Vec<&'a CachedPod>,
     /// Failed pods ([`is_pod_failed`]) with the finalizer, not in
     /// `uncountedTerminatedPods.failed`.
-    pub failed: Vec<&'a Pod>,
+    pub failed: Vec<&'a CachedPod>,
 }
 
 /// `getNewFinishedPods`: the pods that finished since the last sync: they still carry the
@@ -46,7 +46,7 @@ pub struct NewFinishedPods<'a> {
 /// finalizer, and (Indexed) have a valid index.
 pub fn new_finished_pods<'a>(
     job: &JobView<'_>,
-    pods: &[&'a Pod],
+    pods: &[&'a CachedPod],
     uncounted: &UncountedUids,
     expected_rm_finalizers: &UidSet,
 ) -> NewFinishedPods<'a> {
@@ -92,7 +92,7 @@ pub fn sync_counts(
 
 /// The UIDs of the pods that carry the tracking finalizer and are not expected to lose it
 /// (`uidsWithFinalizer`).
-pub fn uids_with_finalizer(pods: &[&Pod], expected_rm_finalizers: &UidSet) -> UidSet {
+pub fn uids_with_finalizer(pods: &[&CachedPod], expected_rm_finalizers: &UidSet) -> UidSet {
     pods.iter()
         .filter(|p| has_tracking_finalizer(p) && !expected_rm_finalizers.contains(uid(p)))
         .map(|p| uid(p).to_owned())
@@ -143,9 +143,9 @@ fn keep_with_finalizer(list: &mut Option<Vec<String>>, uids_with_finalizer: &Uid
 pub fn can_remove_finalizer(
     job: &JobView<'_>,
     finished_condition: Option<&FinishedCondition>,
-    pod: &Pod,
+    pod: &CachedPod,
     consider_pod_failed: bool,
-    pods_with_delayed_deletion_per_index: &BTreeMap<i64, &Pod>,
+    pods_with_delayed_deletion_per_index: &BTreeMap<i64, &CachedPod>,
 ) -> bool {
     if job.is_being_deleted() || finished_condition.is_some() || phase(pod) == POD_SUCCEEDED {
         return true;
@@ -171,7 +171,7 @@ pub struct TrackingInput<'a, 'p> {
     /// `uncounted`).
     pub job: JobView<'a>,
     /// All its pods.
-    pub pods: &'a [&'p Pod],
+    pub pods: &'a [&'p CachedPod],
     /// `uncountedTerminatedPods` as read at the start of the sync.
     pub uncounted: &'a UncountedUids,
     /// The pods whose finalizer removal is expected.
@@ -179,7 +179,7 @@ pub struct TrackingInput<'a, 'p> {
     /// The condition finishing the Job, if any (after `syncJob` step 16/17).
     pub finished_condition: Option<&'a FinishedCondition>,
     /// With `backoffLimitPerIndex`, the delayed-deletion pod of each index.
-    pub pods_with_delayed_deletion_per_index: &'a BTreeMap<i64, &'p Pod>,
+    pub pods_with_delayed_deletion_per_index: &'a BTreeMap<i64, &'p CachedPod>,
     /// Indexed: the succeeded indexes of the status (`prevSucceededIndexes`).
     pub prev_succeeded_indexes: &'a OrderedIntervals,
     /// Indexed: the succeeded indexes (`succeededIndexes`).
@@ -200,7 +200,7 @@ pub struct TrackingPlan<'p> {
     /// successful write the executor stores the new backoff record.
     pub needs_flush: bool,
     /// The pods whose tracking finalizer to remove (expect the removals first), in pod order.
-    pub pods_to_remove_finalizer: Vec<&'p Pod>,
+    pub pods_to_remove_finalizer: Vec<&'p CachedPod>,
     /// The UIDs still carrying a finalizer; the executor drops those it removed and passes the
     /// set to [`finalizers_removed`].
     pub uids_with_finalizer: UidSet,
@@ -230,7 +230,7 @@ pub fn track_job_status<'p>(
     let completions = job.indexed_completions();
     let mut needs_flush = input.needs_flush;
 
-    let mut pods: Vec<&'p Pod> = input.pods.to_vec();
+    let mut pods: Vec<&'p CachedPod> = input.pods.to_vec();
     if is_indexed {
         // Completed indexes are introduced in order.
         sort_by_completion_index(&mut pods);

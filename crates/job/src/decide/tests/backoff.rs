@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use informer::CachedPod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 
@@ -28,7 +28,7 @@ fn ms(offset: i64) -> Timestamp {
         .expect("a valid time")
 }
 
-fn finished_pod(phase: &str, at: Timestamp) -> Pod {
+fn finished_pod(phase: &str, at: Timestamp) -> CachedPod {
     pod().phase(phase).finished("c", Some(at)).build()
 }
 
@@ -154,12 +154,12 @@ fn new_backoff_record_table() {
         },
     ];
     for row in rows {
-        let succeeded: Vec<Pod> = row
+        let succeeded: Vec<CachedPod> = row
             .new_succeeded
             .iter()
             .map(|&t| finished_pod("Succeeded", ms(t)))
             .collect();
-        let failed: Vec<Pod> = row
+        let failed: Vec<CachedPod> = row
             .new_failed
             .iter()
             .map(|&t| finished_pod("Failed", ms(t)))
@@ -202,7 +202,7 @@ fn backoff_store_keeps_records_per_job() {
 fn finished_time_table() {
     let t = now();
     let minus = |s: i64| now_plus(-s);
-    let rows: [(&str, PodBuilder, Timestamp); 12] = [
+    let rows: [(&str, PodBuilder, Timestamp); 14] = [
         (
             "Pod with multiple containers and all containers terminated",
             pod()
@@ -284,6 +284,23 @@ fn finished_time_table() {
             "a huge grace period saturates",
             pod().deleted_at(t).grace_period(i64::MAX),
             Timestamp::MIN,
+        ),
+        (
+            "only the first Ready condition is read, a True one (not kept by the cache) included",
+            pod()
+                .phase("Running")
+                .condition_at("Ready", "True", Some(minus(30)))
+                .condition_at("Ready", "False", Some(minus(5)))
+                .deleted_at(t),
+            t,
+        ),
+        (
+            "a Ready condition neither True nor False defers to the next source",
+            pod()
+                .phase("Failed")
+                .condition_at("Ready", "Unknown", Some(minus(5)))
+                .created(minus(60)),
+            minus(60),
         ),
     ];
     for (name, pod, want) in rows {
@@ -827,7 +844,7 @@ fn pod_creation_info_for_independent_indexes_table() {
         .index_failure_count("2")
         .deleted_at(now_plus(-1))
         .build();
-    let delayed: BTreeMap<i64, &Pod> = [(1, &recent), (2, &old), (3, &busier)].into();
+    let delayed: BTreeMap<i64, &CachedPod> = [(1, &recent), (2, &old), (3, &busier)].into();
     let rows: [(&str, &[i64], &[i64], u64); 5] = [
         ("no index", &[], &[], 0),
         ("an index without failed pod is ready", &[0, 1], &[0], 0),

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use informer::CachedPod;
 use serde_json::{Value, json};
 
 use super::{PodBuilder, build, indexed_job, job, now, now_plus, pod, refs};
@@ -22,7 +22,7 @@ type Want = Option<(FinishedConditionType, &'static str, &'static str)>;
 
 fn evaluate(
     job: &k8s_openapi::api::batch::v1::Job,
-    pods: &[Pod],
+    pods: &[CachedPod],
     failed: i32,
     succeeded: i32,
 ) -> (Option<FinishedCondition>, Option<Duration>) {
@@ -242,7 +242,7 @@ fn backoff_for_on_failure_table() {
     for (name, backoff_limit, restarts, phase, exceeded) in rows {
         let job = job(json!({"spec": {"backoffLimit": backoff_limit,
             "template": {"spec": {"restartPolicy": "OnFailure"}}}}));
-        let pods: Vec<Pod> = restarts
+        let pods: Vec<CachedPod> = restarts
             .iter()
             .map(|&count| pod().phase(phase).restarts("c", count).build())
             .collect();

@@ -437,6 +437,72 @@ fn match_pod_failure_policy_table() {
             want_action: None,
             want_rule: None,
         },
+        // A failing Job matches the policy against its unfinished pods too: the kubelet's
+        // `True` conditions, which a cached running pod does not keep, still match.
+        Row {
+            name: "a running pod's True kubelet condition matches",
+            rules: Some(json!([
+                condition_rule("FailJob", "Ready", "False"),
+                {"action": "Ignore", "onPodConditions": [
+                    {"type": "DisruptionTarget", "status": "True"}, {"type": "Ready"}]},
+            ])),
+            pod: pod()
+                .name("mypod")
+                .phase("Running")
+                .condition("PodScheduled", "True")
+                .condition("Ready", "True"),
+            want_message: None,
+            want_count_failed: false,
+            want_action: Some(Ignore),
+            want_rule: Some(1),
+        },
+        Row {
+            name: "a running pod's condition that is not True matches",
+            rules: Some(json!([condition_rule(
+                "FailJob",
+                "ContainersReady",
+                "False"
+            )])),
+            pod: pod()
+                .name("mypod")
+                .phase("Running")
+                .condition("Ready", "True")
+                .condition("ContainersReady", "False"),
+            want_message: Some(
+                "Pod default/mypod has condition ContainersReady matching FailJob rule at index 0",
+            ),
+            want_count_failed: true,
+            want_action: Some(FailJob),
+            want_rule: Some(0),
+        },
+        Row {
+            name: "a running pod matches no True kubelet condition it does not have",
+            rules: Some(json!([condition_rule("Ignore", "Initialized", "True")])),
+            pod: pod()
+                .name("mypod")
+                .phase("Pending")
+                .condition("PodScheduled", "True")
+                .condition("Initialized", "False"),
+            want_message: None,
+            want_count_failed: true,
+            want_action: None,
+            want_rule: None,
+        },
+        Row {
+            name: "a failed pod's True kubelet conditions match in the pod's order",
+            rules: Some(json!([{"action": "FailJob", "onPodConditions": [
+                {"type": "DisruptionTarget", "status": "True"},
+                {"type": "Initialized", "status": "True"}]}])),
+            pod: failed_pod()
+                .condition("Initialized", "True")
+                .condition("DisruptionTarget", "True"),
+            want_message: Some(
+                "Pod default/mypod has condition Initialized matching FailJob rule at index 0",
+            ),
+            want_count_failed: true,
+            want_action: Some(FailJob),
+            want_rule: Some(0),
+        },
     ];
     for row in rows {
         let policy = row.rules.map(policy);

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Pod;
+use informer::CachedPod;
 use serde_json::{Value, json};
 
 use super::{PodBuilder, build, indexed_job, job, now, now_plus, pod, refs, uids};
@@ -14,7 +14,7 @@ use crate::decide::backoff::BackoffRecord;
 use crate::decide::indexes::OrderedIntervals;
 use crate::decide::manage::{
     ManageInput, ManagePlan, active_pods_for_removal, indexed_pod, plan_manage, pod_template,
-    pods_creation_reason, slow_start_batches, want_active,
+    pods_creation_reason, want_active,
 };
 use crate::decide::pods::filter_active_pods;
 use crate::decide::spec::JobView;
@@ -392,7 +392,7 @@ fn per_index_backoff_table() {
         .deleted_at(now_plus(-30))
         .tracking_finalizer()
         .build();
-    let rows: [(&str, BTreeMap<i64, &Pod>, Got); 3] = [
+    let rows: [(&str, BTreeMap<i64, &CachedPod>, Got); 3] = [
         (
             "no failed pod: every index",
             BTreeMap::new(),
@@ -436,7 +436,7 @@ fn per_index_backoff_table() {
     ]);
     let all = refs(&running_pods);
     let empty = OrderedIntervals::default();
-    let delayed: BTreeMap<i64, &Pod> = [(0, &recent)].into();
+    let delayed: BTreeMap<i64, &CachedPod> = [(0, &recent)].into();
     let plan = plan_manage(&ManageInput {
         job: view,
         pods: &all,
@@ -558,22 +558,6 @@ fn removal_order_follows_active_pods() {
             want,
             "{name}"
         );
-    }
-}
-
-#[test]
-fn slow_start_batches_table() {
-    let rows: [(usize, &[usize]); 6] = [
-        (0, &[]),
-        (1, &[1]),
-        (2, &[1, 1]),
-        (3, &[1, 2]),
-        (10, &[1, 2, 4, 3]),
-        (500, &[1, 2, 4, 8, 16, 32, 64, 128, 245]),
-    ];
-    for (count, want) in rows {
-        assert_eq!(slow_start_batches(count), want, "{count}");
-        assert_eq!(slow_start_batches(count).iter().sum::<usize>(), count);
     }
 }
 

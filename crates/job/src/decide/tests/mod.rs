@@ -1,9 +1,12 @@
 //! Table tests of the decision modules, one file per module, mirroring upstream's test tables
 //! (their case names are kept as row names). Jobs are written as the API server's JSON and
-//! patched per case; pods are built like upstream's `buildPod()` helper.
+//! patched per case; pods are built like upstream's `buildPod()` helper, as k8s-openapi
+//! `Pod`s, and handed to the decision functions as the informer caches them
+//! (`CachedPod::from`, in [`PodBuilder::build`]).
 
 use std::collections::BTreeMap;
 
+use informer::CachedPod;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
@@ -298,9 +301,9 @@ impl PodBuilder {
         self
     }
 
-    /// The pod.
-    pub(super) fn build(self) -> Pod {
-        self.0
+    /// The pod, as the informer caches it.
+    pub(super) fn build(self) -> CachedPod {
+        CachedPod::from(&self.0)
     }
 }
 
@@ -320,17 +323,17 @@ fn terminated(name: &str, exit_code: i32, finished_at: Option<Timestamp>) -> Con
 }
 
 /// Builds every pod.
-pub(super) fn build(pods: Vec<PodBuilder>) -> Vec<Pod> {
+pub(super) fn build(pods: Vec<PodBuilder>) -> Vec<CachedPod> {
     pods.into_iter().map(PodBuilder::build).collect()
 }
 
 /// References to `pods`, as the decision functions take them.
-pub(super) fn refs(pods: &[Pod]) -> Vec<&Pod> {
+pub(super) fn refs(pods: &[CachedPod]) -> Vec<&CachedPod> {
     pods.iter().collect()
 }
 
 /// The UIDs of `pods`, in order.
-pub(super) fn uids(pods: &[&Pod]) -> Vec<String> {
+pub(super) fn uids(pods: &[&CachedPod]) -> Vec<String> {
     pods.iter()
         .map(|p| p.metadata.uid.clone().unwrap_or_default())
         .collect()
@@ -342,7 +345,7 @@ pub(super) fn uid_set(uids: &[&str]) -> super::types::UidSet {
 }
 
 /// `(index annotation, phase)` of pods, `"-"` for no annotation (upstream's `indexPhase`).
-pub(super) fn index_phases(pods: &[&Pod]) -> Vec<(String, String)> {
+pub(super) fn index_phases(pods: &[&CachedPod]) -> Vec<(String, String)> {
     pods.iter()
         .map(|p| {
             let index = p
@@ -352,11 +355,7 @@ pub(super) fn index_phases(pods: &[&Pod]) -> Vec<(String, String)> {
                 .and_then(|a| a.get(JOB_COMPLETION_INDEX_ANNOTATION))
                 .cloned()
                 .unwrap_or_else(|| "-".to_owned());
-            let phase = p
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.clone())
-                .unwrap_or_default();
+            let phase = p.phase().unwrap_or_default().to_owned();
             (index, phase)
         })
         .collect()
@@ -364,7 +363,7 @@ pub(super) fn index_phases(pods: &[&Pod]) -> Vec<(String, String)> {
 
 /// Pods from `(index, phase)` pairs, `"-"` for no annotation (upstream's
 /// `hollowPodsWithIndexPhase`).
-pub(super) fn hollow_pods(descs: &[(&str, &str)]) -> Vec<Pod> {
+pub(super) fn hollow_pods(descs: &[(&str, &str)]) -> Vec<CachedPod> {
     descs
         .iter()
         .map(|(index, phase)| {

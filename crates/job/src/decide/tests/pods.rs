@@ -1,14 +1,12 @@
-//! The pod predicates: `isPodFailed`, active, terminating and ready pods, and upstream's
-//! `ActivePods` order (rows in the spirit of `TestSortingActivePods`, plus the v1.36 sidecar
-//! restart rule), with a hostile order that must not panic.
+//! The pod predicates: `isPodFailed`, active, terminating and ready pods. (Upstream's
+//! `ActivePods` order is `controller_toolkit::ranking`'s, tested there.)
 
 use serde_json::json;
 
 use super::{PodBuilder, build, job, now_plus, pod, refs, uids};
 use crate::decide::pods::{
-    GO_ZERO_TIME, active_pods_less, count_ready_pods, count_terminating_pods, filter_active_pods,
-    is_pod_active, is_pod_failed, is_pod_ready, is_pod_terminating, is_zero_time,
-    max_container_restarts, sort_active_pods, stable_sort_by_less,
+    GO_ZERO_TIME, count_ready_pods, count_terminating_pods, filter_active_pods, is_pod_active,
+    is_pod_failed, is_pod_ready, is_pod_terminating, is_zero_time,
 };
 use crate::decide::spec::JobView;
 
@@ -134,96 +132,6 @@ fn active_terminating_ready_table() {
     assert_eq!(uids(&filter_active_pods(&all)), ["a", "d"]);
     assert_eq!(count_terminating_pods(&all), 1);
     assert_eq!(count_ready_pods(&all), 1);
-}
-
-#[test]
-fn active_pods_order() {
-    // From first to delete to last.
-    let ordered = build(vec![
-        pod().uid("unscheduled").phase("Pending"),
-        pod().uid("pending").phase("Pending").node("n"),
-        pod().uid("unknown").phase("Unknown").node("n"),
-        pod().uid("running-not-ready").phase("Running").node("n"),
-        pod()
-            .uid("ready-zero-time")
-            .phase("Running")
-            .node("n")
-            .condition("Ready", "True"),
-        pod()
-            .uid("ready-recently")
-            .phase("Running")
-            .node("n")
-            .ready_since(now_plus(-10)),
-        pod()
-            .uid("ready-long-restarted")
-            .phase("Running")
-            .node("n")
-            .ready_since(now_plus(-100))
-            .restarts("c", 3),
-        pod()
-            .uid("ready-long-sidecar-restarted")
-            .phase("Running")
-            .node("n")
-            .ready_since(now_plus(-100))
-            .sidecar("s")
-            .init_restarts("s", 2),
-        pod()
-            .uid("ready-long-no-creation")
-            .phase("Running")
-            .node("n")
-            .ready_since(now_plus(-100)),
-        pod()
-            .uid("ready-long-new")
-            .phase("Running")
-            .node("n")
-            .ready_since(now_plus(-100))
-            .created(now_plus(-200)),
-        pod()
-            .uid("ready-long-old")
-            .phase("Running")
-            .node("n")
-            .ready_since(now_plus(-100))
-            .created(now_plus(-300)),
-    ]);
-    let want = uids(&refs(&ordered));
-    for rotation in 0..ordered.len() {
-        let mut shuffled = refs(&ordered);
-        shuffled.rotate_left(rotation);
-        shuffled.reverse();
-        sort_active_pods(&mut shuffled);
-        assert_eq!(uids(&shuffled), want, "rotation {rotation}");
-    }
-    for (i, a) in ordered.iter().enumerate() {
-        for (j, b) in ordered.iter().enumerate() {
-            assert_eq!(active_pods_less(a, b), i < j, "{i} < {j}");
-        }
-    }
-}
-
-#[test]
-fn sidecar_restarts_only_count_for_sidecars() {
-    let pod = pod()
-        .restarts("a", 2)
-        .restarts("b", 5)
-        .sidecar("s")
-        .init_restarts("s", 7)
-        .init_restarts("plain-init", 9)
-        .build();
-    assert_eq!(max_container_restarts(&pod), (5, 7));
-}
-
-#[test]
-fn sorting_with_an_inconsistent_order_does_not_panic() {
-    let mut items: Vec<u32> = (0..200).rev().collect();
-    // Not a strict weak order: everything is less than everything.
-    stable_sort_by_less(&mut items, |_, _| true);
-    assert_eq!(items.len(), 200);
-    let mut items: Vec<u32> = (0..200).rev().collect();
-    stable_sort_by_less(&mut items, |a, b| a < b);
-    assert_eq!(items, (0..200).collect::<Vec<_>>());
-    let mut pairs = vec![(1, 'a'), (0, 'b'), (1, 'c'), (0, 'd')];
-    stable_sort_by_less(&mut pairs, |a, b| a.0 < b.0);
-    assert_eq!(pairs, [(0, 'b'), (0, 'd'), (1, 'a'), (1, 'c')], "stable");
 }
 
 #[test]

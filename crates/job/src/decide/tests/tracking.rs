@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use informer::CachedPod;
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 use super::{PodBuilder, build, indexed_job, job, now, pod, refs, uid_set, uids};
@@ -200,7 +200,7 @@ fn condition(type_: FinishedConditionType) -> FinishedCondition {
 /// number of finalizer patches.
 fn simulate(
     job: &Job,
-    pods: &[Pod],
+    pods: &[CachedPod],
     finished: Option<FinishedConditionType>,
     expected_rm: &UidSet,
     needs_flush: bool,
@@ -974,13 +974,13 @@ fn policy_actions_are_counted_for_the_metric() {
 #[test]
 fn can_remove_finalizer_table() {
     let delayed_pod = pod().uid("delayed").phase("Failed").index("0").build();
-    let delayed: BTreeMap<i64, &Pod> = [(0, &delayed_pod)].into();
+    let delayed: BTreeMap<i64, &CachedPod> = [(0, &delayed_pod)].into();
     let per_index = indexed_job(2, json!({"spec": {"backoffLimitPerIndex": 1}}));
     let deleted = job(json!({"metadata": {"deletionTimestamp": "2009-11-10T23:00:00Z"}}));
     let plain = job(json!({}));
     let finishing = condition(FinishedConditionType::FailureTarget);
     let other_failed = pod().uid("other").phase("Failed").index("0").build();
-    let rows: [(&str, &Job, bool, Pod, bool, bool); 7] = [
+    let rows: [(&str, &Job, bool, CachedPod, bool, bool); 7] = [
         (
             "job deleted",
             &deleted,
