@@ -9,5 +9,6 @@ pub fn default_registry() -> Result<ControllerRegistry, RegistryError> {
         deployment::DESCRIPTOR,
         statefulset::DESCRIPTOR,
         daemonset::DESCRIPTOR,
+        job::DESCRIPTOR,
     ])
 }

@@ -294,7 +294,6 @@ pub const IGNORED_VALUE_FLAGS: &[&str] = &[
     "concurrent-endpoint-syncs",
     "concurrent-gc-syncs",
     "concurrent-horizontal-pod-autoscaler-syncs",
-    "concurrent-job-syncs",
     "concurrent-namespace-syncs",
     "concurrent-rc-syncs",
     "concurrent-resource-quota-syncs",

@@ -1,0 +1,99 @@
+//! The Job controller through the manager, from real flags in this process, against the sim:
+//! `--controllers=job` runs it alone with `--concurrent-job-syncs` in `/configz`, its two queues
+//! and its `job_controller_*` families in `/metrics`, and a Job applied with the real
+//! `kubectl` runs to completion.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use serde_json::Value;
+use sim::{SimConfig, testing::Kubectl};
+use support::{Cluster, plain_get, plain_http_flags, requests_with_agent};
+
+fn flags(extra: &[&str]) -> Vec<String> {
+    plain_http_flags("/healthz,/readyz,/livez,/metrics,/configz", extra)
+}
+
+const MANIFEST: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: pi
+spec:
+  completions: 3
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: pi
+        image: busybox:1.36
+        command: ["sh", "-c", "sleep 0.2; exit 0"]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controllers_job_runs_the_job_controller_alone() {
+    let cluster = Cluster::start(SimConfig::default()).await;
+    let test = &cluster.test;
+    let manager = cluster
+        .start_manager(&flags(&["--controllers=job", "--concurrent-job-syncs=3"]))
+        .await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubectl = Kubectl::for_cluster(&test.sim, dir.path());
+    let path = dir.path().join("job.yaml");
+    std::fs::write(&path, MANIFEST).expect("manifest written");
+    kubectl
+        .run(&["apply", "-f", path.to_str().expect("utf-8 path")])
+        .await;
+    test.wait_for("pi", "pi complete", Duration::from_secs(60), |job: Job| {
+        let status = job.status?;
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Complete" && c.status == "True")
+            .then_some(status)
+    })
+    .await;
+    let table = kubectl.run(&["get", "job", "pi"]).await;
+    assert!(
+        table.contains("Complete") && table.contains("3/3"),
+        "{table}"
+    );
+    assert_eq!(
+        requests_with_agent(&test.sim, "kcm-rs/job-controller", "create", "pods"),
+        3,
+        "one pod per completion, by the Job controller's client"
+    );
+    let (code, metrics) = plain_get(manager.addr, "/metrics").await.expect("metrics");
+    assert_eq!(code, 200);
+    for queue in ["job", "job_orphan_pod"] {
+        assert!(
+            metrics.contains(&format!("workqueue_adds_total{{name=\"{queue}\"}}")),
+            "{queue} in {metrics}"
+        );
+    }
+    for family in [
+        "job_controller_job_syncs_total",
+        "job_controller_job_sync_duration_seconds",
+        "job_controller_jobs_finished_total",
+        "job_controller_job_pods_finished_total",
+        "job_controller_job_pods_creation_total",
+    ] {
+        assert!(metrics.contains(family), "{family} in {metrics}");
+    }
+    assert!(
+        !metrics.contains("workqueue_adds_total{name=\"replicaset\"}"),
+        "only the Job controller runs"
+    );
+    let (code, configz) = plain_get(manager.addr, "/configz").await.expect("configz");
+    assert_eq!(code, 200, "{configz}");
+    let configz: Value = serde_json::from_str(&configz).expect("JSON");
+    assert_eq!(
+        configz["kubecontrollermanager.config.k8s.io"]["JobController"]["ConcurrentJobSyncs"],
+        3
+    );
+    drop(manager);
+    cluster.test.stop().await;
+}
