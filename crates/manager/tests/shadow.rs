@@ -24,6 +24,7 @@ use futures::future::BoxFuture;
 use informer::{FactoryConfig, SharedInformerFactory};
 use k8s_openapi::api::{
     apps::v1::{ControllerRevision, Deployment, ReplicaSet, StatefulSet},
+    batch::v1::Job,
     coordination::v1::Lease,
     core::v1::{Namespace, PersistentVolumeClaim, Pod},
 };
@@ -275,6 +276,55 @@ async fn beside_a_normal_manager_the_shadow_writes_nothing_and_finds_no_divergen
     assert!(lease.spec.and_then(|spec| spec.holder_identity).is_some());
     let normal_pod_creates = requests_with_agent(sim, "kcm-rs/", "create", "pods");
     assert!(normal_pod_creates >= 8, "the normal manager did the work");
+}
+
+/// Jobs beside a normal manager: a NonIndexed and an Indexed Job run to completion, their pod
+/// creates, finalizer removals and status writes decided by the shadow too; nothing diverges
+/// and the shadow writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beside_a_normal_manager_jobs_find_no_divergence() {
+    let cluster = cluster().await;
+    let test = &cluster.test;
+    let sim = &test.sim;
+    let _normal = start_normal(&cluster).await;
+    let shadow = start_shadow(&cluster, &["--leader-elect=true"]).await;
+    let job = |name: &str, spec: Value| -> Job {
+        let mut object = json!({
+            "metadata": {"name": name},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "c", "image": "busybox", "command": ["sh", "-c", "sleep 1; exit 0"]}]}}}
+        });
+        json_patch::merge(&mut object, &json!({"spec": spec}));
+        typed(object)
+    };
+    test.create(&job("batch", json!({"completions": 3, "parallelism": 2})))
+        .await;
+    test.create(&job(
+        "indexed",
+        json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed"}),
+    ))
+    .await;
+    for name in ["batch", "indexed"] {
+        test.wait_for(name, "complete", Duration::from_secs(60), |job: Job| {
+            job.status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+                .then_some(())
+        })
+        .await;
+    }
+    let report = all_judged(&shadow).await;
+    assert_eq!(report["divergences_total"], 0, "{report:#}");
+    assert!(
+        intents(&report).any(|intent| intent["controller"] == "job-controller"),
+        "the shadow decided the Jobs' writes too: {report:#}"
+    );
+    assert!(
+        report["compared_total"].as_u64() > Some(0),
+        "and compared them with what the normal manager wrote: {report:#}"
+    );
+    assert_eq!(shadow_writes(sim), Vec::<String>::new());
 }
 
 /// Writes as kcm-rs would, except for objects named for the difference they play:
