@@ -28,7 +28,7 @@ rounds=5
 copies=2
 hogs=$(nproc)
 timeout_s=600
-packages="replicaset deployment statefulset daemonset manager kube-controller-manager controller-toolkit informer"
+packages="replicaset deployment statefulset daemonset job manager kube-controller-manager controller-toolkit informer"
 binaries=""
 out=target/soak
 

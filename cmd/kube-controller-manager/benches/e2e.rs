@@ -10,14 +10,17 @@
 //! [--deployment-replicas R] [--statefulsets N] [--statefulset-replicas R] [--replicasets N]
 //! [--replicaset-replicas R] [--daemonsets N] [--nodes M] [--node-heartbeat-ms MS]
 //! [--node-churn K] [--heartbeat-window S] [--qps Q] [--burst B] [--manager PATH] [--sim PATH]
-//! [--out NAME] [--shadow] [--manager-arg ARG]...` (a count of 0 skips that kind; `--manager`
-//! measures another build of the binary, e.g. main's before a change; `--manager-arg` passes
-//! one more flag to the managers under test, e.g. `--replicaset-status-hold=0s` for upstream's
-//! writes; `--sim` defaults to the `kube-sim` beside the manager binary; `--out` defaults to
-//! `e2e`; `--shadow` runs a second manager with `--shadow` beside the first and measures it
-//! too: its CPU, peak RSS, writes, and the divergences it reports); under `cargo test` it runs
-//! a small smoke configuration of each kind, with a shadow manager, and fails on any
-//! divergence it reports (both managers run the same code, so each one is a false alarm).
+//! [--indexed-job-completions N] [--job-parallelism P] [--jobs N] [--job-pod-seconds S]
+//! [--job-after-finish-seconds S] [--out NAME] [--shadow] [--manager-arg ARG]...` (a count of
+//! 0 skips that kind; `--manager` measures another build of the binary, e.g. main's before a
+//! change; `--manager-arg` passes one more flag to the managers under test, e.g.
+//! `--replicaset-status-hold=0s` for upstream's writes; `--sim` defaults to the `kube-sim`
+//! beside the manager binary; `--out` defaults to `e2e`; `--shadow` runs a second manager with
+//! `--shadow` beside the first and measures it too: its CPU, peak RSS, writes, and the
+//! divergences it reports); under `cargo test` it runs a small smoke configuration of each kind
+//! (the Jobs: an Indexed Job of 20 completions, 5 at a time, and 10 one-pod Jobs, pods of 1 s,
+//! their counts checked), with a shadow manager, and fails on any divergence it reports (both
+//! managers run the same code, so each one is a false alarm).
 //!
 //! DaemonSets (issue 32; none by default, so the default run measures what it always did):
 //! `--nodes M` and `--node-heartbeat-ms` go to `kube-sim` (defaults 1 and 10,000, the sim's
@@ -31,6 +34,35 @@
 //! S seconds in which nothing changes but the nodes' heartbeats: the manager's CPU (percent of
 //! one core), peak RSS, and the DaemonSet syncs and queue adds they caused (issue 32's bar:
 //! none). Its results go to `bench-results/<out>.heartbeat.json` too.
+//!
+//! Jobs (issue 41; none by default, so the default run measures what it always did), in their
+//! own table, each figure also per pod (the Indexed Job) or per Job (the small Jobs), with the
+//! manager's writes by verb and resource (pod creates, pod patches: the tracking finalizer's
+//! removal, `jobs/status` updates, events):
+//! - `--indexed-job-completions N`: one Indexed Job, `completions: N`, `parallelism:
+//!   --job-parallelism P` (default 1,000), one container `sh -c 'sleep S; exit 0'`
+//!   (`--job-pod-seconds S`, default 1; the sim's kubelet ends it so), `restartPolicy: Never`.
+//!   Phase "run": from the create until the Job is `Complete=True` and every one of its pods
+//!   has lost the `batch.kubernetes.io/job-tracking` finalizer. Then, after
+//!   `--job-after-finish-seconds` (default 10), the manager's current RSS (`VmRSS`), and the Job's
+//!   `succeeded == N`, `completedIndexes == "0-(N-1)"`, `failed == 0`, and exactly N pods, none
+//!   holding the finalizer (anything else fails the run). Then phase "delete": the Job deleted
+//!   with background propagation, until it and its pods are gone.
+//! - `--jobs N`: N Jobs of one pod each (`completions: 1, parallelism: 1`, the same container),
+//!   created at once (64 creates in flight); phase "run" until every Job is Complete and every
+//!   pod's finalizer is gone, each Job checked (`succeeded == 1`, `failed == 0`, one pod each);
+//!   then phase "delete" as above.
+//!
+//! Convergence is read from a watch of the scenario's Jobs (the pods are listed only once every
+//! Job reads Complete: by metadata, in pages of 1,000 that stop at the first pod still holding
+//! the finalizer, at most once a second), so the driver adds little load of its own. The sim's
+//! scheduler does not count capacity (its nodes report 110 pods allocatable, but any number
+//! fit), so the default single node runs the 1,000 pods of `--job-parallelism 1000` at once.
+//! The issue's runs, the big Job at the default QPS (2000/4000) and at upstream's 100/150:
+//! `hack/bench.sh --deployments 0 --statefulsets 0 --replicasets 0 --indexed-job-completions
+//! 10000 --job-parallelism 1000 --qps 100 --burst 150 --out e2e-job-10000-qps100` (and the same
+//! without `--qps 100 --burst 150`, `--out e2e-job-10000`), and `hack/bench.sh --deployments 0
+//! --statefulsets 0 --replicasets 0 --jobs 5000 --out e2e-jobs-5000`.
 
 use std::{
     collections::BTreeMap,
@@ -52,6 +84,7 @@ use kube::{
 use serde_json::json;
 use support::{BINARY, Manager, Sim, api_calls, api_calls_and_failures, writes};
 
+mod jobs;
 mod support;
 
 /// The manager's requests carry this in their user agent.
@@ -97,6 +130,8 @@ struct Settings {
     shadow: bool,
     /// More flags for the managers under test.
     manager_args: Vec<String>,
+    /// The Job scenarios (issue 41): none by default, a small one of each under `cargo test`.
+    jobs: jobs::JobSettings,
 }
 
 impl Settings {
@@ -127,6 +162,7 @@ impl Settings {
             out: "e2e".to_owned(),
             shadow: !benchmarking,
             manager_args: Vec::new(),
+            jobs: jobs::JobSettings::new(benchmarking),
         };
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -153,6 +189,15 @@ impl Settings {
                 "--out" => settings.out = value()?.clone(),
                 "--shadow" => settings.shadow = true,
                 "--manager-arg" => settings.manager_args.push(value()?.clone()),
+                "--indexed-job-completions" => {
+                    settings.jobs.indexed_completions = value()?.parse()?;
+                }
+                "--job-parallelism" => settings.jobs.parallelism = value()?.parse()?,
+                "--jobs" => settings.jobs.small_jobs = value()?.parse()?,
+                "--job-pod-seconds" => settings.jobs.pod_seconds = value()?.parse()?,
+                "--job-after-finish-seconds" => {
+                    settings.jobs.after_finish = Duration::try_from_secs_f64(value()?.parse()?)?;
+                }
                 _ => {}
             }
         }
@@ -165,6 +210,7 @@ impl Settings {
         if self.nodes == 0 {
             bail!("--nodes must be at least 1");
         }
+        self.jobs.check()?;
         if self.daemon_sets == 0 && self.heartbeat_window.is_some() {
             bail!(
                 "--heartbeat-window is measured after the DaemonSets' create: it needs --daemonsets"
@@ -229,6 +275,10 @@ struct PhaseResult {
     /// requests are counted per, since a DaemonSet's size is its node count.
     #[serde(skip_serializing_if = "Option::is_none")]
     pods: Option<usize>,
+    /// Job phases: their figures per pod or per Job, the Indexed Job's RSS after it finished,
+    /// and the counts checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<jobs::JobFigures>,
     /// When the phase began acting and when its measurement ended: what a shadow divergence's
     /// times are placed in.
     #[serde(skip)]
@@ -366,6 +416,7 @@ where
         shadow,
         nodes: None,
         pods: None,
+        job: None,
         span: (started_at, Timestamp::now()),
     })
 }
@@ -1029,13 +1080,15 @@ async fn daemon_set_phases(
     Ok((results, heartbeats))
 }
 
-/// The report: the workload kinds' table (as it always was), the DaemonSets' table, and the
-/// heartbeat window.
+/// The report: the workload kinds' table (as it always was), the DaemonSets' table and the
+/// heartbeat window, and the Jobs' table.
 fn markdown(results: &[PhaseResult], heartbeats: Option<&HeartbeatResult>) -> String {
+    let (job_phases, others): (Vec<&PhaseResult>, Vec<&PhaseResult>) =
+        results.iter().partition(|result| result.job.is_some());
     let (daemon_sets, workloads): (Vec<&PhaseResult>, Vec<&PhaseResult>) =
-        results.iter().partition(|result| result.pods.is_some());
+        others.into_iter().partition(|result| result.pods.is_some());
     let mut out = String::new();
-    if !workloads.is_empty() || daemon_sets.is_empty() {
+    if !workloads.is_empty() || (daemon_sets.is_empty() && job_phases.is_empty()) {
         out.push_str(&workload_table(&workloads));
     }
     if !daemon_sets.is_empty() {
@@ -1046,6 +1099,12 @@ fn markdown(results: &[PhaseResult], heartbeats: Option<&HeartbeatResult>) -> St
     }
     if let Some(heartbeats) = heartbeats {
         out.push_str(&heartbeat_report(heartbeats));
+    }
+    if !job_phases.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&jobs::job_table(&job_phases));
     }
     out
 }
@@ -1313,6 +1372,7 @@ async fn main() -> anyhow::Result<()> {
     if let Some(window) = &heartbeats {
         check_heartbeats(&settings, window)?;
     }
+    results.extend(jobs::job_phases(&settings.jobs, &client, managers).await?);
 
     // The accounting must have been read: every kind's create phase creates pods.
     let counted_pod_creates = results

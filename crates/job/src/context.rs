@@ -12,6 +12,7 @@ use controller_toolkit::api_errors::is_not_found;
 use controller_toolkit::{
     events::EventRecorder,
     pod_control::{PodControl, PodControlError},
+    runtime::{ControllerRuntime, RuntimeOptions},
     stale_reads::{DependentWrites, StaleRead, StaleSyncSkips, WrittenVersions},
     writes::Writer,
 };
@@ -78,6 +79,15 @@ impl SyncFailure for SyncError {
     }
 }
 
+/// What the manager chooses for the controller besides its client and caches.
+#[derive(Clone, Default)]
+pub struct JobOptions {
+    /// Metrics, stale-read counter and write executor, as for every controller.
+    pub runtime: RuntimeOptions,
+    /// The `job_controller_*` families, when registered.
+    pub metrics: Option<JobMetrics>,
+}
+
 /// What every step of a Job sync writes and records through, shared by the workers.
 pub struct Shared {
     /// Every API write.
@@ -109,6 +119,32 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The machinery of a controller built on `runtime` (its queue, writer and recorder), with
+    /// `orphan_queue` and the metrics and stale-read counter of `options`.
+    pub fn new(
+        runtime: &ControllerRuntime,
+        orphan_queue: RateLimitingQueue<String>,
+        options: &JobOptions,
+    ) -> Self {
+        let writer = runtime.writer().clone();
+        Self {
+            pod_control: PodControl::new(writer.clone(), runtime.recorder().clone()),
+            recorder: runtime.recorder().clone(),
+            writer,
+            queue: runtime.queue().clone(),
+            orphan_queue,
+            expectations: Arc::new(UidTrackingExpectations::new()),
+            finalizers: Arc::new(FinalizerExpectations::new()),
+            finished_jobs: Arc::new(FinishedJobs::new()),
+            backoff: Arc::new(Mutex::new(BackoffStore::new())),
+            metrics: options.metrics.clone(),
+            written: WrittenVersions::new("batch", "jobs")
+                .counting(options.runtime.stale_sync_skips.clone()),
+            pod_writes: DependentWrites::new("", "pods"),
+            dependent_skips: options.runtime.stale_sync_skips.clone(),
+        }
+    }
+
     /// `enqueueSyncJobWithDelay`: `key` after `delay`, at least [`SYNC_JOB_BATCH_PERIOD`].
     pub fn enqueue_with_delay(&self, key: &str, delay: Duration) {
         self.queue

@@ -9,14 +9,11 @@ use std::{sync::Arc, time::Instant};
 use controller_toolkit::{
     controller_ref::{ControllerRefManager, controller_of},
     events::EventType,
-    pod_control::PodControl,
     runtime::{
         BuildError, Controller, ControllerIdentity, ControllerRuntime, ControllerSync, Reconciler,
-        RetryBackoff, RuntimeOptions,
+        RetryBackoff,
     },
-    stale_reads::{DependentWrites, WrittenVersions},
 };
-use expectations::UidTrackingExpectations;
 use informer::{CachedPod, LabelMatcher, Lister, SharedInformerFactory};
 use k8s_openapi::{
     api::batch::v1::{Job, JobStatus},
@@ -24,12 +21,12 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 use kube::Client;
-use parking_lot::Mutex;
 
 use crate::{
-    context::{DEFAULT_JOB_API_BACKOFF, MAX_JOB_API_BACKOFF, PodCounts, Shared, SyncError},
+    context::{
+        DEFAULT_JOB_API_BACKOFF, JobOptions, MAX_JOB_API_BACKOFF, PodCounts, Shared, SyncError,
+    },
     decide::{
-        backoff::BackoffStore,
         end_state::{
             EndStateInput, completions_reached, evaluate_end_state, new_success_condition,
             start_time, update_suspended_condition,
@@ -41,10 +38,8 @@ use crate::{
         tracking::{TrackingInput, new_finished_pods, sync_counts, track_job_status},
         types::UncountedUids,
     },
-    expectations::{FinalizerExpectations, FinishedJobs},
-    handlers::{JobEvents, PodEvents, PodObserver},
+    handlers::{Handlers, JOBS_BY_SELECTED_UID, jobs_by_selected_uid},
     manage::PodWrites,
-    metrics::JobMetrics,
     orphans::Orphans,
     tracking::StatusWrites,
 };
@@ -59,7 +54,7 @@ pub const QUEUE_NAME: &str = "job";
 pub const ORPHAN_QUEUE_NAME: &str = "job_orphan_pod";
 /// No retry ceiling, and upstream's own per-Job backoff (1 s doubling to a minute) on both
 /// queues.
-const IDENTITY: ControllerIdentity = ControllerIdentity {
+pub(crate) const IDENTITY: ControllerIdentity = ControllerIdentity {
     name: CONTROLLER_NAME,
     queue: QUEUE_NAME,
     max_retries: None,
@@ -78,15 +73,6 @@ pub type JobError = BuildError;
 /// before the informer factory starts, then `run(workers, shutdown)` it (that many workers on
 /// the Job queue and as many on the orphan-pod queue).
 pub type JobController = Controller<JobSync>;
-
-/// What the manager chooses for the controller besides its client and caches.
-#[derive(Clone, Default)]
-pub struct JobOptions {
-    /// Metrics, stale-read counter and write executor, as for every controller.
-    pub runtime: RuntimeOptions,
-    /// The `job_controller_*` families, when registered.
-    pub metrics: Option<JobMetrics>,
-}
 
 /// The Job controller's sync (upstream `syncJob`) and orphan worker (`syncOrphanPod`), and
 /// what they read and write through; built by [`JobController::new`].
@@ -108,47 +94,17 @@ impl ControllerSync for JobSync {
         options: JobOptions,
     ) -> Result<(ControllerRuntime, Self), BuildError> {
         let job_informer = informers.informer::<Job>();
+        job_informer.add_indexer(JOBS_BY_SELECTED_UID, jobs_by_selected_uid)?;
         let pod_informer = informers.informer::<CachedPod>();
         pod_informer.add_controller_indexer()?;
 
         let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         let orphan_queue = runtime.add_queue(ORPHAN_QUEUE_NAME)?;
-        let writer = runtime.writer().clone();
-        let shared = Arc::new(Shared {
-            pod_control: PodControl::new(writer.clone(), runtime.recorder().clone()),
-            recorder: runtime.recorder().clone(),
-            writer,
-            queue: runtime.queue().clone(),
-            orphan_queue: orphan_queue.clone(),
-            expectations: Arc::new(UidTrackingExpectations::new()),
-            finalizers: Arc::new(FinalizerExpectations::new()),
-            finished_jobs: Arc::new(FinishedJobs::new()),
-            backoff: Arc::new(Mutex::new(BackoffStore::new())),
-            metrics: options.metrics.clone(),
-            written: WrittenVersions::new("batch", "jobs")
-                .counting(options.runtime.stale_sync_skips.clone()),
-            pod_writes: DependentWrites::new("", "pods"),
-            dependent_skips: options.runtime.stale_sync_skips.clone(),
-        });
-        pod_informer.add_inline_handler(PodObserver {
-            jobs: job_informer.lister(),
-            shared: shared.clone(),
-        });
-        runtime.handles(
-            &job_informer,
-            JobEvents {
-                shared: shared.clone(),
-            },
-        );
-        runtime.handles(
-            &pod_informer,
-            PodEvents {
-                jobs: job_informer.lister(),
-                queue: runtime.queue().clone(),
-                orphan_queue,
-                metrics: options.metrics,
-            },
-        );
+        let shared = Arc::new(Shared::new(&runtime, orphan_queue, &options));
+        let handlers = Handlers::new(job_informer.lister(), shared.clone());
+        pod_informer.add_inline_handler(handlers.observer);
+        runtime.handles(&job_informer, handlers.jobs);
+        runtime.handles(&pod_informer, handlers.pods);
         let sync = JobSync {
             jobs: job_informer.lister(),
             pods: pod_informer.lister(),

@@ -55,6 +55,15 @@ impl FinalizerExpectations {
         self.expected.lock().get(key).cloned().unwrap_or_default()
     }
 
+    /// Whether the removal of the pod `uid`'s finalizer was sent for the Job `key` and not
+    /// observed yet.
+    pub fn is_expected(&self, key: &str, uid: &str) -> bool {
+        self.expected
+            .lock()
+            .get(key)
+            .is_some_and(|set| set.contains(uid))
+    }
+
     /// `deleteExpectations`: forgets the Job.
     pub fn delete_expectations(&self, key: &str) {
         self.expected.lock().remove(key);
@@ -101,6 +110,9 @@ mod tests {
         expectations.expect_finalizers_removed("ns/job", ["c"]);
         expectations.finalizer_removal_observed("ns/job", "b");
         expectations.finalizer_removal_observed("ns/other", "a");
+        assert!(expectations.is_expected("ns/job", "a"));
+        assert!(!expectations.is_expected("ns/job", "b"));
+        assert!(!expectations.is_expected("ns/other", "a"));
         let expected: Vec<String> = expectations.expected_uids("ns/job").into_iter().collect();
         assert_eq!(expected, ["a", "c"]);
         expectations.finalizer_removal_observed("ns/job", "a");

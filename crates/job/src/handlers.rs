@@ -14,13 +14,12 @@
 use std::sync::Arc;
 
 use controller_toolkit::{controller_ref::controller_of, pod_key};
-use informer::{CachedPod, DeletedObject, EventHandler, Labeled, Lister, object_key};
+use informer::{CachedPod, DeletedObject, EventHandler, LabelLookup, Labeled, Lister, object_key};
 use k8s_openapi::{
     api::batch::v1::Job,
     apimachinery::pkg::apis::meta::v1::OwnerReference,
     jiff::{SignedDuration, Timestamp},
 };
-use workqueue::RateLimitingQueue;
 
 use crate::{
     context::{SYNC_JOB_BATCH_PERIOD, Shared},
@@ -31,6 +30,37 @@ use crate::{
     metrics::JobMetrics,
     orphans::OrphanKey,
 };
+
+/// The label the API server puts on a Job's pods and requires in the selector it generates.
+pub const CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
+
+/// The Job informer's index of the Jobs by the `batch.kubernetes.io/controller-uid` value
+/// their selector's `matchLabels` require, under `<namespace>/<value>` (`<namespace>/` when
+/// they require none: a manual selector).
+pub const JOBS_BY_SELECTED_UID: &str = "job-selected-controller-uid";
+
+fn selected_uid_key(namespace: &str, uid: &str) -> String {
+    format!("{namespace}/{uid}")
+}
+
+/// [`JOBS_BY_SELECTED_UID`]'s index function.
+pub fn jobs_by_selected_uid(job: &Job) -> Vec<String> {
+    let uid = job
+        .spec
+        .as_ref()
+        .and_then(|spec| {
+            spec.selector
+                .as_ref()?
+                .match_labels
+                .as_ref()?
+                .get(CONTROLLER_UID_LABEL)
+        })
+        .map_or("", String::as_str);
+    vec![selected_uid_key(
+        job.metadata.namespace.as_deref().unwrap_or_default(),
+        uid,
+    )]
+}
 
 /// The Job a pod's controller reference names, if it is a Job cached with that UID.
 fn resolve_job(jobs: &Lister<Job>, pod: &CachedPod) -> Option<Arc<Job>> {
@@ -61,6 +91,33 @@ fn record_finished_pod_with_tracking_finalizer(
         .terminated_pods_tracking_finalizer
         .with_label_values(&[event])
         .inc();
+}
+
+/// The three handlers of the Job controller, over the Jobs in `jobs`: registered by the
+/// controller's construction (the observer inline with the pod cache, the others queued).
+pub struct Handlers {
+    /// The Job informer's handler.
+    pub jobs: JobEvents,
+    /// The pod informer's queued handler.
+    pub pods: PodEvents,
+    /// The pod informer's inline expectations observer.
+    pub observer: PodObserver,
+}
+
+impl Handlers {
+    /// The handlers routing to `shared`'s queues and expectations.
+    pub fn new(jobs: Lister<Job>, shared: Arc<Shared>) -> Self {
+        Self {
+            jobs: JobEvents {
+                shared: shared.clone(),
+            },
+            pods: PodEvents {
+                jobs: jobs.clone(),
+                shared: shared.clone(),
+            },
+            observer: PodObserver { jobs, shared },
+        }
+    }
 }
 
 /// The Job informer's handler.
@@ -148,32 +205,48 @@ impl EventHandler<Job> for JobEvents {
 pub struct PodEvents {
     /// The Jobs.
     pub jobs: Lister<Job>,
-    /// The Job queue.
-    pub queue: RateLimitingQueue<String>,
-    /// The orphan-pod queue.
-    pub orphan_queue: RateLimitingQueue<String>,
-    /// `terminated_pods_tracking_finalizer_total`, when registered.
-    pub metrics: Option<JobMetrics>,
+    /// The sync's shared machinery (queues, metrics).
+    pub shared: Arc<Shared>,
 }
 
 impl PodEvents {
     fn enqueue_batched(&self, job: &Job) {
-        self.queue.add_after(object_key(job), SYNC_JOB_BATCH_PERIOD);
+        self.shared
+            .queue
+            .add_after(object_key(job), SYNC_JOB_BATCH_PERIOD);
     }
 
     fn enqueue_orphan(&self, pod: &CachedPod) {
-        self.orphan_queue.add(OrphanKey::pod(pod).encode());
+        self.shared.orphan_queue.add(OrphanKey::pod(pod).encode());
     }
 
-    /// `getPodJobs`: the Jobs of the pod's namespace whose selector matches its labels.
+    fn metrics(&self) -> Option<&JobMetrics> {
+        self.shared.metrics.as_ref()
+    }
+
+    /// `getPodJobs`: the Jobs of the pod's namespace whose selector matches its labels. Only
+    /// the Jobs whose selector requires the pod's `batch.kubernetes.io/controller-uid` label
+    /// value, or no such label at all, can match ([`JOBS_BY_SELECTED_UID`]): the others are
+    /// not looked at, so an orphan's event costs the same beside 10 Jobs or 10,000.
     fn matching_jobs(&self, pod: &CachedPod) -> Vec<Arc<Job>> {
         let labels = pod.labels();
         if labels.is_empty() {
             return Vec::new();
         }
-        let jobs: Vec<Arc<Job>> = self
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let mut candidates = self
             .jobs
-            .in_namespace(pod.metadata.namespace.as_deref().unwrap_or_default())
+            .by_index(JOBS_BY_SELECTED_UID, &selected_uid_key(namespace, ""));
+        if let Some(uid) = labels
+            .label(CONTROLLER_UID_LABEL)
+            .filter(|uid| !uid.is_empty())
+        {
+            candidates.extend(
+                self.jobs
+                    .by_index(JOBS_BY_SELECTED_UID, &selected_uid_key(namespace, uid)),
+            );
+        }
+        let jobs: Vec<Arc<Job>> = candidates
             .into_iter()
             .filter(|job| {
                 job.spec
@@ -218,7 +291,7 @@ impl PodEvents {
 impl EventHandler<CachedPod> for PodEvents {
     /// `addPod`.
     fn on_add(&self, pod: &Arc<CachedPod>, _is_in_initial_list: bool) {
-        record_finished_pod_with_tracking_finalizer(self.metrics.as_ref(), None, Some(pod));
+        record_finished_pod_with_tracking_finalizer(self.metrics(), None, Some(pod));
         if pod.metadata.deletion_timestamp.is_some() {
             self.deleted(pod);
             return;
@@ -234,7 +307,7 @@ impl EventHandler<CachedPod> for PodEvents {
 
     /// `updatePod`.
     fn on_update(&self, old: &Arc<CachedPod>, new: &Arc<CachedPod>) {
-        record_finished_pod_with_tracking_finalizer(self.metrics.as_ref(), Some(old), Some(new));
+        record_finished_pod_with_tracking_finalizer(self.metrics(), Some(old), Some(new));
         if old.metadata.resource_version == new.metadata.resource_version {
             return;
         }
@@ -270,7 +343,7 @@ impl EventHandler<CachedPod> for PodEvents {
     /// `deletePod(final)`.
     fn on_delete(&self, pod: &DeletedObject<CachedPod>) {
         let pod = pod.object();
-        record_finished_pod_with_tracking_finalizer(self.metrics.as_ref(), Some(pod), None);
+        record_finished_pod_with_tracking_finalizer(self.metrics(), Some(pod), None);
         self.deleted(pod);
     }
 }
@@ -344,5 +417,37 @@ impl EventHandler<CachedPod> for PodObserver {
 
     fn on_delete(&self, pod: &DeletedObject<CachedPod>) {
         self.deleted(pod.object(), true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(namespace: &str, selector: serde_json::Value) -> Job {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "j", "namespace": namespace},
+            "spec": {"selector": selector, "template": {}}
+        }))
+        .expect("job")
+    }
+
+    /// A Job is filed under the controller UID its selector requires, or under none; an
+    /// orphan pod is matched against the Jobs filed under its own label's value and under
+    /// none, which are all the Jobs whose selector can select it.
+    #[test]
+    fn jobs_are_indexed_by_the_controller_uid_their_selector_requires() {
+        #[rustfmt::skip]
+        let cases = [
+            ("generated selector", job("ns", serde_json::json!({"matchLabels": {CONTROLLER_UID_LABEL: "u1"}})), "ns/u1"),
+            ("more labels", job("ns", serde_json::json!({"matchLabels": {CONTROLLER_UID_LABEL: "u2", "app": "x"}})), "ns/u2"),
+            ("manual selector", job("ns", serde_json::json!({"matchLabels": {"app": "x"}})), "ns/"),
+            ("uid only in an expression", job("ns", serde_json::json!({"matchExpressions": [
+                {"key": CONTROLLER_UID_LABEL, "operator": "In", "values": ["u3"]}]})), "ns/"),
+            ("other namespace", job("other", serde_json::json!({"matchLabels": {CONTROLLER_UID_LABEL: "u1"}})), "other/u1"),
+        ];
+        for (case, job, key) in cases {
+            assert_eq!(jobs_by_selected_uid(&job), [key], "{case}");
+        }
     }
 }

@@ -10,12 +10,13 @@ mod handlers;
 mod manage;
 pub mod metrics;
 mod orphans;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tracking;
 
-pub use context::SyncError;
+pub use context::{JobOptions, SyncError};
 pub use controller::{
-    CLIENT_NAME, CONTROLLER_NAME, JobController, JobError, JobOptions, JobSync, ORPHAN_QUEUE_NAME,
-    QUEUE_NAME,
+    CLIENT_NAME, CONTROLLER_NAME, JobController, JobError, JobSync, ORPHAN_QUEUE_NAME, QUEUE_NAME,
 };
 pub use controller_toolkit::runtime::RuntimeOptions;
 pub use descriptor::DESCRIPTOR;

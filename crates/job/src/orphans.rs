@@ -152,6 +152,17 @@ impl Orphans<'_> {
                 return Ok(());
             }
             let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+            // Our own removal of this finalizer is on its way (the Job's last sync counted the
+            // pod and the cache has not shown the patch yet): a second patch would change
+            // nothing.
+            let job_key = format!("{namespace}/{}", owner.name);
+            if self
+                .shared
+                .finalizers
+                .is_expected(&job_key, pod.metadata.uid.as_deref().unwrap_or_default())
+            {
+                return Ok(());
+            }
             if let Some(job) = self.jobs.resolve_controller_ref(namespace, owner) {
                 let view = JobView::new(&job);
                 if view.managed_by_external_controller().is_some() || !view.is_finished() {

@@ -281,13 +281,16 @@ async fn calls_by_code(
 pub fn writes(calls: &BTreeMap<String, u64>) -> u64 {
     calls
         .iter()
-        .filter(|(key, _)| {
-            let (verb, resource) = key.split_once(' ').unwrap_or_default();
-            ["create", "update", "patch", "delete", "deletecollection"].contains(&verb)
-                && resource != "leases"
-        })
+        .filter(|(key, _)| is_write(key))
         .map(|(_, count)| count)
         .sum()
+}
+
+/// Whether the calls counted as `key` ("verb resource") are writes [`writes`] counts.
+pub fn is_write(key: &str) -> bool {
+    let (verb, resource) = key.split_once(' ').unwrap_or_default();
+    ["create", "update", "patch", "delete", "deletecollection"].contains(&verb)
+        && resource != "leases"
 }
 
 /// `name="value",...` of a Prometheus sample, values unescaped.
