@@ -146,12 +146,24 @@ impl Orphans<'_> {
 
     /// `handleSingleOrphanPod`: leaves a pod whose controller is not a Job, or is a Job that
     /// another controller manages or that has not finished; removes the finalizer otherwise.
-    async fn handle_single_orphan_pod(&self, pod: &CachedPod) -> Result<(), SyncError> {
+    ///
+    /// The pod is read from the cache again first: a selector's pods are handled one after
+    /// another, and by the time one's turn comes, its finalizer may be gone already (the
+    /// Job's last sync removed it), which the copy listed before would not show.
+    async fn handle_single_orphan_pod(&self, listed: &CachedPod) -> Result<(), SyncError> {
+        let namespace = listed.metadata.namespace.as_deref().unwrap_or_default();
+        let name = listed.metadata.name.as_deref().unwrap_or_default();
+        let Some(pod) = self
+            .pods
+            .get(namespace, name)
+            .filter(|pod| pod.metadata.uid == listed.metadata.uid)
+        else {
+            return Ok(());
+        };
         if let Some(owner) = controller_of(&pod.metadata) {
             if owner.kind != "Job" || owner.api_version != JOB_API_VERSION {
                 return Ok(());
             }
-            let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
             // Our own removal of this finalizer is on its way (the Job's last sync counted the
             // pod and the cache has not shown the patch yet): a second patch would change
             // nothing.
@@ -170,11 +182,11 @@ impl Orphans<'_> {
                 }
             }
         }
-        if !has_tracking_finalizer(pod) {
+        if !has_tracking_finalizer(&pod) {
             return Ok(());
         }
         self.shared
-            .remove_tracking_finalizer(None, pod)
+            .remove_tracking_finalizer(None, &pod)
             .await
             .map_err(SyncError::RemoveFinalizer)
     }
