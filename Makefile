@@ -31,7 +31,8 @@ test:
 ## bench: criterion benches of the hot paths, then the end-to-end bench (hack/bench.sh) at the
 ## issue's defaults, then 200 Deployments x 5 at upstream's default client QPS (20/30), then the
 ## DaemonSets of issue 32: 10 on 1,000 nodes (create, both rolling updates, node churn) and 5 on
-## 5,000 nodes with a 60 s window of heartbeats alone; all in the dist profile the README's
+## 5,000 nodes with a 60 s window of heartbeats alone; then the Jobs: a 10,000-pod Indexed Job
+## at QPS 100 and at QPS 2000, and 5,000 one-pod Jobs; all in the dist profile the README's
 ## numbers were measured with
 bench:
 	$(CARGO) bench --profile dist --workspace --exclude kube-controller-manager
@@ -39,6 +40,9 @@ bench:
 	hack/bench.sh --deployments 200 --statefulsets 0 --replicasets 0 --qps 20 --burst 30 --out e2e-200x5-default-qps
 	hack/bench.sh --deployments 0 --statefulsets 0 --replicasets 0 --daemonsets 10 --nodes 1000 --out e2e-ds-1000x10
 	hack/bench.sh --deployments 0 --statefulsets 0 --replicasets 0 --daemonsets 5 --nodes 5000 --heartbeat-window 60 --out e2e-ds-5000x5
+	hack/bench.sh --deployments 0 --statefulsets 0 --replicasets 0 --indexed-job-completions 10000 --job-parallelism 1000 --qps 100 --burst 150 --out e2e-job-10000-qps100
+	hack/bench.sh --deployments 0 --statefulsets 0 --replicasets 0 --indexed-job-completions 10000 --job-parallelism 1000 --out e2e-job-10000
+	hack/bench.sh --deployments 0 --statefulsets 0 --replicasets 0 --jobs 5000 --out e2e-jobs-5000
 
 ## chaos: failover, crashes mid-rollout and API faults at the issue's sizes (hack/chaos.sh; long,
 ## not part of `make test`, which runs its small variant)
