@@ -10,12 +10,12 @@ use controller_toolkit::{
 };
 use futures::future::join_all;
 use informer::CachedPod;
-use k8s_openapi::api::{batch::v1::Job, core::v1::PodTemplateSpec};
+use k8s_openapi::api::batch::v1::Job;
 
 use crate::{
     context::{PodCounts, Shared, SyncError},
     decide::{
-        manage::{ManagePlan, indexed_pod, pod_template},
+        manage::{IndexedPod, ManagePlan, indexed_pod, pod_template},
         pods::{is_pod_ready, len_i32},
         spec::JobView,
     },
@@ -156,19 +156,25 @@ impl PodWrites<'_> {
         let template = pod_template(&view);
         let controller_ref = new_controller_ref(self.job, &gvk_of::<Job>());
         let namespace = view.namespace();
-        let pods: Vec<(PodTemplateSpec, String)> = if view.is_indexed() {
+        // An Indexed Job's pods each get their own template; a NonIndexed Job's all share one.
+        let indexed: Vec<IndexedPod> = if view.is_indexed() {
             indexes
                 .iter()
-                .map(|&index| {
-                    let pod = indexed_pod(&template, &view, index, pods_being_replaced(index));
-                    (pod.template, pod.generate_name)
-                })
+                .map(|&index| indexed_pod(&template, &view, index, pods_being_replaced(index)))
                 .collect()
         } else {
-            vec![(template, String::new()); count]
+            Vec::new()
         };
-        let outcome = slow_start(pods.len(), |i| {
-            let (template, generate_name) = &pods[i];
+        let creates = if view.is_indexed() {
+            indexed.len()
+        } else {
+            count
+        };
+        let outcome = slow_start(creates, |i| {
+            let (template, generate_name) = match indexed.get(i) {
+                Some(pod) => (&pod.template, pod.generate_name.as_str()),
+                None => (&template, ""),
+            };
             let controller_ref = &controller_ref;
             async move {
                 match self
@@ -194,7 +200,7 @@ impl PodWrites<'_> {
             }
         })
         .await;
-        let not_created = pods.len() - outcome.successes;
+        let not_created = creates - outcome.successes;
         for _ in 0..not_created {
             self.shared.expectations.creation_observed(self.key);
         }

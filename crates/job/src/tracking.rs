@@ -220,7 +220,8 @@ impl StatusWrites<'_> {
         };
         let view = JobView::new(job);
         let mode = view.completion_mode_label();
-        let status = job.status.clone().unwrap_or_default();
+        let empty = JobStatus::default();
+        let status = job.status.as_ref().unwrap_or(&empty);
         let succeeded_diff = if view.is_indexed() {
             let completions = view.indexed_completions();
             let diff = indexes_count(status.completed_indexes.as_deref(), completions)

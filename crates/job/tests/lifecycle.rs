@@ -250,3 +250,43 @@ async fn a_job_managed_by_another_controller_is_left_alone() {
     );
     harness.stop().await;
 }
+
+/// A pod that stops matching its Job's selector is released: its controller reference and its
+/// tracking finalizer go together, so it is neither counted nor kept forever once deleted.
+#[tokio::test]
+async fn a_released_pod_loses_its_finalizer() {
+    let harness = Harness::start().await;
+    harness
+        .create_job(job(
+            "release",
+            "sleep 600; exit 0",
+            json!({"spec": {"manualSelector": true, "selector": {"matchLabels": {"app": "release"}},
+                            "template": {"metadata": {"labels": {"app": "release",
+                                "batch.kubernetes.io/job-name": "release"}}}}}),
+        ))
+        .await;
+    let pods = harness
+        .wait_for_pods("release", "a running pod", |pods| running(pods) == 1)
+        .await;
+    let name = pods[0].metadata.name.clone().expect("named");
+    harness
+        .merge_patch::<Pod>(&name, json!({"metadata": {"labels": {"app": "elsewhere"}}}))
+        .await;
+    let released: Pod = harness
+        .wait_for(&name, "released", WAIT, |pod: Pod| {
+            let owned = pod
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .next()
+                .is_some();
+            (!owned).then_some(pod)
+        })
+        .await;
+    assert!(
+        !has_finalizer(&released),
+        "released with its finalizer removed"
+    );
+    harness.stop().await;
+}

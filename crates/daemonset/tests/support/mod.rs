@@ -231,25 +231,11 @@ impl Harness {
         self.requests_by(CONTROLLER_AGENT, verb, resource)
     }
 
-    /// The events about the DaemonSet `name` with `reason`.
-    pub async fn events_with_reason(&self, name: &str, reason: &str) -> Vec<Event> {
-        self.events_about("DaemonSet", name)
-            .await
-            .into_iter()
-            .filter(|event| event.reason.as_deref() == Some(reason))
-            .collect()
-    }
-
     /// Waits for an event about the DaemonSet `name` with `reason`, and returns the first.
     pub async fn wait_for_event(&self, name: &str, reason: &str) -> Event {
-        let what = format!("a {reason} event");
-        sim::testing::eventually(&what, WAIT, || async {
-            self.events_with_reason(name, reason)
-                .await
-                .into_iter()
-                .next()
-        })
-        .await
+        self.cluster
+            .wait_for_event("DaemonSet", name, reason, WAIT)
+            .await
     }
 
     /// The DaemonSet's revisions, by revision number.

@@ -199,6 +199,28 @@ impl TestCluster {
             .collect()
     }
 
+    /// Waits up to `timeout` for an event about the object of `kind` named `name` with
+    /// `reason`, and returns the first.
+    ///
+    /// # Panics
+    /// When none came in time.
+    pub async fn wait_for_event(
+        &self,
+        kind: &str,
+        name: &str,
+        reason: &str,
+        timeout: Duration,
+    ) -> Event {
+        let what = format!("a {reason} event about {kind} {name}");
+        eventually(&what, timeout, || async {
+            self.events_about(kind, name)
+                .await
+                .into_iter()
+                .find(|event| event.reason.as_deref() == Some(reason))
+        })
+        .await
+    }
+
     /// Reads the `K` named `name` every [`super::POLL_INTERVAL`] until `check` returns `Some`
     /// for it, and returns that value; a failed read counts as "not yet". The wait-then-check
     /// most tests do on one object, in one call.
