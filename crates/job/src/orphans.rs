@@ -177,7 +177,9 @@ impl Orphans<'_> {
             }
             if let Some(job) = self.jobs.resolve_controller_ref(namespace, owner) {
                 let view = JobView::new(&job);
-                if view.managed_by_external_controller().is_some() || !view.is_finished() {
+                // Finished in the cache, or by our own write the cache has not shown yet.
+                let finished = view.is_finished() || self.shared.finished_jobs.contains(view.uid());
+                if view.managed_by_external_controller().is_some() || !finished {
                     return Ok(());
                 }
             }

@@ -7,6 +7,12 @@
 //! 2. remove those pods' finalizers;
 //! 3. write the status that moves them into the counters and, once no pod is left running,
 //!    carries the terminal condition.
+//!
+//! A sync that finishes the Job writes the counters and the terminal condition first and
+//! removes the finalizers after (`decide::tracking::finishes_in_one_write` says when, and why
+//! that keeps every pod counted exactly once): one status write fewer per finished Job.
+
+use std::collections::BTreeMap;
 
 use futures::future::join_all;
 use informer::CachedPod;
@@ -23,15 +29,21 @@ use crate::{
         backoff::BackoffRecord,
         indexes::indexes_count,
         spec::JobView,
-        tracking::{TrackingPlan, enact_job_finished, finalizers_removed},
-        types::{FinishedCondition, FinishedConditionType},
+        tracking::{
+            TrackingPlan, enact_job_finished, finalizers_removed, finish_in_one_write,
+            finishes_in_one_write,
+        },
+        types::{FinishedCondition, FinishedConditionType, PolicyAction},
     },
+    orphans::OrphanKey,
 };
 
 /// The context of `adding uncounted pods to status` (the first write).
 const ADDING_UNCOUNTED: &str = "adding uncounted pods to status";
 /// The context of `removing uncounted pods from status` (the writes after the patches).
 const REMOVING_UNCOUNTED: &str = "removing uncounted pods from status";
+/// The context of the one write that finishes a Job before its finalizers go.
+const FINISHING: &str = "finishing the job";
 
 /// One Job's tracking writes in one sync.
 pub struct StatusWrites<'a> {
@@ -57,6 +69,9 @@ impl StatusWrites<'_> {
         mut status: JobStatus,
         plan: TrackingPlan<'_>,
     ) -> Result<(), SyncError> {
+        if finishes_in_one_write(&plan, self.terminating) {
+            return self.finish(status, plan).await;
+        }
         let mut job = self.job.clone();
         let mut old_counters = self.job.status.clone().unwrap_or_default();
         let mut needs_flush = plan.needs_flush;
@@ -74,14 +89,7 @@ impl StatusWrites<'_> {
             old_counters = status.clone();
             needs_flush = false;
         }
-        if let Some(metrics) = &self.shared.metrics {
-            for (action, count) in &plan.pod_failures_by_policy_action {
-                metrics
-                    .pod_failures_by_policy
-                    .with_label_values(&[action.as_str()])
-                    .inc_by(*count as u64);
-            }
-        }
+        self.record_policy_failures(&plan.pod_failures_by_policy_action);
 
         // 2. Remove the finalizers, expecting their removal first.
         if !plan.pods_to_remove_finalizer.is_empty() {
@@ -121,6 +129,53 @@ impl StatusWrites<'_> {
             self.record_pods_finished(&written, &old_counters);
         }
         Ok(())
+    }
+
+    /// The finishing sync: one write that counts every recorded pod and carries the terminal
+    /// condition, then the finalizers. A removal that fails goes to the orphan queue, which
+    /// frees the pods of finished Jobs.
+    async fn finish(&self, mut status: JobStatus, plan: TrackingPlan<'_>) -> Result<(), SyncError> {
+        let old_counters = self.job.status.clone().unwrap_or_default();
+        finish_in_one_write(&mut status, &plan, self.terminating, self.now);
+        let written = self.write(self.job.clone(), status, FINISHING).await?;
+        self.shared
+            .backoff
+            .lock()
+            .update_backoff_record(self.key, self.backoff);
+        self.record_policy_failures(&plan.pod_failures_by_policy_action);
+        if let Some(condition) = &plan.finished_condition {
+            self.record_job_finished(&written, condition);
+        }
+        self.shared
+            .finished_jobs
+            .store(written.metadata.uid.as_deref().unwrap_or_default());
+        self.record_pods_finished(&written, &old_counters);
+
+        let (removed, error) = self.remove_finalizers(&plan.pods_to_remove_finalizer).await;
+        let Some(error) = error else {
+            return Ok(());
+        };
+        for pod in &plan.pods_to_remove_finalizer {
+            if !removed
+                .iter()
+                .any(|uid| Some(uid.as_str()) == pod.metadata.uid.as_deref())
+            {
+                self.shared.orphan_queue.add(OrphanKey::pod(pod).encode());
+            }
+        }
+        Err(SyncError::RemoveFinalizer(error))
+    }
+
+    /// `pod_failures_handled_by_failure_policy_total`, once the failures are recorded.
+    fn record_policy_failures(&self, failures: &BTreeMap<PolicyAction, usize>) {
+        if let Some(metrics) = &self.shared.metrics {
+            for (action, count) in failures {
+                metrics
+                    .pod_failures_by_policy
+                    .with_label_values(&[action.as_str()])
+                    .inc_by(*count as u64);
+            }
+        }
     }
 
     /// A `PUT /status` of `job` with `status`, at `job`'s resourceVersion (a conflict fails

@@ -190,3 +190,33 @@ async fn a_job_without_completions_is_done_when_one_pod_succeeds_and_none_runs()
     );
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn a_finishing_sync_counts_its_pods_and_finishes_the_job_in_one_status_write() {
+    let harness = Harness::start().await;
+    harness
+        .create_job(job("one-write", "exit 0", json!({})))
+        .await;
+    let status = harness.wait_for_condition("one-write", "Complete").await;
+    assert_eq!(status.succeeded, Some(1));
+    assert_eq!(
+        condition_types(&status),
+        ["SuccessCriteriaMet", "Complete"],
+        "the interim condition is written, beside the terminal one"
+    );
+    harness
+        .wait_for_pods("one-write", "the pod freed", |pods| {
+            pods.len() == 1 && !has_finalizer(&pods[0])
+        })
+        .await;
+    // Upstream writes three: the active pod; the finished pod in `uncountedTerminatedPods`
+    // with SuccessCriteriaMet; the counters with Complete after the finalizer went. The
+    // middle one is left out: the last one comes first, and the finalizer after it.
+    assert_eq!(
+        harness.controller_requests("update", "jobs/status"),
+        2,
+        "the active pod, then the finished Job"
+    );
+    assert_eq!(harness.controller_requests("patch", "pods"), 1);
+    harness.stop().await;
+}

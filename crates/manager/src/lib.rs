@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+mod client_throttle;
 pub mod configz;
 pub mod context;
 pub mod controller_flags;

@@ -14,13 +14,14 @@ use std::{
 };
 
 use futures::future::BoxFuture;
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use governor::Quota;
 use http::{HeaderValue, Request, Response};
 use kube::client::{Body, ClientBuilder};
 use prometheus::{HistogramVec, IntCounterVec, Opts, Registry};
 use tower::{BoxError, Layer, Service};
 use workqueue::{histogram_vec, registered};
 
+use crate::client_throttle::ClientThrottle;
 use crate::fenced_connection::fenced_stack;
 use crate::write_fence::LeaseFence;
 
@@ -194,7 +195,7 @@ impl ClientFactory {
             config.headers.push((http::header::USER_AGENT, value));
         }
         let layer = RestClientLayer {
-            limiter: Arc::new(RateLimiter::direct(self.quota)),
+            limiter: Arc::new(ClientThrottle::new(self.quota)),
             metrics: self.metrics.clone(),
             host: self.host.clone(),
             fence,
@@ -215,7 +216,7 @@ impl ClientFactory {
 /// fence for writes.
 #[derive(Clone)]
 struct RestClientLayer {
-    limiter: Arc<DefaultDirectRateLimiter>,
+    limiter: Arc<ClientThrottle>,
     metrics: RestClientMetrics,
     host: String,
     fence: Option<LeaseFence>,
@@ -270,7 +271,7 @@ where
         let layer = self.layer.clone();
         Box::pin(async move {
             let waited = Instant::now();
-            layer.limiter.until_ready().await;
+            layer.limiter.acquire().await;
             layer
                 .metrics
                 .rate_limiter_duration

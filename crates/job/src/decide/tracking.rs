@@ -365,6 +365,40 @@ pub fn track_job_status<'p>(
     }
 }
 
+/// Whether this sync finishes the Job in one status write, before the finalizers go (kcm-rs:
+/// one write fewer than upstream per finishing Job; docs/spec/job.md, "Finishing in one write").
+///
+/// Upstream records the last finished pods in `uncountedTerminatedPods` with the interim
+/// condition, removes their finalizers, then writes the counters and the terminal condition.
+/// When nothing can stop the Job from finishing in this sync (a finishing condition, no pod
+/// terminating, the 500 cap not reached: every pod still holding a finalizer is then planned
+/// for removal), the final status can be written first instead: the pods are counted in it
+/// and the Job is finished, so no sync ever counts them again (a finished Job is not synced),
+/// and a finalizer whose removal then fails is removed by the orphan queue, which takes the
+/// pods of finished Jobs. No pod loses its finalizer before the status holds it, and the
+/// interim condition is written, beside the terminal one.
+pub fn finishes_in_one_write(plan: &TrackingPlan<'_>, terminating: i32) -> bool {
+    plan.finished_condition.is_some() && !plan.reached_max_uncounted_pods && terminating == 0
+}
+
+/// The status of [`finishes_in_one_write`]'s write: every recorded pod counted as if its
+/// finalizer were already gone, and the terminal condition. Returns whether the Job finished
+/// (always, when [`finishes_in_one_write`] holds).
+pub fn finish_in_one_write(
+    status: &mut JobStatus,
+    plan: &TrackingPlan<'_>,
+    terminating: i32,
+    now: Timestamp,
+) -> bool {
+    let mut with_finalizer = plan.uids_with_finalizer.clone();
+    finalizers_removed(
+        status,
+        &mut with_finalizer,
+        plan.pods_to_remove_finalizer.iter().map(|pod| uid(pod)),
+    );
+    enact_job_finished(status, plan.finished_condition.as_ref(), terminating, now)
+}
+
 /// After the finalizer patches (`flushUncountedAndRemoveFinalizers` step 3): the UIDs whose
 /// finalizer was removed (a pod already gone counts as removed) leave `uids_with_finalizer`,
 /// and [`clean_uncounted_pods_without_finalizers`] moves them into the counters. Returns
