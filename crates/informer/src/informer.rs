@@ -32,7 +32,7 @@ use crate::{
     listener::{self, HandlerRegistration, Listener, ListenerTask},
     lister::Lister,
     pod_index::ControllerIndexed,
-    processor::{EventProcessor, Transform},
+    processor::{EventProcessor, Forget, Transform},
     reflector::{ReflectorEvent, list_watch},
     store::{IndexFn, Store},
     sync::HasSynced,
@@ -176,6 +176,14 @@ impl<K: InformerResource> SharedInformer<K> {
         let index_fn: IndexFn<K> = Arc::new(index_fn);
         self.inner.store.add_indexer(name, index_fn);
         Ok(())
+    }
+
+    /// Keeps no object for which `forget` holds: the object no reader needs, such as a Job's
+    /// pod once it finished and its finalizers are gone. The change that makes a cached object
+    /// forgettable still reaches every handler as an update; then it leaves the cache. Set it
+    /// before the informer starts; a later call replaces it.
+    pub fn forget_when(&self, forget: Forget<K>) {
+        self.inner.state.lock().processor.set_forget(forget);
     }
 
     /// Indexes the cache by controller reference ([`ControllerIndexed`]), so that

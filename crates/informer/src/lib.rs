@@ -54,6 +54,7 @@ pub use pod_index::{
     POD_CONTROLLER_UID_INDEX, controller_index, controller_index_key, orphan_index_key,
     orphan_pod_index_key, owner_index_key, pod_controller_index,
 };
+pub use processor::Forget;
 pub use resync::{DEFAULT_MIN_RESYNC_PERIOD, resync_period};
 pub use store::{IndexFn, NAMESPACE_INDEX, ObjectKey, Store};
 pub use sync::{CACHE_SYNC_POLL_PERIOD, HasSynced, wait_for_cache_sync, wait_for_named_cache_sync};

@@ -5,6 +5,11 @@
 //! updates/adds for the listed objects in list order. The store's last synced resourceVersion
 //! follows: the list's once it is applied, then each watch event's and bookmark's.
 //!
+//! An informer may also be told which objects no reader needs ([`Forget`]): such an object is
+//! not kept. The change that makes a cached object forgettable still reaches the handlers
+//! (an update, as it happened), then the object leaves the cache; its later changes reach no
+//! one until it is needed again (then it is added), and its deletion is delivered as any.
+//!
 //! It does no I/O, so the whole relist diff is unit-tested by feeding events directly.
 
 use std::{collections::HashSet, sync::Arc};
@@ -45,10 +50,15 @@ fn compact<K: Clone>(obj: &mut K) {
     *obj = obj.clone();
 }
 
+/// Objects of a kind that no reader of the cache needs (see the module doc).
+pub type Forget<K> = fn(&K) -> bool;
+
 /// Applies list+watch events to a store and says which notifications handlers must get.
 pub(crate) struct EventProcessor<K> {
     store: Arc<Store<K>>,
     transform: Transform,
+    /// Objects not kept, if any.
+    forget: Option<Forget<K>>,
     /// Objects of the list in progress (between `Init` and `InitDone`).
     relist_buffer: Option<Vec<Arc<K>>>,
     /// Whether a complete list has been applied; adds from the first list are "initial".
@@ -60,9 +70,20 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
         Self {
             store,
             transform,
+            forget: None,
             relist_buffer: None,
             synced: false,
         }
+    }
+
+    /// Keeps no object for which `forget` holds (the ones cached now stay until they change).
+    pub(crate) fn set_forget(&mut self, forget: Forget<K>) {
+        self.forget = Some(forget);
+    }
+
+    /// Whether `obj` is not to be kept.
+    fn forgets(&self, obj: &K) -> bool {
+        self.forget.is_some_and(|forget| forget(obj))
     }
 
     /// Whether the first complete list has been applied to the store.
@@ -82,6 +103,10 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
                 Vec::new()
             }
             ReflectorEvent::InitApply(mut obj) => {
+                // Kept only to tell the handlers, if it was cached.
+                if self.forgets(&obj) && self.store.get(&object_key(&obj)).is_none() {
+                    return Vec::new();
+                }
                 transform.apply(&mut obj);
                 self.relist_buffer
                     .get_or_insert_with(Vec::new)
@@ -96,6 +121,9 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
                 notifications
             }
             ReflectorEvent::Apply(mut obj) => {
+                if self.forgets(&obj) {
+                    return self.forget(obj).into_iter().collect();
+                }
                 transform.apply(&mut obj);
                 let notification = self.apply(Arc::new(obj));
                 self.observe(&notification);
@@ -154,6 +182,21 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
         }
     }
 
+    /// A change that leaves `obj` forgettable: handlers see it as the update it is if the
+    /// object was cached (then it leaves the cache), nothing if not. Its version is observed
+    /// either way, so the cache still reflects it.
+    fn forget(&mut self, obj: K) -> Option<Notification<K>> {
+        self.store
+            .observe_change_version(obj.meta().resource_version.as_deref());
+        let key = object_key(&obj);
+        let old = self.store.remove(&key)?;
+        tracing::trace!(key, "update, forgotten");
+        Some(Notification::Update {
+            old,
+            new: Arc::new(obj),
+        })
+    }
+
     fn delete(&mut self, obj: Arc<K>) -> Notification<K> {
         let key = object_key(obj.as_ref());
         tracing::trace!(key, "delete");
@@ -163,6 +206,8 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
 
     fn replace(&mut self, listed: Vec<Arc<K>>) -> Vec<Notification<K>> {
         let is_in_initial_list = !self.synced;
+        let (forgotten, listed): (Vec<Arc<K>>, Vec<Arc<K>>) =
+            listed.into_iter().partition(|obj| self.forgets(obj));
         let mut previous = self.store.replace(listed.clone());
         let mut notifications = Vec::with_capacity(listed.len());
         let listed_keys: Vec<String> = listed.iter().map(|obj| object_key(obj.as_ref())).collect();
@@ -172,6 +217,12 @@ impl<K: Resource + Clone + 'static> EventProcessor<K> {
             .filter(|key| !listed_set.contains(key.as_ref()))
             .cloned()
             .collect();
+        // Cached before, forgettable now: the change, as an update.
+        for obj in forgotten {
+            if let Some(old) = previous.remove(object_key(obj.as_ref()).as_str()) {
+                notifications.push(Notification::Update { old, new: obj });
+            }
+        }
         for key in vanished {
             if let Some(last_known) = previous.remove(&key) {
                 let key = key.to_string();
@@ -404,6 +455,66 @@ mod tests {
             assert_eq!(cached, case.cached, "{}: cache", case.name);
             assert_eq!(synced, case.synced, "{}: synced", case.name);
         }
+    }
+
+    #[test]
+    fn forgettable_objects_leave_the_cache_after_their_handlers_saw_the_change() {
+        let done = |name: &str, rv: &str| pod("ns", name, &[("done", "1")], rv).as_ref().clone();
+        let store = Arc::new(Store::new());
+        let mut processor = EventProcessor::new(
+            store.clone(),
+            Transform {
+                drop_managed_fields: true,
+            },
+        );
+        processor.set_forget(|pod: &Pod| {
+            pod.metadata
+                .labels
+                .iter()
+                .flatten()
+                .any(|(k, _)| k == "done")
+        });
+        let mut step = |events: Vec<Event<Pod>>| -> (Vec<String>, Vec<String>) {
+            let notifications = events
+                .into_iter()
+                .flat_map(|event| processor.process(event))
+                .map(|n| render(&n))
+                .collect();
+            let cached = store
+                .list()
+                .iter()
+                .map(|obj| object_key(obj.as_ref()))
+                .collect();
+            (notifications, cached)
+        };
+
+        // A list keeps only what is needed.
+        let (notifications, cached) = step(list(vec![p("a", "1"), done("b", "1"), p("c", "1")]));
+        assert_eq!(notifications, ["add ns/a 1 initial", "add ns/c 1 initial"]);
+        assert_eq!(cached, ["ns/a", "ns/c"]);
+
+        // The change that makes a cached object forgettable is an update; then it is gone,
+        // and its later changes reach no one, while the cache still reflects their versions.
+        let (notifications, cached) = step(vec![
+            Event::Apply(done("a", "102")),
+            Event::Apply(done("a", "103")),
+        ]);
+        assert_eq!(notifications, ["update ns/a 1->102"]);
+        assert_eq!(cached, ["ns/c"]);
+        assert_eq!(store.last_sync_resource_version(), Some(103));
+
+        // Needed again: added. Deleted: delivered as any deletion.
+        let (notifications, cached) = step(vec![
+            Event::Apply(p("a", "104")),
+            Event::Delete(done("a", "105")),
+        ]);
+        assert_eq!(notifications, ["add ns/a 104", "delete ns/a 105"]);
+        assert_eq!(cached, ["ns/c"]);
+
+        // A relist that finds a cached object forgettable: the update, and it leaves.
+        let (notifications, cached) = step(list(vec![done("c", "6"), done("d", "6")]));
+        assert_eq!(notifications, ["update ns/c 1->6"]);
+        assert!(cached.is_empty());
     }
 
     #[test]

@@ -33,7 +33,10 @@ use crate::{
         },
         indexes::OrderedIntervals,
         manage::{ManageInput, SYNC_ACTION_RECONCILING, plan_manage, pods_creation_reason},
-        pods::{count_ready_pods, count_terminating_pods, filter_active_pods, len_i32},
+        pods::{
+            count_ready_pods, count_terminating_pods, filter_active_pods, is_counted_and_freed,
+            len_i32,
+        },
         spec::{JOB_TRACKING_FINALIZER, JobView},
         tracking::{TrackingInput, new_finished_pods, sync_counts, track_job_status},
         types::UncountedUids,
@@ -97,6 +100,7 @@ impl ControllerSync for JobSync {
         job_informer.add_indexer(JOBS_BY_SELECTED_UID, jobs_by_selected_uid)?;
         let pod_informer = informers.informer::<CachedPod>();
         pod_informer.add_controller_indexer()?;
+        pod_informer.forget_when(is_counted_and_freed);
 
         let mut runtime = ControllerRuntime::new(&client, IDENTITY, &options.runtime)?;
         let orphan_queue = runtime.add_queue(ORPHAN_QUEUE_NAME)?;

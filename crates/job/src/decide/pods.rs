@@ -88,6 +88,20 @@ pub fn has_tracking_finalizer(pod: &CachedPod) -> bool {
         .any(|f| f == JOB_TRACKING_FINALIZER)
 }
 
+/// Whether no rule reads `pod` any more: a pod a Job controls that finished (`Succeeded` or
+/// `Failed`) and carries no finalizer. Its Job counted it (the tracking finalizer goes only
+/// once the status holds the pod), and every rule reads finished pods only while they hold
+/// that finalizer (the `FailJob` message of a counted pod was written with it, as the
+/// `FailureTarget` condition later syncs read). No other controller reads a Job's pods, so the
+/// pod cache forgets them (`informer::SharedInformer::forget_when`): the manager's memory does
+/// not grow with the finished pods of its Jobs, and a sync does not walk them.
+pub fn is_counted_and_freed(pod: &CachedPod) -> bool {
+    is_pod_terminal(pod)
+        && pod.metadata.finalizers.as_ref().is_none_or(Vec::is_empty)
+        && controller_toolkit::controller_ref::controller_of(&pod.metadata)
+            .is_some_and(|owner| owner.kind == "Job" && owner.api_version == "batch/v1")
+}
+
 /// `controller.FilterActivePods`, keeping the order.
 pub fn filter_active_pods<'a>(pods: &[&'a CachedPod]) -> Vec<&'a CachedPod> {
     pods.iter().copied().filter(|p| is_pod_active(p)).collect()

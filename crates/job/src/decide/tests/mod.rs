@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
     Pod, PodCondition, PodSpec, PodStatus,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -298,6 +298,29 @@ impl PodBuilder {
                 restart_policy: Some("Always".to_owned()),
                 ..Container::default()
             });
+        self
+    }
+
+    /// Controlled by an object of `kind` (in `api_version`).
+    pub(super) fn controlled_by(mut self, api_version: &str, kind: &str) -> Self {
+        self.0.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            name: "owner".to_owned(),
+            uid: "owner-uid".to_owned(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        }]);
+        self
+    }
+
+    /// Carrying a finalizer other than the Job's.
+    pub(super) fn other_finalizer(mut self) -> Self {
+        self.0
+            .metadata
+            .finalizers
+            .get_or_insert_with(Vec::new)
+            .push("example.com/keep".to_owned());
         self
     }
 

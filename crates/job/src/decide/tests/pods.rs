@@ -5,8 +5,9 @@ use serde_json::json;
 
 use super::{PodBuilder, build, job, now_plus, pod, refs, uids};
 use crate::decide::pods::{
-    GO_ZERO_TIME, count_ready_pods, count_terminating_pods, filter_active_pods, is_pod_active,
-    is_pod_failed, is_pod_ready, is_pod_terminating, is_zero_time,
+    GO_ZERO_TIME, count_ready_pods, count_terminating_pods, filter_active_pods,
+    is_counted_and_freed, is_pod_active, is_pod_failed, is_pod_ready, is_pod_terminating,
+    is_zero_time,
 };
 use crate::decide::spec::JobView;
 
@@ -139,4 +140,23 @@ fn go_zero_time() {
     assert_eq!(GO_ZERO_TIME.to_string(), "0001-01-01T00:00:00Z");
     assert!(is_zero_time(GO_ZERO_TIME));
     assert!(!is_zero_time(now_plus(0)));
+}
+
+#[rustfmt::skip]
+#[test]
+fn counted_and_freed_table() {
+    let job = || pod().controlled_by("batch/v1", "Job");
+    let rows: [(&str, PodBuilder, bool); 8] = [
+        ("a Job's succeeded pod, free",               job().phase("Succeeded"), true),
+        ("a Job's failed pod, free",                  job().phase("Failed"), true),
+        ("still holding the tracking finalizer",      job().phase("Succeeded").tracking_finalizer(), false),
+        ("holding another finalizer",                 job().phase("Succeeded").other_finalizer(), false),
+        ("running",                                   job().phase("Running"), false),
+        ("being deleted, not finished",               job().phase("Running").deletion_timestamp(), false),
+        ("finished orphan (a Job may adopt it)",      pod().phase("Succeeded"), false),
+        ("another controller's finished pod",         pod().controlled_by("apps/v1", "ReplicaSet").phase("Failed"), false),
+    ];
+    for (name, pod, want) in rows {
+        assert_eq!(is_counted_and_freed(&pod.build()), want, "{name}");
+    }
 }
