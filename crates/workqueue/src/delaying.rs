@@ -69,8 +69,11 @@ impl<T: WorkItem> DelayingQueue<T> {
             self.queue.add(item);
             return;
         }
-        self.waiting.lock().insert(item, Instant::now() + delay);
-        self.new_entry.notify_one();
+        // Woken only when the entry is due before the loop would look anyway: a controller that
+        // re-adds a waiting key on every event (the Job controller's batched syncs) wakes no one.
+        if self.waiting.lock().insert(item, Instant::now() + delay) {
+            self.new_entry.notify_one();
+        }
     }
 
     /// Shuts the basic queue down and stops the loop; waiting items are dropped.
@@ -85,16 +88,22 @@ impl<T: WorkItem> DelayingQueue<T> {
         self.queue.shut_down_with_drain().await;
     }
 
-    /// Moves every due entry into the basic queue; returns when the next entry is due.
-    fn add_ready(&self, now: Instant) -> Option<Instant> {
-        let (ready, next) = {
+    /// Moves every due entry into the basic queue; returns when the loop is to look again:
+    /// when the next entry is due, at most [`MAX_WAIT`] from `now`.
+    fn add_ready(&self, now: Instant) -> Instant {
+        let (ready, wake_at) = {
             let mut waiting = self.waiting.lock();
-            (waiting.pop_ready(now), waiting.next_ready_at())
+            let ready = waiting.pop_ready(now);
+            let wake_at = waiting
+                .next_ready_at()
+                .map_or(now + MAX_WAIT, |at| at.min(now + MAX_WAIT));
+            waiting.loop_wakes_at = Some(wake_at);
+            (ready, wake_at)
         };
         for item in ready {
             self.queue.add(item);
         }
-        next
+        wake_at
     }
 }
 
@@ -113,11 +122,10 @@ async fn waiting_loop<T: WorkItem>(
 ) {
     loop {
         let now = Instant::now();
-        let next_ready_at = match delaying.upgrade() {
+        let wake_at = match delaying.upgrade() {
             Some(delaying) if !stop.is_cancelled() => delaying.add_ready(now),
             _ => break,
         };
-        let wake_at = next_ready_at.map_or(now + MAX_WAIT, |at| at.min(now + MAX_WAIT));
         tokio::select! {
             biased;
             () = stop.cancelled() => break,
@@ -137,6 +145,8 @@ struct WaitingList<T> {
     /// Item -> its key in `by_ready_at`, for dedup.
     entries: HashMap<T, (Instant, u64)>,
     next_sequence: u64,
+    /// When the loop looks at the list next (`None` before it first did).
+    loop_wakes_at: Option<Instant>,
 }
 
 impl<T> Default for WaitingList<T> {
@@ -145,16 +155,18 @@ impl<T> Default for WaitingList<T> {
             by_ready_at: BTreeMap::new(),
             entries: HashMap::new(),
             next_sequence: 0,
+            loop_wakes_at: None,
         }
     }
 }
 
 impl<T: WorkItem> WaitingList<T> {
     /// Parks `item` until `ready_at`; an item already waiting keeps the earlier ready time.
-    fn insert(&mut self, item: T, ready_at: Instant) {
+    /// Returns whether the loop must be woken: the item is due before the loop looks again.
+    fn insert(&mut self, item: T, ready_at: Instant) -> bool {
         if let Some(existing) = self.entries.get(&item).copied() {
             if existing.0 <= ready_at {
-                return;
+                return false;
             }
             self.by_ready_at.remove(&existing);
         }
@@ -162,6 +174,11 @@ impl<T: WorkItem> WaitingList<T> {
         self.next_sequence += 1;
         self.entries.insert(item.clone(), key);
         self.by_ready_at.insert(key, item);
+        let wake = self.loop_wakes_at.is_none_or(|at| ready_at < at);
+        if wake {
+            self.loop_wakes_at = Some(ready_at);
+        }
+        wake
     }
 
     /// Removes and returns every item due at `now`, earliest first.
@@ -210,5 +227,20 @@ mod tests {
         assert_eq!(list.pop_ready(at(20)), vec!["late", "early", "dup"]);
         assert_eq!(list.next_ready_at(), None);
         assert!(list.entries.is_empty());
+    }
+
+    #[test]
+    fn the_loop_is_woken_only_for_an_entry_due_before_it_looks_again() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let mut list = WaitingList::default();
+        assert!(list.insert("a", at(100)), "the loop has not looked yet");
+        list.loop_wakes_at = Some(at(100));
+        assert!(!list.insert("a", at(100)), "already waiting, same time");
+        assert!(!list.insert("a", at(300)), "already waiting, earlier time kept");
+        assert!(!list.insert("b", at(200)), "due after the loop looks");
+        assert!(list.insert("c", at(50)), "due before the loop looks");
+        assert!(!list.insert("d", at(60)), "the loop looks at 50 now");
+        assert!(list.insert("b", at(10)), "moved up before the loop looks");
     }
 }
