@@ -28,6 +28,7 @@ use crate::{
     decide::{
         backoff::BackoffRecord,
         indexes::indexes_count,
+        pods::uid,
         spec::JobView,
         tracking::{
             TrackingPlan, enact_job_finished, finalizers_removed, finish_in_one_write,
@@ -137,7 +138,20 @@ impl StatusWrites<'_> {
     async fn finish(&self, mut status: JobStatus, plan: TrackingPlan<'_>) -> Result<(), SyncError> {
         let old_counters = self.job.status.clone().unwrap_or_default();
         finish_in_one_write(&mut status, &plan, self.terminating, self.now);
-        let written = self.write(self.job.clone(), status, FINISHING).await?;
+        // Expected before the write: the finished Job's own update sends its pods to the orphan
+        // queue, which must find these removals under way, not patch the pods a second time.
+        self.expect_removals(&plan.pods_to_remove_finalizer);
+        let written = match self.write(self.job.clone(), status, FINISHING).await {
+            Ok(written) => written,
+            Err(error) => {
+                for pod in &plan.pods_to_remove_finalizer {
+                    self.shared
+                        .finalizers
+                        .finalizer_removal_observed(self.key, uid(pod));
+                }
+                return Err(error);
+            }
+        };
         self.shared
             .backoff
             .lock()
@@ -151,7 +165,7 @@ impl StatusWrites<'_> {
             .store(written.metadata.uid.as_deref().unwrap_or_default());
         self.record_pods_finished(&written, &old_counters);
 
-        let (removed, error) = self.remove_finalizers(&plan.pods_to_remove_finalizer).await;
+        let (removed, error) = self.patch_finalizers(&plan.pods_to_remove_finalizer).await;
         let Some(error) = error else {
             return Ok(());
         };
@@ -198,15 +212,23 @@ impl StatusWrites<'_> {
         Ok(written)
     }
 
-    /// Removes the tracking finalizer of `pods` at once; returns the UIDs now free (a pod
-    /// already gone counts) and the first failure. A failed removal is no longer expected.
+    /// Removes the tracking finalizer of `pods` at once, expecting the removals first; returns
+    /// the UIDs now free (a pod already gone counts) and the first failure.
     async fn remove_finalizers(&self, pods: &[&CachedPod]) -> (Vec<String>, Option<kube::Error>) {
-        let uid = |pod: &CachedPod| pod.metadata.uid.clone().unwrap_or_default();
-        self.shared.finalizers.expect_finalizers_removed(
-            self.key,
-            pods.iter()
-                .map(|pod| pod.metadata.uid.as_deref().unwrap_or_default()),
-        );
+        self.expect_removals(pods);
+        self.patch_finalizers(pods).await
+    }
+
+    /// `expectFinalizersRemoved` for `pods`.
+    fn expect_removals(&self, pods: &[&CachedPod]) {
+        self.shared
+            .finalizers
+            .expect_finalizers_removed(self.key, pods.iter().map(|pod| uid(pod)));
+    }
+
+    /// The patches of [`Self::remove_finalizers`], their removals already expected. A failed
+    /// removal is no longer expected.
+    async fn patch_finalizers(&self, pods: &[&CachedPod]) -> (Vec<String>, Option<kube::Error>) {
         let results = join_all(
             pods.iter()
                 .map(|pod| self.shared.remove_tracking_finalizer(Some(self.key), pod)),
@@ -216,11 +238,11 @@ impl StatusWrites<'_> {
         let mut first_error = None;
         for (pod, result) in pods.iter().zip(results) {
             match result {
-                Ok(()) => removed.push(uid(pod)),
+                Ok(()) => removed.push(uid(pod).to_owned()),
                 Err(error) => {
                     self.shared
                         .finalizers
-                        .finalizer_removal_observed(self.key, &uid(pod));
+                        .finalizer_removal_observed(self.key, uid(pod));
                     first_error.get_or_insert(error);
                 }
             }

@@ -237,7 +237,10 @@ mod tests {
         assert!(list.insert("a", at(100)), "the loop has not looked yet");
         list.loop_wakes_at = Some(at(100));
         assert!(!list.insert("a", at(100)), "already waiting, same time");
-        assert!(!list.insert("a", at(300)), "already waiting, earlier time kept");
+        assert!(
+            !list.insert("a", at(300)),
+            "already waiting, earlier time kept"
+        );
         assert!(!list.insert("b", at(200)), "due after the loop looks");
         assert!(list.insert("c", at(50)), "due before the loop looks");
         assert!(!list.insert("d", at(60)), "the loop looks at 50 now");
