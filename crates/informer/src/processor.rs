@@ -310,15 +310,25 @@ mod tests {
         events
     }
 
-    fn run(events: Vec<Event<Pod>>) -> (Vec<String>, Vec<String>, bool) {
+    /// A processor over a new store, as the informer builds it.
+    fn processor() -> (EventProcessor<Pod>, Arc<Store<Pod>>) {
         let store = Arc::new(Store::new());
-        let mut processor = EventProcessor::new(
+        let processor = EventProcessor::new(
             store.clone(),
             Transform {
                 drop_managed_fields: true,
             },
         );
-        let notifications: Vec<String> = events
+        (processor, store)
+    }
+
+    /// Feeds `events`: the notifications, then the cache (key and version), rendered.
+    fn feed(
+        processor: &mut EventProcessor<Pod>,
+        store: &Store<Pod>,
+        events: Vec<Event<Pod>>,
+    ) -> (Vec<String>, Vec<String>) {
+        let notifications = events
             .into_iter()
             .flat_map(|event| processor.process(event))
             .map(|n| render(&n))
@@ -328,6 +338,12 @@ mod tests {
             .iter()
             .map(|obj| format!("{} {}", object_key(obj.as_ref()), rv(obj)))
             .collect();
+        (notifications, cached)
+    }
+
+    fn run(events: Vec<Event<Pod>>) -> (Vec<String>, Vec<String>, bool) {
+        let (mut processor, store) = processor();
+        let (notifications, cached) = feed(&mut processor, &store, events);
         (notifications, cached, processor.has_synced())
     }
 
@@ -460,13 +476,7 @@ mod tests {
     #[test]
     fn forgettable_objects_leave_the_cache_after_their_handlers_saw_the_change() {
         let done = |name: &str, rv: &str| pod("ns", name, &[("done", "1")], rv).as_ref().clone();
-        let store = Arc::new(Store::new());
-        let mut processor = EventProcessor::new(
-            store.clone(),
-            Transform {
-                drop_managed_fields: true,
-            },
-        );
+        let (mut processor, store) = processor();
         processor.set_forget(|pod: &Pod| {
             pod.metadata
                 .labels
@@ -474,24 +484,12 @@ mod tests {
                 .flatten()
                 .any(|(k, _)| k == "done")
         });
-        let mut step = |events: Vec<Event<Pod>>| -> (Vec<String>, Vec<String>) {
-            let notifications = events
-                .into_iter()
-                .flat_map(|event| processor.process(event))
-                .map(|n| render(&n))
-                .collect();
-            let cached = store
-                .list()
-                .iter()
-                .map(|obj| object_key(obj.as_ref()))
-                .collect();
-            (notifications, cached)
-        };
+        let mut step = |events| feed(&mut processor, &store, events);
 
         // A list keeps only what is needed.
         let (notifications, cached) = step(list(vec![p("a", "1"), done("b", "1"), p("c", "1")]));
         assert_eq!(notifications, ["add ns/a 1 initial", "add ns/c 1 initial"]);
-        assert_eq!(cached, ["ns/a", "ns/c"]);
+        assert_eq!(cached, ["ns/a 1", "ns/c 1"]);
 
         // The change that makes a cached object forgettable is an update; then it is gone,
         // and its later changes reach no one, while the cache still reflects their versions.
@@ -500,7 +498,7 @@ mod tests {
             Event::Apply(done("a", "103")),
         ]);
         assert_eq!(notifications, ["update ns/a 1->102"]);
-        assert_eq!(cached, ["ns/c"]);
+        assert_eq!(cached, ["ns/c 1"]);
         assert_eq!(store.last_sync_resource_version(), Some(103));
 
         // Needed again: added. Deleted: delivered as any deletion.
@@ -509,7 +507,7 @@ mod tests {
             Event::Delete(done("a", "105")),
         ]);
         assert_eq!(notifications, ["add ns/a 104", "delete ns/a 105"]);
-        assert_eq!(cached, ["ns/c"]);
+        assert_eq!(cached, ["ns/c 1"]);
 
         // A relist that finds a cached object forgettable: the update, and it leaves.
         let (notifications, cached) = step(list(vec![done("c", "6"), done("d", "6")]));
