@@ -170,10 +170,7 @@ impl StatusWrites<'_> {
             return Ok(());
         };
         for pod in &plan.pods_to_remove_finalizer {
-            if !removed
-                .iter()
-                .any(|uid| Some(uid.as_str()) == pod.metadata.uid.as_deref())
-            {
+            if !removed.iter().any(|freed| freed == uid(pod)) {
                 self.shared.orphan_queue.add(OrphanKey::pod(pod).encode());
             }
         }

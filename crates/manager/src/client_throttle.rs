@@ -3,7 +3,7 @@
 //! governor's `until_ready` sleeps every waiter until the next token would be free; they all
 //! wake at that instant, one takes the token and the rest sleep again. With the hundreds of
 //! writes a big Job or rollout queues behind a client at `--kube-api-qps`, that is hundreds of
-//! wake-ups per token: at QPS 100 a 10,000-pod Job spent most of its CPU there. client-go's
+//! wake-ups per token (200 waiters: 20,100 polls, against at most 800 here). client-go's
 //! `rate.Limiter.Wait` instead reserves each caller its own future token and sleeps it once.
 //! Here the waiters queue on a fair (FIFO) lock and only the one holding it waits on the
 //! bucket, so each is woken once for its token and they are served in the order they came.
