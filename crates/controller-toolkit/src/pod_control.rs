@@ -168,14 +168,15 @@ impl PodControl {
         PodControl { writer, recorder }
     }
 
-    /// Creates one pod from `template` in `namespace` for `owner` (upstream `CreatePods`).
+    /// Creates one pod from `template` in `namespace` for `owner` (upstream `CreatePods`); the
+    /// created pod's metadata comes back (its server-generated name, UID and resourceVersion).
     pub async fn create_pods<O>(
         &self,
         namespace: &str,
         template: &PodTemplateSpec,
         owner: &O,
         controller_ref: &OwnerReference,
-    ) -> Result<Pod, PodControlError>
+    ) -> Result<ObjectMeta, PodControlError>
     where
         O: Resource<DynamicType = ()>,
     {
@@ -192,7 +193,7 @@ impl PodControl {
         owner: &O,
         controller_ref: &OwnerReference,
         generate_name: &str,
-    ) -> Result<Pod, PodControlError>
+    ) -> Result<ObjectMeta, PodControlError>
     where
         O: Resource<DynamicType = ()>,
     {
@@ -204,7 +205,12 @@ impl PodControl {
         self.create(namespace, &pod, owner).await
     }
 
-    async fn create<O>(&self, namespace: &str, pod: &Pod, owner: &O) -> Result<Pod, PodControlError>
+    async fn create<O>(
+        &self,
+        namespace: &str,
+        pod: &Pod,
+        owner: &O,
+    ) -> Result<ObjectMeta, PodControlError>
     where
         O: Resource<DynamicType = ()>,
     {
@@ -213,18 +219,25 @@ impl PodControl {
         }
         let mut pod = pod.clone();
         pod.metadata.namespace = Some(namespace.to_owned());
-        match self.writer.create(&pod, "create replica").await {
+        match self
+            .writer
+            .create_for_metadata(&pod, "create replica")
+            .await
+        {
             Ok(created) => {
                 tracing::debug!(
                     controller = %owner.name_any(),
-                    pod = %format!("{namespace}/{}", created.name_any()),
+                    pod = %format!("{namespace}/{}", created.name.as_deref().unwrap_or_default()),
                     "controller created pod"
                 );
                 self.recorder.record(
                     owner,
                     EventType::Normal,
                     SUCCESSFUL_CREATE_POD_REASON,
-                    format!("Created pod: {}", created.name_any()),
+                    format!(
+                        "Created pod: {}",
+                        created.name.as_deref().unwrap_or_default()
+                    ),
                 );
                 Ok(created)
             }

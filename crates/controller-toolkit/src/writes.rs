@@ -18,10 +18,10 @@ use futures::future::{BoxFuture, join_all};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions},
+    api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy},
     core::{ApiResource, DynamicObject, Request},
 };
-use serde::{Serialize, de::DeserializeOwned};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::{Value, value::RawValue};
 
 use crate::api_errors::is_conflict;
@@ -61,7 +61,34 @@ pub enum WriteVerb {
     Delete {
         /// Only delete the object with [`Write::uid`] (not a namesake created since).
         precondition: bool,
+        /// What becomes of the object's dependents.
+        propagation: Propagation,
     },
+}
+
+/// How a delete treats the deleted object's dependents (its `propagationPolicy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Propagation {
+    /// None sent: the server's default for the kind (for pods and ReplicaSets, background).
+    #[default]
+    ServerDefault,
+    /// `Background`: the object goes at once, the garbage collector deletes its dependents.
+    Background,
+    /// `Foreground`: the dependents are deleted first, the object once they are gone (the
+    /// TTL-after-finished controller's Job deletions, so a Job never outlives its pods'
+    /// deletion unseen).
+    Foreground,
+}
+
+impl Propagation {
+    /// The policy sent, if any.
+    fn policy(self) -> Option<PropagationPolicy> {
+        match self {
+            Propagation::ServerDefault => None,
+            Propagation::Background => Some(PropagationPolicy::Background),
+            Propagation::Foreground => Some(PropagationPolicy::Foreground),
+        }
+    }
 }
 
 impl fmt::Display for WriteVerb {
@@ -102,6 +129,13 @@ pub struct Write {
 pub trait WriteExecutor: Send + Sync + 'static {
     /// Performs one write.
     fn execute(&self, write: Write) -> BoxFuture<'static, Result<String, kube::Error>>;
+}
+
+/// An object's answer decoded as its metadata alone; serde skips the other fields unread.
+#[derive(Deserialize)]
+struct MetadataOnly {
+    #[serde(default)]
+    metadata: ObjectMeta,
 }
 
 /// Sends writes to the API server through one client (the controller's, so its user agent and
@@ -145,7 +179,10 @@ fn request_for(write: &Write) -> Result<http::Request<Vec<u8>>, kube::Error> {
             &PatchParams::default(),
             &Patch::Merge(patch()?),
         ),
-        WriteVerb::Delete { precondition } => {
+        WriteVerb::Delete {
+            precondition,
+            propagation,
+        } => {
             let params = DeleteParams {
                 preconditions: write.uid.as_ref().filter(|_| *precondition).map(|uid| {
                     Preconditions {
@@ -153,6 +190,7 @@ fn request_for(write: &Write) -> Result<http::Request<Vec<u8>>, kube::Error> {
                         resource_version: None,
                     }
                 }),
+                propagation_policy: propagation.policy(),
                 ..DeleteParams::default()
             };
             request.delete(&write.name, &params)
@@ -258,6 +296,24 @@ impl Writer {
         self.send_object(object, WriteVerb::Create, reason).await
     }
 
+    /// POSTs `object` and decodes only the metadata of the server's copy: a caller that records
+    /// what it created and reads nothing else skips decoding a spec and a status (for a pod,
+    /// most of the answer's cost).
+    pub async fn create_for_metadata<K>(
+        &self,
+        object: &K,
+        reason: &'static str,
+    ) -> Result<ObjectMeta, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize,
+    {
+        let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+        let written: MetadataOnly = self
+            .send(Self::write_of(object, WriteVerb::Create, body, reason))
+            .await?;
+        Ok(written.metadata)
+    }
+
     /// PUTs `object` (conflicts answer 409).
     pub async fn update<K>(&self, object: &K, reason: &'static str) -> Result<K, kube::Error>
     where
@@ -344,10 +400,28 @@ impl Writer {
     where
         K: Resource<DynamicType = ()> + DeserializeOwned,
     {
+        self.delete_propagating(target, precondition, Propagation::ServerDefault, reason)
+            .await
+    }
+
+    /// [`delete`](Self::delete) with the dependents treated as `propagation` says.
+    pub async fn delete_propagating<K>(
+        &self,
+        target: &ObjectMeta,
+        precondition: bool,
+        propagation: Propagation,
+        reason: &'static str,
+    ) -> Result<Option<K>, kube::Error>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
         let answer = self
             .executor
             .execute(Write {
-                verb: WriteVerb::Delete { precondition },
+                verb: WriteVerb::Delete {
+                    precondition,
+                    propagation,
+                },
                 resource: ApiResource::erase::<K>(&()),
                 namespace: target.namespace.clone().unwrap_or_default(),
                 name: target.name.clone().unwrap_or_default(),
@@ -557,7 +631,10 @@ mod tests {
             (&"Pod".into(), &"v1".into())
         );
         let request = request_for(&Write {
-            verb: WriteVerb::Delete { precondition: true },
+            verb: WriteVerb::Delete {
+                precondition: true,
+                propagation: Propagation::ServerDefault,
+            },
             body: Arc::from([]),
             name: "web-1".into(),
             uid: Some("u1".into()),
@@ -569,7 +646,25 @@ mod tests {
             request.uri().path(),
             "/api/v1/namespaces/default/pods/web-1"
         );
-        assert!(String::from_utf8_lossy(request.body()).contains("\"uid\":\"u1\""));
+        let sent = String::from_utf8_lossy(request.body()).into_owned();
+        assert!(sent.contains("\"uid\":\"u1\""), "{sent}");
+        assert!(!sent.contains("propagationPolicy"), "{sent}");
+        let foreground = request_for(&Write {
+            verb: WriteVerb::Delete {
+                precondition: true,
+                propagation: Propagation::Foreground,
+            },
+            body: Arc::from([]),
+            name: "web-1".into(),
+            uid: Some("u1".into()),
+            ..write.clone()
+        })
+        .expect("request");
+        let sent = String::from_utf8_lossy(foreground.body()).into_owned();
+        assert!(
+            sent.contains("\"propagationPolicy\":\"Foreground\""),
+            "{sent}"
+        );
 
         // A patch goes out byte for byte, with its content type.
         let patch = br#"{"metadata":{"uid":"u1","labels":{"a":"b"}}}"#;

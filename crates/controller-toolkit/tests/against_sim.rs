@@ -499,18 +499,13 @@ async fn creates_pods_from_the_template_and_records_upstream_events() {
         .await
         .expect("pod created");
 
-    let name = created
-        .metadata
-        .name
-        .clone()
-        .expect("server generated a name");
+    let name = created.name.clone().expect("server generated a name");
     assert!(
         name.starts_with("web-896bb5df7-") && name.len() == "web-896bb5df7-".len() + 5,
         "{name}"
     );
     assert!(
         named
-            .metadata
             .name
             .as_deref()
             .is_some_and(|n| n.starts_with("custom-"))
@@ -530,7 +525,7 @@ async fn creates_pods_from_the_template_and_records_upstream_events() {
     recorder.flush().await;
     let events = events_for(&client, "web-896bb5df7").await;
     let messages: Vec<&str> = events.iter().filter_map(|e| e.message.as_deref()).collect();
-    let custom = named.metadata.name.as_deref().unwrap_or_default();
+    let custom = named.name.as_deref().unwrap_or_default();
     assert_eq!(
         messages,
         [

@@ -103,7 +103,7 @@ impl DaemonSetSync {
             let failed_before = errors.len();
             for result in results {
                 match result {
-                    Ok(created) => self.pod_writes.record(key, &created.metadata),
+                    Ok(created) => self.pod_writes.record(key, &created),
                     // The namespace is going away: every later create fails too, and the
                     // expectation is left for the namespace's deletion to clear.
                     Err(error) if error.is_namespace_terminating() => {}

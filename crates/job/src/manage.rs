@@ -190,7 +190,7 @@ impl PodWrites<'_> {
                     .await
                 {
                     Ok(created) => {
-                        self.shared.pod_writes.record(self.key, &created.metadata);
+                        self.shared.pod_writes.record(self.key, &created);
                         Ok(())
                     }
                     // No pod will appear, but the namespace is going away: nothing to retry.

@@ -102,6 +102,7 @@ fn merge(target: &mut Value, patch: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use controller_toolkit::writes::Propagation;
     use kube::core::ApiResource;
 
     fn write(verb: WriteVerb, body: Value) -> Write {
@@ -173,6 +174,7 @@ mod tests {
         let status = answer(&write(
             WriteVerb::Delete {
                 precondition: false,
+                propagation: Propagation::ServerDefault,
             },
             json!({}),
         ));

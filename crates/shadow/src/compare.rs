@@ -567,6 +567,7 @@ pub fn verdict(expectation: &Expectation, facts: &Facts<'_>) -> Verdict {
 mod tests {
     use super::*;
     use crate::catalog::of_every_controller;
+    use controller_toolkit::writes::Propagation;
     use kube::core::ApiResource;
     use serde_json::json;
 
@@ -618,7 +619,7 @@ mod tests {
             ("event is not compared", write(WriteVerb::Create, "events", json!({"metadata": {"name": "e"}})), Expectation::NotCompared, None),
             ("scale compares spec.replicas and the deployment annotations", write(WriteVerb::Update, "replicasets", json!({"metadata": {"resourceVersion": "7", "annotations": { "deployment.kubernetes.io/desired-replicas": "3", "other": "x"}}, "spec": {"replicas": 3}})), Expectation::Fields { based_on: Some("7".into()), fields: fields(&[("spec.replicas", "3"), ("metadata.annotations[deployment.kubernetes.io/desired-replicas]", "3")]) }, None),
             ("status update keeps the owner it names", write(WriteVerb::UpdateStatus, "pods", json!({"metadata": {"resourceVersion": "7", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": true, "uid": "r", "apiVersion": "apps/v1"}]}})), Expectation::Fields { based_on: Some("7".into()), fields: Fields::new() }, Some(replica_set)),
-            ("delete expects the object decided on gone, precondition or not", write(WriteVerb::Delete { precondition: false }, "pods", json!({})), Expectation::Gone { uid: Some("u1".into()), node: None }, None),
+            ("delete expects the object decided on gone, precondition or not", write(WriteVerb::Delete { precondition: false, propagation: Propagation::ServerDefault }, "pods", json!({})), Expectation::Gone { uid: Some("u1".into()), node: None }, None),
             ("adopt patch is not compared", write(WriteVerb::StrategicPatch, "pods", json!({"metadata": {}})), Expectation::NotCompared, None),
         ];
         for (name, write, expectation, owner) in cases {
