@@ -10,5 +10,6 @@ pub fn default_registry() -> Result<ControllerRegistry, RegistryError> {
         statefulset::DESCRIPTOR,
         daemonset::DESCRIPTOR,
         job::DESCRIPTOR,
+        ttlafterfinished::DESCRIPTOR,
     ])
 }

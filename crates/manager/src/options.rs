@@ -300,7 +300,6 @@ pub const IGNORED_VALUE_FLAGS: &[&str] = &[
     "concurrent-service-endpoint-syncs",
     "concurrent-service-syncs",
     "concurrent-serviceaccount-token-syncs",
-    "concurrent-ttl-after-finished-syncs",
     "disabled-metrics",
     "flex-volume-plugin-dir",
     "horizontal-pod-autoscaler-sync-period",
