@@ -1,6 +1,7 @@
 //! Defaulting as upstream applies it on create and update: apps/v1 workload and batch/v1 Job
-//! defaults (the Job's own in [`crate::jobs`]), pod-template and pod defaults (including what
-//! admission plugins add to pods), and the initial status of new objects.
+//! and CronJob defaults (their own in [`crate::jobs`] and [`crate::cronjobs`]), pod-template
+//! and pod defaults (including what admission plugins add to pods), and the initial status of
+//! new objects.
 
 use serde_json::{Map, Value, json};
 
@@ -83,9 +84,9 @@ pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
     default_field(spec, "schedulerName", json!("default-scheduler"));
 }
 
-/// Defaults of a pod template: spec defaults, and the `creationTimestamp: null` Go writes.
-pub(crate) fn pod_template(spec: &mut Map<String, Value>) {
-    let template = object_at(spec, "template");
+/// The `metadata` of a template (a pod template, a CronJob's job template), with the
+/// `creationTimestamp: null` Go writes for a template's zero timestamp, first.
+pub(crate) fn template_metadata(template: &mut Map<String, Value>) {
     let metadata = object_at(template, "metadata");
     if !metadata.contains_key("creationTimestamp") {
         let mut reordered = Map::new();
@@ -93,10 +94,16 @@ pub(crate) fn pod_template(spec: &mut Map<String, Value>) {
         reordered.extend(std::mem::take(metadata));
         *metadata = reordered;
     }
+}
+
+/// Defaults of a pod template: spec defaults, and the `creationTimestamp: null` Go writes.
+pub(crate) fn pod_template(spec: &mut Map<String, Value>) {
+    let template = object_at(spec, "template");
+    template_metadata(template);
     pod_spec(object_at(template, "spec"));
 }
 
-/// Defaults for an object of resource `plural` (apps/v1 workloads, Jobs and pods).
+/// Defaults for an object of resource `plural` (apps/v1 workloads, Jobs, CronJobs and pods).
 pub(crate) fn apply(plural: &str, obj: &mut Value) {
     let Some(map) = obj.as_object_mut() else {
         return;
@@ -160,6 +167,7 @@ pub(crate) fn apply(plural: &str, obj: &mut Value) {
             pod_template(spec);
             crate::jobs::default_labels(map);
         }
+        "cronjobs" => crate::cronjobs::default(map),
         _ => {}
     }
 
@@ -262,7 +270,7 @@ fn qos_class(spec: &Value) -> &'static str {
 /// The status a new object starts with (upstream resets client-sent status on create).
 pub(crate) fn initial_status(plural: &str, obj: &Value) -> Option<Value> {
     match plural {
-        "deployments" | "replicasets" | "statefulsets" | "jobs" => Some(json!({})),
+        "deployments" | "replicasets" | "statefulsets" | "jobs" | "cronjobs" => Some(json!({})),
         // The four counters are not omitempty in apps/v1.
         "daemonsets" => Some(json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
                                     "desiredNumberScheduled": 0, "numberReady": 0})),

@@ -87,7 +87,13 @@ fn resource_entry(r: &ResourceInfo) -> Value {
         }
         if matches!(
             r.plural,
-            "pods" | "deployments" | "replicasets" | "statefulsets" | "daemonsets" | "jobs"
+            "pods"
+                | "deployments"
+                | "replicasets"
+                | "statefulsets"
+                | "daemonsets"
+                | "jobs"
+                | "cronjobs"
         ) {
             map.insert("categories".into(), json!(["all"]));
         }
@@ -185,10 +191,25 @@ mod tests {
             .iter()
             .map(|r| r["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, vec!["jobs", "jobs/status"]);
+        assert_eq!(
+            names,
+            vec!["jobs", "jobs/status", "cronjobs", "cronjobs/status"]
+        );
         assert_eq!(batch["resources"][0]["singularName"], "job");
         assert_eq!(batch["resources"][0]["categories"], json!(["all"]));
         assert!(batch["resources"][0].get("shortNames").is_none());
+        // CronJobs as kube-apiserver lists them: short name `cj`, category `all`, every verb,
+        // and a status subresource with get, patch and update.
+        assert_eq!(
+            batch["resources"][2],
+            json!({"name": "cronjobs", "singularName": "cronjob", "namespaced": true,
+                "kind": "CronJob", "verbs": VERBS, "shortNames": ["cj"], "categories": ["all"]})
+        );
+        assert_eq!(
+            batch["resources"][3],
+            json!({"name": "cronjobs/status", "singularName": "", "namespaced": true,
+                "kind": "CronJob", "verbs": ["get", "patch", "update"]})
+        );
         assert!(api_group("extensions").is_none());
     }
 }

@@ -41,25 +41,28 @@ const MAX_MANAGED_BY_LENGTH: usize = 63;
 const MAX_SUCCEEDED_INDEXES_LENGTH: usize = 64 * 1024;
 const MAX_SUCCESS_POLICY_RULES: usize = 20;
 
-const NONNEGATIVE: &str = "must be greater than or equal to 0";
+/// Upstream's `ValidateNonnegativeField` detail.
+pub(crate) const NONNEGATIVE: &str = "must be greater than or equal to 0";
 const IMMUTABLE: &str = "field is immutable";
 
 /// The field `key` of `obj`, unless absent or null.
-fn field<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
+pub(crate) fn field<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
     obj.get(key).filter(|v| !v.is_null())
 }
 
-fn int(obj: &Value, key: &str) -> Option<i64> {
+/// The integer field `key` of `obj`, unless absent, null or not an integer.
+pub(crate) fn int(obj: &Value, key: &str) -> Option<i64> {
     field(obj, key).and_then(Value::as_i64)
 }
 
-fn string<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+/// The string field `key` of `obj`, unless absent, null or not a string.
+pub(crate) fn string<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     field(obj, key).and_then(Value::as_str)
 }
 
 /// A value as upstream's `field.Error` prints it: numbers and booleans bare, strings quoted,
 /// anything else as JSON (upstream prints Go syntax there).
-fn go_value(value: Option<&Value>) -> String {
+pub(crate) fn go_value(value: Option<&Value>) -> String {
     match value {
         None | Some(Value::Null) => "null".to_string(),
         Some(Value::String(s)) => format!("{s:?}"),
@@ -149,30 +152,38 @@ pub(crate) fn default_spec(spec: &mut Map<String, Value>) {
     default_field(spec, "completionMode", json!("NonIndexed"));
     default_field(spec, "suspend", json!(false));
     let has_failure_policy = !unset(spec, "podFailurePolicy");
-    let rules = spec
-        .get_mut("podFailurePolicy")
-        .and_then(|policy| policy.get_mut("rules"));
-    if let Some(Value::Array(rules)) = rules {
-        for rule in rules.iter_mut() {
-            let Some(Value::Array(patterns)) = rule.get_mut("onPodConditions") else {
-                continue;
-            };
-            for pattern in patterns.iter_mut().filter_map(Value::as_object_mut) {
-                if pattern
-                    .get("status")
-                    .is_none_or(|s| s.is_null() || s == &json!(""))
-                {
-                    pattern.insert("status".into(), json!("True"));
-                }
-            }
-        }
-    }
+    default_pod_condition_patterns(spec);
     let replacement = if has_failure_policy {
         "Failed"
     } else {
         "TerminatingOrFailed"
     };
     default_field(spec, "podReplacementPolicy", json!(replacement));
+}
+
+/// Upstream's `SetDefaults_PodFailurePolicyOnPodConditionsPattern` on every pattern of a Job
+/// spec's pod failure policy: an unset `status` is True. Upstream defaults the pattern type
+/// wherever it appears, so a CronJob's `spec.jobTemplate.spec` gets it too.
+pub(crate) fn default_pod_condition_patterns(spec: &mut Map<String, Value>) {
+    let rules = spec
+        .get_mut("podFailurePolicy")
+        .and_then(|policy| policy.get_mut("rules"));
+    let Some(Value::Array(rules)) = rules else {
+        return;
+    };
+    for rule in rules.iter_mut() {
+        let Some(Value::Array(patterns)) = rule.get_mut("onPodConditions") else {
+            continue;
+        };
+        for pattern in patterns.iter_mut().filter_map(Value::as_object_mut) {
+            if pattern
+                .get("status")
+                .is_none_or(|s| s.is_null() || s == &json!(""))
+            {
+                pattern.insert("status".into(), json!("True"));
+            }
+        }
+    }
 }
 
 /// `SetDefaults_Job`'s labels: a Job without labels takes its template's. Upstream defaults
@@ -308,7 +319,20 @@ fn selector_rules(spec: &Value, causes: &mut Vec<Cause>) {
     }
 }
 
-/// Upstream's `validateJobSpec`.
+/// Upstream's `validateJobSpec` on a Job spec that lives at `path` rather than at `spec`
+/// (a CronJob's `spec.jobTemplate.spec`): the same rules, their causes under `path`.
+pub(crate) fn spec_rules_at(spec: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    spec_rules(spec, &mut causes);
+    for cause in &mut causes {
+        if let Some(rest) = cause.field.strip_prefix("spec") {
+            cause.field = format!("{path}{rest}");
+        }
+    }
+    causes
+}
+
+/// Upstream's `validateJobSpec` (every cause's field starts with `spec.`).
 fn spec_rules(spec: &Value, causes: &mut Vec<Cause>) {
     for key in [
         "parallelism",

@@ -5,6 +5,7 @@ mod cluster;
 mod config;
 mod container_exit;
 mod container_status;
+mod cronjobs;
 mod defaults;
 mod discovery;
 mod error;

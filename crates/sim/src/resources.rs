@@ -156,6 +156,13 @@ pub(crate) static RESOURCES: &[ResourceInfo] = &[
         orphans_by_default: true,
         ..resource("batch", "jobs", "job", "Job", true, &[])
     },
+    // batch/v1 CronJobs: status and generation, short name `cj`; a delete naming no policy
+    // collects their Jobs in the background (only batch/v1beta1 orphaned them).
+    ResourceInfo {
+        status: true,
+        generation: true,
+        ..resource("batch", "cronjobs", "cronjob", "CronJob", true, &["cj"])
+    },
 ];
 
 /// The resource `plural` of `group`/`version`, if served.
@@ -204,6 +211,11 @@ mod tests {
         assert!(!RESOURCES[NODES].namespaced);
         assert_eq!(RESOURCES[JOBS].qualified_kind(), "Job.batch");
         assert_eq!(find("batch", "v1", "jobs"), Some(JOBS));
+        let cronjobs = &RESOURCES[find("batch", "v1", "cronjobs").unwrap()];
+        assert_eq!(cronjobs.qualified_kind(), "CronJob.batch");
+        assert_eq!(cronjobs.short_names, ["cj"]);
+        assert!(cronjobs.namespaced && cronjobs.status && cronjobs.generation);
+        assert!(!cronjobs.scale && !cronjobs.orphans_by_default);
     }
 
     #[test]

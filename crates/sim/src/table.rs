@@ -100,6 +100,7 @@ fn columns(plural: &str) -> Vec<Value> {
     // (name, type, priority): priority 1 columns show with `-o wide` only.
     const S: &str = "string";
     const I: &str = "integer";
+    const B: &str = "boolean";
     #[rustfmt::skip]
     let spec: &[(&str, &str, u8)] = match plural {
         "pods" => &[("Name", S, 0), ("Ready", S, 0), ("Status", S, 0), ("Restarts", S, 0), ("Age", S, 0), ("IP", S, 1), ("Node", S, 1)],
@@ -113,6 +114,7 @@ fn columns(plural: &str) -> Vec<Value> {
         "nodes" => &[("Name", S, 0), ("Status", S, 0), ("Roles", S, 0), ("Age", S, 0), ("Version", S, 0), ("Internal-IP", S, 1), ("External-IP", S, 1), ("OS-Image", S, 1), ("Kernel-Version", S, 1), ("Container-Runtime", S, 1)],
         "events" => &[("Last Seen", S, 0), ("Type", S, 0), ("Reason", S, 0), ("Object", S, 0), ("Message", S, 0)],
         "jobs" => &[("Name", S, 0), ("Status", S, 0), ("Completions", S, 0), ("Duration", S, 0), ("Age", S, 0), ("Containers", S, 1), ("Images", S, 1), ("Selector", S, 1)],
+        "cronjobs" => &[("Name", S, 0), ("Schedule", S, 0), ("Timezone", S, 0), ("Suspend", B, 0), ("Active", I, 0), ("Last Schedule", S, 0), ("Age", S, 0), ("Containers", S, 1), ("Images", S, 1), ("Selector", S, 1)],
         _ => &[("Name", S, 0), ("Age", S, 0)],
     };
     spec.iter().map(|(n, k, p)| column(n, k, *p)).collect()
@@ -368,12 +370,7 @@ fn cells(plural: &str, obj: &Value) -> Vec<Value> {
             let template = obj.pointer("/spec/template/spec");
             let (containers, images) = container_cells(template);
             let duration = jobs::duration_seconds(obj).map_or_else(String::new, human_duration);
-            let selector = obj
-                .pointer("/spec/selector")
-                .and_then(|s| LabelSelector::from_json(s).ok())
-                .map(|s| s.to_sorted_query())
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "<none>".into());
+            let selector = selector_cell(obj.pointer("/spec/selector"));
             vec![
                 name,
                 json!(jobs::printed_status(obj)),
@@ -385,8 +382,49 @@ fn cells(plural: &str, obj: &Value) -> Vec<Value> {
                 json!(selector),
             ]
         }
+        "cronjobs" => {
+            let (containers, images) =
+                container_cells(obj.pointer("/spec/jobTemplate/spec/template/spec"));
+            let suspend = match obj.pointer("/spec/suspend").and_then(Value::as_bool) {
+                Some(true) => "True",
+                Some(false) => "False",
+                None => "<unset>",
+            };
+            let active = obj
+                .pointer("/status/active")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let last_schedule = obj
+                .pointer("/status/lastScheduleTime")
+                .and_then(Value::as_str)
+                .map_or_else(|| "<none>".to_string(), |t| age_of(Some(t)));
+            vec![
+                name,
+                json!(str_at(obj, "/spec/schedule")),
+                json!(or_none(str_at(obj, "/spec/timeZone"))),
+                json!(suspend),
+                json!(active),
+                json!(last_schedule),
+                age,
+                json!(containers),
+                json!(images),
+                json!(selector_cell(
+                    obj.pointer("/spec/jobTemplate/spec/selector")
+                )),
+            ]
+        }
         _ => vec![name, age],
     }
+}
+
+/// Upstream's `metav1.FormatLabelSelector`: the selector as a sorted query, `<none>` when
+/// there is none or it is empty.
+fn selector_cell(selector: Option<&Value>) -> String {
+    selector
+        .and_then(|s| LabelSelector::from_json(s).ok())
+        .map(|s| s.to_sorted_query())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "<none>".into())
 }
 
 /// Upstream's `layoutContainerCells`: the containers' names and images, comma-separated.
@@ -610,6 +648,7 @@ mod tests {
             "events",
             "nodes",
             "jobs",
+            "cronjobs",
         ] {
             assert_eq!(
                 columns(plural).len(),
@@ -665,6 +704,68 @@ mod tests {
         assert_eq!(
             cells("jobs", &json!({"metadata": {"name": "new"}}))[1..4],
             [json!("Running"), json!("0/1"), json!("")]
+        );
+        let ten_minutes_ago = (chrono::Utc::now() - chrono::Duration::seconds(630))
+            .format("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let cronjob = json!({"metadata": {"name": "hello", "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "spec": {"schedule": "*/5 * * * *", "timeZone": "Europe/Rome", "suspend": false,
+                "jobTemplate": {"spec": {"template": {"spec": {"containers": [
+                    {"name": "main", "image": "busybox:1.36"}, {"name": "side", "image": "nginx"}]}}}}},
+            "status": {"active": [{"name": "hello-1"}, {"name": "hello-2"}],
+                "lastScheduleTime": ten_minutes_ago}});
+        let cronjob_cells = cells("cronjobs", &cronjob);
+        assert_eq!(
+            cronjob_cells[..5],
+            [
+                json!("hello"),
+                json!("*/5 * * * *"),
+                json!("Europe/Rome"),
+                json!("False"),
+                json!(2)
+            ]
+        );
+        assert_eq!(cronjob_cells[5], json!("10m"));
+        assert_eq!(
+            cronjob_cells[7..],
+            [
+                json!("main,side"),
+                json!("busybox:1.36,nginx"),
+                json!("<none>")
+            ]
+        );
+        assert_eq!(
+            cells("cronjobs", &json!({"metadata": {"name": "new"}}))[1..6],
+            [
+                json!(""),
+                json!("<none>"),
+                json!("<unset>"),
+                json!(0),
+                json!("<none>")
+            ]
+        );
+        let suspended = json!({"spec": {"suspend": true, "jobTemplate": {"spec": {"selector": {"matchLabels": {"a": "1"}}}}}});
+        assert_eq!(cells("cronjobs", &suspended)[3], json!("True"));
+        assert_eq!(cells("cronjobs", &suspended)[9], json!("a=1"));
+        let columns: Vec<(Value, Value, Value)> = columns("cronjobs")
+            .into_iter()
+            .map(|c| (c["name"].clone(), c["type"].clone(), c["priority"].clone()))
+            .collect();
+        assert_eq!(
+            columns,
+            [
+                ("Name", "string", 0),
+                ("Schedule", "string", 0),
+                ("Timezone", "string", 0),
+                ("Suspend", "boolean", 0),
+                ("Active", "integer", 0),
+                ("Last Schedule", "string", 0),
+                ("Age", "string", 0),
+                ("Containers", "string", 1),
+                ("Images", "string", 1),
+                ("Selector", "string", 1),
+            ]
+            .map(|(n, t, p)| (json!(n), json!(t), json!(p)))
         );
         let t = table(
             "deployments",

@@ -1,7 +1,8 @@
 //! Validation that upstream performs and controllers rely on: object names (DNS-1123),
 //! workload selectors that are non-empty and match the template labels, non-negative
 //! replicas, required containers, and immutable selectors; a Job's rules, spec and status, are
-//! upstream's Job validation in [`crate::jobs`].
+//! upstream's Job validation in [`crate::jobs`], and a CronJob's upstream's CronJob validation
+//! in [`crate::cronjobs`] (its status, as upstream's, is not validated).
 
 use serde_json::Value;
 
@@ -192,6 +193,7 @@ pub(crate) fn validate(plural: &str, obj: &Value, old: Option<&Value>) -> Vec<Ca
         }
         "pods" => pod_spec(obj.get("spec"), "spec", &mut causes),
         "jobs" => causes.extend(crate::jobs::validate(obj, old)),
+        "cronjobs" => causes.extend(crate::cronjobs::validate(obj, old)),
         _ => {}
     }
     causes
