@@ -111,6 +111,9 @@ Try, in another terminal:
   kubectl get deployments,replicasets,pods
   kubectl set image deployment/web nginx=nginx:1.26 && kubectl rollout status deployment/web
   kubectl rollout undo deployment/web
+  kubectl create job pi --image=busybox -- sh -c 'sleep 2; exit 0' && kubectl wait --for=condition=Complete job/pi
+  kubectl create cronjob tick --image=busybox --schedule='* * * * *' -- sh -c 'exit 0'
+  kubectl get cronjobs,jobs --watch
   curl -s -H 'Authorization: Bearer $TOKEN' $METRICS_URL | grep workqueue_depth
   curl -s http://127.0.0.1:$PORT/healthz/deployment-controller
 Logs: tail -f $MANAGER_LOG $SIM_LOG

@@ -10,6 +10,7 @@ pub fn default_registry() -> Result<ControllerRegistry, RegistryError> {
         statefulset::DESCRIPTOR,
         daemonset::DESCRIPTOR,
         job::DESCRIPTOR,
+        cronjob::DESCRIPTOR,
         ttlafterfinished::DESCRIPTOR,
     ])
 }

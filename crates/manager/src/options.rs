@@ -290,7 +290,6 @@ pub const IGNORED_VALUE_FLAGS: &[&str] = &[
     "cluster-signing-cert-file",
     "cluster-signing-duration",
     "cluster-signing-key-file",
-    "concurrent-cron-job-syncs",
     "concurrent-endpoint-syncs",
     "concurrent-gc-syncs",
     "concurrent-horizontal-pod-autoscaler-syncs",

@@ -2,7 +2,8 @@
 //! `--controllers=job` runs it alone with `--concurrent-job-syncs` in `/configz`, its two queues
 //! and its `job_controller_*` families in `/metrics`, and a Job applied with the real
 //! `kubectl` runs to completion; with `ttl-after-finished` beside it, a Job with a TTL of 0 is
-//! deleted with its pod once it finishes.
+//! deleted with its pod once it finishes; `--controllers=cronjob` runs the CronJob controller
+//! with `--concurrent-cron-job-syncs` in `/configz` and its families in `/metrics`.
 
 mod support;
 
@@ -167,6 +168,66 @@ async fn a_finished_job_with_a_ttl_is_deleted_with_its_pods_by_the_ttl_after_fin
     assert_eq!(
         configz["kubecontrollermanager.config.k8s.io"]["TTLAfterFinishedController"]["ConcurrentTTLSyncs"],
         2
+    );
+    drop(manager);
+    cluster.test.stop().await;
+}
+
+const CRONJOB_MANIFEST: &str = r#"apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: every-minute
+spec:
+  schedule: "* * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: main
+            image: busybox:1.36
+            command: ["sh", "-c", "exit 0"]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controllers_cronjob_runs_the_cronjob_controller_with_its_flag_and_metrics() {
+    let cluster = Cluster::start(SimConfig::default()).await;
+    let test = &cluster.test;
+    let manager = cluster
+        .start_manager(&flags(&[
+            "--controllers=cronjob",
+            "--concurrent-cron-job-syncs=3",
+        ]))
+        .await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubectl = Kubectl::for_cluster(&test.sim, dir.path());
+    let path = dir.path().join("cronjob.yaml");
+    std::fs::write(&path, CRONJOB_MANIFEST).expect("manifest written");
+    kubectl
+        .run(&["apply", "-f", path.to_str().expect("utf-8 path")])
+        .await;
+    let table = kubectl.run(&["get", "cronjobs"]).await;
+    assert!(
+        table.contains("every-minute") && table.contains("* * * * *"),
+        "{table}"
+    );
+    let (code, metrics) = plain_get(manager.addr, "/metrics").await.expect("metrics");
+    assert_eq!(code, 200);
+    assert!(
+        metrics.contains("workqueue_adds_total{name=\"cronjob\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("cronjob_controller_job_creation_skew_duration_seconds"),
+        "{metrics}"
+    );
+    let (code, configz) = plain_get(manager.addr, "/configz").await.expect("configz");
+    assert_eq!(code, 200, "{configz}");
+    let configz: Value = serde_json::from_str(&configz).expect("JSON");
+    assert_eq!(
+        configz["kubecontrollermanager.config.k8s.io"]["CronJobController"]["ConcurrentCronJobSyncs"],
+        3
     );
     drop(manager);
     cluster.test.stop().await;
